@@ -1,0 +1,190 @@
+//! The host view: every fact the probe and path resolution read from the
+//! host goes through [`HostView`], so tests describe a host instead of
+//! touching the real one (R-PROBE-3).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The operating system family of a host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Os {
+    /// Linux (including WSL).
+    Linux,
+    /// macOS.
+    MacOs,
+    /// Windows.
+    Windows,
+    /// Anything else (BSDs, illumos, ...).
+    Other,
+}
+
+impl Os {
+    /// The OS this binary was compiled for.
+    pub fn current() -> Os {
+        if cfg!(target_os = "linux") {
+            Os::Linux
+        } else if cfg!(target_os = "macos") {
+            Os::MacOs
+        } else if cfg!(target_os = "windows") {
+            Os::Windows
+        } else {
+            Os::Other
+        }
+    }
+
+    /// Parses `linux`, `macos`, `windows` or anything else (as `Other`).
+    pub fn from_name(name: &str) -> Os {
+        match name.to_ascii_lowercase().as_str() {
+            "linux" => Os::Linux,
+            "macos" | "darwin" => Os::MacOs,
+            "windows" => Os::Windows,
+            _ => Os::Other,
+        }
+    }
+}
+
+/// Read access to the facts of a host that the probe and path sets need.
+///
+/// [`AmbientHost`] reads the real machine; [`FakeHost`] is a described one
+/// for tests. Implementations must not panic and should bound every call in
+/// time (a hung network file system must not hang the host program).
+pub trait HostView {
+    /// The host's OS family.
+    fn os(&self) -> Os;
+    /// An environment variable of the host program (`PATH`, ...).
+    fn var_os(&self, name: &str) -> Option<OsString>;
+    /// The first few KiB of a small text file such as
+    /// `/proc/sys/kernel/osrelease`, or `None` if it cannot be read.
+    fn read_small_file(&self, path: &Path) -> Option<String>;
+    /// Whether `path` is a regular file with an execute bit set.
+    fn is_executable_file(&self, path: &Path) -> bool;
+    /// Whether `path` exists (any file type, symlinks followed).
+    fn exists(&self, path: &Path) -> bool;
+    /// The path with every symlink resolved, or `None` if it does not exist
+    /// or cannot be resolved.
+    fn canonicalize(&self, path: &Path) -> Option<PathBuf>;
+}
+
+/// How much of a small file [`HostView::read_small_file`] reads.
+pub const SMALL_FILE_LIMIT: u64 = 4096;
+
+/// The real host. Its name says it reads ambient authority: the process
+/// environment and the file system. Every call runs with a time limit.
+#[derive(Clone, Debug)]
+pub struct AmbientHost {
+    timeout: Duration,
+}
+
+impl AmbientHost {
+    /// The real host, with a 2 s limit on each check.
+    pub fn from_ambient() -> AmbientHost {
+        AmbientHost {
+            timeout: Duration::from_secs(2),
+        }
+    }
+
+    /// The real host, with the given limit on each check.
+    pub fn from_ambient_with_timeout(timeout: Duration) -> AmbientHost {
+        AmbientHost { timeout }
+    }
+}
+
+/// Runs `f` on a helper thread and waits at most `timeout` for its answer.
+/// A call that does not answer in time gives `None`; its thread is left to
+/// finish on its own.
+pub fn run_with_timeout<T, F>(timeout: Duration, f: F) -> Option<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let (tx, rx) = mpsc::sync_channel(1);
+    let spawned = std::thread::Builder::new()
+        .name("sandbox-probe-check".into())
+        .spawn(move || {
+            let _ = tx.send(f());
+        });
+    match spawned {
+        Ok(_) => rx.recv_timeout(timeout).ok(),
+        Err(_) => None,
+    }
+}
+
+impl HostView for AmbientHost {
+    fn os(&self) -> Os {
+        Os::current()
+    }
+
+    fn var_os(&self, name: &str) -> Option<OsString> {
+        std::env::var_os(name)
+    }
+
+    fn read_small_file(&self, path: &Path) -> Option<String> {
+        use std::io::Read;
+        let path = path.to_path_buf();
+        run_with_timeout(self.timeout, move || {
+            let file = std::fs::File::open(path).ok()?;
+            let mut buf = String::new();
+            file.take(SMALL_FILE_LIMIT).read_to_string(&mut buf).ok()?;
+            Some(buf)
+        })
+        .flatten()
+    }
+
+    fn is_executable_file(&self, path: &Path) -> bool {
+        let path = path.to_path_buf();
+        run_with_timeout(self.timeout, move || {
+            let Ok(meta) = std::fs::metadata(path) else {
+                return false;
+            };
+            if !meta.is_file() {
+                return false;
+            }
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                meta.permissions().mode() & 0o111 != 0
+            }
+            #[cfg(not(unix))]
+            {
+                true
+            }
+        })
+        .unwrap_or(false)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        let path = path.to_path_buf();
+        run_with_timeout(self.timeout, move || path.exists()).unwrap_or(false)
+    }
+
+    fn canonicalize(&self, path: &Path) -> Option<PathBuf> {
+        let path = path.to_path_buf();
+        run_with_timeout(self.timeout, move || std::fs::canonicalize(path).ok()).flatten()
+    }
+}
+
+/// Looks `name` up on a `PATH` value the way a careful shell would, but
+/// stricter: empty entries and relative entries (which a shell reads as the
+/// working directory) are skipped, so a `bwrap` dropped into the current
+/// directory never counts. Returns the first absolute match that is an
+/// executable regular file.
+pub fn find_on_path<H: HostView + ?Sized>(
+    host: &H,
+    path_var: Option<&OsString>,
+    name: &str,
+) -> Option<PathBuf> {
+    if name.is_empty() || name.contains('/') {
+        return None;
+    }
+    let path_var = path_var?;
+    std::env::split_paths(path_var)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|candidate| host.is_executable_file(candidate))
+}
+
+mod fake;
+pub use fake::FakeHost;

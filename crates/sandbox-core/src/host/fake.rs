@@ -1,0 +1,169 @@
+//! A described host for tests: no file system or environment is touched.
+
+use super::{HostView, Os};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+/// Symlink hops followed before giving up, as the kernel does (`ELOOP`).
+const MAX_SYMLINK_HOPS: usize = 40;
+
+/// A host described in memory: its OS, environment, files, executables and
+/// symlinks. Directories exist implicitly when something below them exists.
+///
+/// ```
+/// use sandbox_core::{FakeHost, HostView, Os};
+/// use std::path::Path;
+/// let mut host = FakeHost::new(Os::MacOs);
+/// host.symlink("/tmp", "/private/tmp").file("/private/tmp/x");
+/// assert_eq!(host.canonicalize(Path::new("/tmp/x")).unwrap(), Path::new("/private/tmp/x"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct FakeHost {
+    os: Os,
+    env: BTreeMap<String, OsString>,
+    files: BTreeSet<PathBuf>,
+    executables: BTreeSet<PathBuf>,
+    symlinks: BTreeMap<PathBuf, PathBuf>,
+    contents: BTreeMap<PathBuf, String>,
+}
+
+impl FakeHost {
+    /// An empty host of the given OS: no environment, only `/`.
+    pub fn new(os: Os) -> FakeHost {
+        FakeHost {
+            os,
+            env: BTreeMap::new(),
+            files: BTreeSet::new(),
+            executables: BTreeSet::new(),
+            symlinks: BTreeMap::new(),
+            contents: BTreeMap::new(),
+        }
+    }
+
+    /// Sets an environment variable.
+    pub fn env(&mut self, name: &str, value: impl Into<OsString>) -> &mut FakeHost {
+        self.env.insert(name.to_owned(), value.into());
+        self
+    }
+
+    /// Adds an existing file or directory.
+    pub fn file(&mut self, path: impl Into<PathBuf>) -> &mut FakeHost {
+        self.files.insert(path.into());
+        self
+    }
+
+    /// Adds an executable regular file.
+    pub fn executable(&mut self, path: impl Into<PathBuf>) -> &mut FakeHost {
+        let path = path.into();
+        self.files.insert(path.clone());
+        self.executables.insert(path);
+        self
+    }
+
+    /// Adds a symlink at `link` pointing to `target` (absolute, or relative
+    /// to the link's directory).
+    pub fn symlink(
+        &mut self,
+        link: impl Into<PathBuf>,
+        target: impl Into<PathBuf>,
+    ) -> &mut FakeHost {
+        self.symlinks.insert(link.into(), target.into());
+        self
+    }
+
+    /// Adds a small text file with contents.
+    pub fn contents(&mut self, path: impl Into<PathBuf>, text: impl Into<String>) -> &mut FakeHost {
+        let path = path.into();
+        self.files.insert(path.clone());
+        self.contents.insert(path, text.into());
+        self
+    }
+
+    fn exists_plain(&self, path: &Path) -> bool {
+        path == Path::new("/")
+            || self.files.contains(path)
+            || self.symlinks.contains_key(path)
+            || self
+                .files
+                .range(path.to_path_buf()..)
+                .next()
+                .is_some_and(|p| p.starts_with(path))
+            || self.symlinks.keys().any(|p| p.starts_with(path))
+    }
+
+    fn resolve(&self, path: &Path) -> Option<PathBuf> {
+        if !path.is_absolute() {
+            return None;
+        }
+        let mut pending: Vec<PathBuf> = Vec::new();
+        push_components(&mut pending, path);
+        let mut resolved = PathBuf::from("/");
+        let mut hops = 0usize;
+        while let Some(part) = pending.pop() {
+            if part.as_os_str() == ".." {
+                resolved.pop();
+                continue;
+            }
+            let candidate = resolved.join(&part);
+            if let Some(target) = self.symlinks.get(&candidate) {
+                hops += 1;
+                if hops > MAX_SYMLINK_HOPS {
+                    return None;
+                }
+                if target.is_absolute() {
+                    resolved = PathBuf::from("/");
+                }
+                push_components(&mut pending, target);
+                continue;
+            }
+            if !self.exists_plain(&candidate) {
+                return None;
+            }
+            resolved = candidate;
+        }
+        Some(resolved)
+    }
+}
+
+/// Pushes the normal and `..` components of `path` onto a stack so that the
+/// first component is popped first.
+fn push_components(stack: &mut Vec<PathBuf>, path: &Path) {
+    let parts: Vec<PathBuf> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(PathBuf::from(s)),
+            Component::ParentDir => Some(PathBuf::from("..")),
+            _ => None,
+        })
+        .collect();
+    stack.extend(parts.into_iter().rev());
+}
+
+impl HostView for FakeHost {
+    fn os(&self) -> Os {
+        self.os
+    }
+
+    fn var_os(&self, name: &str) -> Option<OsString> {
+        self.env.get(name).cloned()
+    }
+
+    fn read_small_file(&self, path: &Path) -> Option<String> {
+        let real = self.resolve(path)?;
+        self.contents.get(&real).cloned()
+    }
+
+    fn is_executable_file(&self, path: &Path) -> bool {
+        self.resolve(path)
+            .is_some_and(|p| self.executables.contains(&p))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.resolve(path).is_some()
+    }
+
+    fn canonicalize(&self, path: &Path) -> Option<PathBuf> {
+        self.resolve(path)
+    }
+}

@@ -1,0 +1,114 @@
+//! The shared vocabulary of agent-sandbox.
+//!
+//! Every crate of the workspace speaks these types, and a host program's
+//! first call is the probe. This crate holds:
+//!
+//! - the data model of a confined run: [`SandboxSpec`], [`SandboxBindMount`],
+//!   [`Mode`], [`SandboxHandle`], [`SandboxState`] (with checked
+//!   transitions), [`SandboxEvent`] and [`SandboxViolation`], serialised with
+//!   the camelCase names of the design note;
+//! - the backends ([`SandboxBackend`], with [`SandboxBackend::from_name`]
+//!   for stored values), the on/off [`SandboxSwitch`], the host probe
+//!   ([`ProbeReport`]) and backend selection ([`select_backend`]), which
+//!   never downgrades an explicit request;
+//! - path sets ([`PathSet`]): deny entries in their literal and
+//!   symlink-resolved spellings, and the curated default sets in
+//!   [`defaults`];
+//! - the [`SandboxPort`] trait that backends implement.
+//!
+//! Everything that reads the host goes through a [`HostView`]: use
+//! [`AmbientHost::from_ambient`] for the real machine and [`FakeHost`] to
+//! describe one in a test (a macOS host with `/tmp -> /private/tmp`, a Linux
+//! host without `socat`, ...).
+//!
+//! # Example: probe and select
+//!
+//! ```
+//! use sandbox_core::*;
+//!
+//! // A Linux host with bubblewrap but no socat.
+//! let mut host = FakeHost::new(Os::Linux);
+//! host.env("PATH", "/usr/bin:/bin").executable("/usr/bin/bwrap");
+//! let report = ProbeReport::probe(&host);
+//! assert_eq!(
+//!     report.startup_line(SandboxSwitch::On),
+//!     "no OS-native agent sandbox on this host: \
+//!      install the missing packages: sudo apt-get install socat",
+//! );
+//!
+//! // Dispatch falls back to `none` (and says so); a terminal that asks
+//! // for `native` explicitly fails instead of running a host shell.
+//! let dispatch = select_backend(
+//!     BackendRequest::Unspecified, SandboxSwitch::On, Surface::Dispatch, &report,
+//! ).unwrap();
+//! assert_eq!(dispatch.backend, SandboxBackend::None);
+//! assert!(select_backend(
+//!     BackendRequest::Explicit(SandboxBackend::Native),
+//!     SandboxSwitch::On, Surface::Terminal, &report,
+//! ).is_err());
+//! ```
+//!
+//! # Example: a spec from JSON
+//!
+//! ```
+//! use sandbox_core::{Access, Mode, SandboxSpec};
+//! let spec: SandboxSpec = serde_json::from_str(r#"{
+//!   "sessionId": "s-1", "workspaceId": "w", "mode": "review",
+//!   "bindMounts": [{"hostPath": "/srv/wt", "guestPath": "/srv/wt"}]
+//! }"#).unwrap();
+//! spec.validate().unwrap();
+//! let (_, access) = spec.mount_accesses().next().unwrap();
+//! assert_eq!(spec.mode, Mode::Review);
+//! assert_eq!(access, Access::ReadOnly);
+//! ```
+//!
+//! # Input safety
+//!
+//! - Paths are limited to [`MAX_PATH_LEN`] bytes; NUL bytes and `..`
+//!   components are refused with [`ErrorKind::InvalidPath`]; bind mounts
+//!   must be absolute.
+//! - A deny entry whose symlinks lead to `/` or to one of its own ancestors
+//!   is refused ([`ErrorKind::WidensScope`]) rather than silently widened.
+//! - The probe's host checks each run with a time limit
+//!   ([`AmbientHost::from_ambient_with_timeout`]); small files are read up
+//!   to [`host::SMALL_FILE_LIMIT`] bytes; `PATH` lookups ignore empty and
+//!   relative entries.
+//! - Switch values are echoed in errors truncated to 64 characters.
+//! - Nothing here panics on input; deserialisation refuses relative mounts.
+//!
+//! # Crate features
+//!
+//! This crate has no optional features.
+
+pub mod defaults;
+mod error;
+pub mod host;
+mod mode;
+mod paths;
+mod port;
+pub mod probe;
+mod select;
+mod spec;
+mod state;
+mod switch;
+
+mod backend;
+mod event;
+mod handle;
+
+pub use backend::SandboxBackend;
+pub use error::{Error, ErrorKind};
+pub use event::{KillReason, SandboxEvent, SandboxViolation};
+pub use handle::SandboxHandle;
+pub use host::{AmbientHost, FakeHost, HostView, Os, find_on_path};
+pub use mode::{Access, Mode};
+pub use paths::{PathEntry, PathSet, expand_tilde, is_glob};
+pub use port::{EventStream, SandboxCommand, SandboxPort};
+pub use probe::{
+    MicrovmProbe, NativeMechanism, NativeProbe, Platform, ProbeCache, ProbeOptions, ProbeReport,
+    probe_ambient,
+};
+pub use select::{BackendRequest, Selection, Surface, backend_label, select_backend};
+pub use spec::{MAX_PATH_LEN, SandboxBindMount, SandboxSpec};
+pub use state::SandboxState;
+pub use switch::{SANDBOX_SWITCH_ENV, SandboxSwitch};

@@ -1,0 +1,360 @@
+//! The host probe (R-PROBE): which backends this host can offer, computed
+//! once at start-up and reused.
+
+use crate::host::{HostView, Os, find_on_path};
+use crate::{SandboxBackend, SandboxSwitch};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// What kind of host the probe found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Platform {
+    /// Linux, not under WSL.
+    Linux,
+    /// Linux under WSL2 (a real kernel; namespaces work).
+    Wsl2,
+    /// Linux under WSL1 (a syscall translation layer; no namespaces).
+    Wsl1,
+    /// macOS.
+    MacOs,
+    /// Windows.
+    Windows,
+    /// Anything else.
+    Other,
+}
+
+impl Platform {
+    /// A short name for logs: `linux`, `wsl2`, `wsl1`, `macos`, `windows`, `other`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::Linux => "linux",
+            Platform::Wsl2 => "wsl2",
+            Platform::Wsl1 => "wsl1",
+            Platform::MacOs => "macos",
+            Platform::Windows => "windows",
+            Platform::Other => "other",
+        }
+    }
+}
+
+/// The OS-native mechanism a host offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum NativeMechanism {
+    /// macOS Seatbelt through `sandbox-exec`.
+    Seatbelt,
+    /// bubblewrap, with socat for the proxy bridges.
+    Bubblewrap,
+}
+
+/// The note for a macOS host.
+pub const NOTE_SEATBELT: &str = "sandbox-exec (Seatbelt): namespace isolation, no kernel boundary";
+/// The note for a Linux or WSL2 host with bubblewrap and socat.
+pub const NOTE_BUBBLEWRAP: &str = "bubblewrap: namespace isolation, no kernel boundary";
+/// The hint for a platform with no native sandbox.
+pub const HINT_UNSUPPORTED: &str = "native sandbox is not offered on this platform";
+/// Where macOS keeps `sandbox-exec`.
+pub const SANDBOX_EXEC_PATH: &str = "/usr/bin/sandbox-exec";
+
+/// The start-up line prefix when a native sandbox is on.
+pub const LINE_ON: &str = "agent sandbox ON";
+/// The start-up line prefix when the host has no native sandbox.
+pub const LINE_NONE: &str = "no OS-native agent sandbox on this host";
+/// The start-up line when the sandbox is switched off.
+pub const LINE_DISABLED: &str = "agent sandbox DISABLED by --sandbox off";
+
+/// A tool the Linux native backend needs, with the Debian package that has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequiredTool {
+    /// The executable's name on `PATH`.
+    pub binary: &'static str,
+    /// The package that installs it.
+    pub package: &'static str,
+}
+
+/// The tools the Linux backend needs, in the order hints name them.
+pub const LINUX_REQUIRED_TOOLS: [RequiredTool; 2] = [
+    RequiredTool {
+        binary: "bwrap",
+        package: "bubblewrap",
+    },
+    RequiredTool {
+        binary: "socat",
+        package: "socat",
+    },
+];
+
+/// The microVM runtimes the default probe looks for on `PATH`.
+pub const DEFAULT_MICROVM_RUNTIMES: [&str; 3] = ["krunvm", "firecracker", "cloud-hypervisor"];
+
+/// What the probe looks for beyond the native sandbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeOptions {
+    /// Executable names of microVM runtimes; the first found on `PATH` wins.
+    /// On Linux a runtime also needs `/dev/kvm`.
+    pub microvm_runtimes: Vec<String>,
+}
+
+impl Default for ProbeOptions {
+    fn default() -> ProbeOptions {
+        ProbeOptions {
+            microvm_runtimes: DEFAULT_MICROVM_RUNTIMES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+    }
+}
+
+/// What the probe found about the native sandbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NativeProbe {
+    /// Whether the native backend can run here.
+    pub available: bool,
+    /// The mechanism, when available.
+    pub mechanism: Option<NativeMechanism>,
+    /// Resolved paths of the tools found (`bwrap`, `socat`, `sandbox-exec`).
+    pub tools: Vec<(String, PathBuf)>,
+    /// The human note when available.
+    pub note: Option<String>,
+    /// True when installing packages would make it available.
+    pub requires_install: bool,
+    /// The packages that are missing, in hint order.
+    pub missing_packages: Vec<String>,
+    /// The hint when not available.
+    pub hint: Option<String>,
+}
+
+/// What the probe found about microVMs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MicrovmProbe {
+    /// Whether a microVM can be started.
+    pub available: bool,
+    /// The runtime found.
+    pub runtime: Option<PathBuf>,
+    /// Why not, when not available.
+    pub reason: Option<String>,
+}
+
+/// The probe's result: computed once, reused for every run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeReport {
+    /// The host kind.
+    pub platform: Platform,
+    /// The native sandbox.
+    pub native: NativeProbe,
+    /// MicroVM support.
+    pub microvm: MicrovmProbe,
+}
+
+impl ProbeReport {
+    /// Probes `host` with the default options.
+    pub fn probe<H: HostView + ?Sized>(host: &H) -> ProbeReport {
+        ProbeReport::probe_with(host, &ProbeOptions::default())
+    }
+
+    /// Probes `host`: platform, native tools, microVM runtime.
+    pub fn probe_with<H: HostView + ?Sized>(host: &H, options: &ProbeOptions) -> ProbeReport {
+        let platform = detect_platform(host);
+        let path_var = host.var_os("PATH");
+        let native = match platform {
+            Platform::MacOs => {
+                let exec = Path::new(SANDBOX_EXEC_PATH);
+                if host.is_executable_file(exec) {
+                    NativeProbe {
+                        available: true,
+                        mechanism: Some(NativeMechanism::Seatbelt),
+                        tools: vec![("sandbox-exec".into(), exec.to_path_buf())],
+                        note: Some(NOTE_SEATBELT.into()),
+                        requires_install: false,
+                        missing_packages: Vec::new(),
+                        hint: None,
+                    }
+                } else {
+                    unavailable(format!("{SANDBOX_EXEC_PATH} is missing"))
+                }
+            }
+            Platform::Linux | Platform::Wsl2 => {
+                let mut tools = Vec::new();
+                let mut missing = Vec::new();
+                for tool in LINUX_REQUIRED_TOOLS {
+                    match find_on_path(host, path_var.as_ref(), tool.binary) {
+                        Some(found) => tools.push((tool.binary.to_string(), found)),
+                        None => missing.push(tool.package.to_string()),
+                    }
+                }
+                if missing.is_empty() {
+                    NativeProbe {
+                        available: true,
+                        mechanism: Some(NativeMechanism::Bubblewrap),
+                        tools,
+                        note: Some(NOTE_BUBBLEWRAP.into()),
+                        requires_install: false,
+                        missing_packages: Vec::new(),
+                        hint: None,
+                    }
+                } else {
+                    let hint = format!(
+                        "install the missing packages: sudo apt-get install {}",
+                        missing.join(" ")
+                    );
+                    NativeProbe {
+                        available: false,
+                        mechanism: None,
+                        tools,
+                        note: None,
+                        requires_install: true,
+                        missing_packages: missing,
+                        hint: Some(hint),
+                    }
+                }
+            }
+            Platform::Wsl1 => unavailable(format!(
+                "{HINT_UNSUPPORTED} (WSL1 has no namespaces; use WSL2)"
+            )),
+            Platform::Windows | Platform::Other => unavailable(HINT_UNSUPPORTED.into()),
+        };
+        let microvm = probe_microvm(host, platform, path_var.as_ref(), options);
+        ProbeReport {
+            platform,
+            native,
+            microvm,
+        }
+    }
+
+    /// The one start-up line (R-PROBE-1) for this report under `switch`:
+    /// `agent sandbox ON: <note>`, `no OS-native agent sandbox on this
+    /// host: <hint>`, or `agent sandbox DISABLED by --sandbox off`.
+    pub fn startup_line(&self, switch: SandboxSwitch) -> String {
+        match switch {
+            SandboxSwitch::Off => LINE_DISABLED.to_string(),
+            SandboxSwitch::On => {
+                match (&self.native.available, &self.native.note, &self.native.hint) {
+                    (true, Some(note), _) => format!("{LINE_ON}: {note}"),
+                    (true, None, _) => LINE_ON.to_string(),
+                    (false, _, Some(hint)) => format!("{LINE_NONE}: {hint}"),
+                    (false, _, None) => LINE_NONE.to_string(),
+                }
+            }
+        }
+    }
+
+    /// The backend a dispatch gets under `switch`, without any request:
+    /// `native` when available and on, else `none`.
+    pub fn dispatch_backend(&self, switch: SandboxSwitch) -> SandboxBackend {
+        if switch == SandboxSwitch::On && self.native.available {
+            SandboxBackend::Native
+        } else {
+            SandboxBackend::None
+        }
+    }
+}
+
+fn unavailable(hint: String) -> NativeProbe {
+    NativeProbe {
+        available: false,
+        mechanism: None,
+        tools: Vec::new(),
+        note: None,
+        requires_install: false,
+        missing_packages: Vec::new(),
+        hint: Some(hint),
+    }
+}
+
+fn detect_platform<H: HostView + ?Sized>(host: &H) -> Platform {
+    match host.os() {
+        Os::MacOs => Platform::MacOs,
+        Os::Windows => Platform::Windows,
+        Os::Other => Platform::Other,
+        Os::Linux => {
+            let release = host
+                .read_small_file(Path::new("/proc/sys/kernel/osrelease"))
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            if release.contains("microsoft") || release.contains("wsl") {
+                // WSL2 kernels say "...-microsoft-standard-WSL2"; WSL1 reports a
+                // fake "4.4.0-NNNNN-Microsoft" release.
+                if release.contains("wsl2") || release.contains("microsoft-standard") {
+                    Platform::Wsl2
+                } else {
+                    Platform::Wsl1
+                }
+            } else {
+                Platform::Linux
+            }
+        }
+    }
+}
+
+fn probe_microvm<H: HostView + ?Sized>(
+    host: &H,
+    platform: Platform,
+    path_var: Option<&std::ffi::OsString>,
+    options: &ProbeOptions,
+) -> MicrovmProbe {
+    let not = |reason: String| MicrovmProbe {
+        available: false,
+        runtime: None,
+        reason: Some(reason),
+    };
+    let runtime = options
+        .microvm_runtimes
+        .iter()
+        .find_map(|name| find_on_path(host, path_var, name));
+    let Some(runtime) = runtime else {
+        return not(format!(
+            "no microVM runtime on PATH (looked for {})",
+            options.microvm_runtimes.join(", ")
+        ));
+    };
+    if matches!(platform, Platform::Linux | Platform::Wsl2) && !host.exists(Path::new("/dev/kvm")) {
+        return not(format!(
+            "{} found but /dev/kvm is missing",
+            runtime.display()
+        ));
+    }
+    MicrovmProbe {
+        available: true,
+        runtime: Some(runtime),
+        reason: None,
+    }
+}
+
+/// A probe result computed once and reused.
+///
+/// ```
+/// use sandbox_core::{FakeHost, Os, ProbeCache};
+/// let cache = ProbeCache::new();
+/// let host = FakeHost::new(Os::Windows);
+/// let first = cache.get_or_probe(&host) as *const _;
+/// let second = cache.get_or_probe(&host) as *const _;
+/// assert_eq!(first, second);
+/// ```
+#[derive(Debug, Default)]
+pub struct ProbeCache {
+    cell: OnceLock<ProbeReport>,
+}
+
+impl ProbeCache {
+    /// An empty cache.
+    pub const fn new() -> ProbeCache {
+        ProbeCache {
+            cell: OnceLock::new(),
+        }
+    }
+
+    /// The cached report, probing `host` the first time only.
+    pub fn get_or_probe<H: HostView + ?Sized>(&self, host: &H) -> &ProbeReport {
+        self.cell.get_or_init(|| ProbeReport::probe(host))
+    }
+}
+
+/// The real host's probe, computed at the first call and reused by every
+/// later one in this process. It reads ambient authority (PATH and the file
+/// system), as its name says.
+pub fn probe_ambient() -> &'static ProbeReport {
+    static CACHE: ProbeCache = ProbeCache::new();
+    CACHE.get_or_probe(&crate::AmbientHost::from_ambient())
+}
