@@ -21,6 +21,7 @@ const MAX_SYMLINK_HOPS: usize = 40;
 #[derive(Clone, Debug)]
 pub struct FakeHost {
     os: Os,
+    cwd: PathBuf,
     env: BTreeMap<String, OsString>,
     files: BTreeSet<PathBuf>,
     executables: BTreeSet<PathBuf>,
@@ -29,15 +30,32 @@ pub struct FakeHost {
 }
 
 impl FakeHost {
-    /// An empty host of the given OS: no environment, only `/`.
+    /// An empty host of the given OS: no environment, only `/`, and the
+    /// working directory `/cwd` (relative paths are taken against it, as a
+    /// process would).
     pub fn new(os: Os) -> FakeHost {
         FakeHost {
             os,
+            cwd: PathBuf::from("/cwd"),
             env: BTreeMap::new(),
             files: BTreeSet::new(),
             executables: BTreeSet::new(),
             symlinks: BTreeMap::new(),
             contents: BTreeMap::new(),
+        }
+    }
+
+    /// Sets the working directory used for relative paths.
+    pub fn cwd(&mut self, dir: impl Into<PathBuf>) -> &mut FakeHost {
+        self.cwd = dir.into();
+        self
+    }
+
+    fn abs(&self, path: PathBuf) -> PathBuf {
+        if path.is_absolute() {
+            path
+        } else {
+            self.cwd.join(path)
         }
     }
 
@@ -49,13 +67,14 @@ impl FakeHost {
 
     /// Adds an existing file or directory.
     pub fn file(&mut self, path: impl Into<PathBuf>) -> &mut FakeHost {
-        self.files.insert(path.into());
+        let path = self.abs(path.into());
+        self.files.insert(path);
         self
     }
 
     /// Adds an executable regular file.
     pub fn executable(&mut self, path: impl Into<PathBuf>) -> &mut FakeHost {
-        let path = path.into();
+        let path = self.abs(path.into());
         self.files.insert(path.clone());
         self.executables.insert(path);
         self
@@ -68,13 +87,14 @@ impl FakeHost {
         link: impl Into<PathBuf>,
         target: impl Into<PathBuf>,
     ) -> &mut FakeHost {
-        self.symlinks.insert(link.into(), target.into());
+        let link = self.abs(link.into());
+        self.symlinks.insert(link, target.into());
         self
     }
 
     /// Adds a small text file with contents.
     pub fn contents(&mut self, path: impl Into<PathBuf>, text: impl Into<String>) -> &mut FakeHost {
-        let path = path.into();
+        let path = self.abs(path.into());
         self.files.insert(path.clone());
         self.contents.insert(path, text.into());
         self
@@ -93,9 +113,7 @@ impl FakeHost {
     }
 
     fn resolve(&self, path: &Path) -> Option<PathBuf> {
-        if !path.is_absolute() {
-            return None;
-        }
+        let path = &self.abs(path.to_path_buf());
         let mut pending: Vec<PathBuf> = Vec::new();
         push_components(&mut pending, path);
         let mut resolved = PathBuf::from("/");

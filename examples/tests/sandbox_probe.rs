@@ -1,0 +1,127 @@
+//! `sandbox-probe` on the real host: the three start-up lines, exit 0 each.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sandbox-probe");
+
+fn which(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "exit status {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn real_host_line() {
+    let out = run(Command::new(BIN).env_remove("CC_SERVER_SANDBOX"));
+    let first = out.lines().next().unwrap();
+    if which("bwrap").is_some() && which("socat").is_some() {
+        assert_eq!(
+            first,
+            "agent sandbox ON: bubblewrap: namespace isolation, no kernel boundary"
+        );
+        assert!(out.contains("dispatch backend: native"), "{out}");
+    } else {
+        eprintln!(
+            "SKIPPED PART: bwrap or socat missing on this host; checking the no-sandbox line"
+        );
+        assert!(
+            first.starts_with("no OS-native agent sandbox on this host"),
+            "{first}"
+        );
+    }
+}
+
+#[test]
+fn host_without_socat_names_socat_alone() {
+    let Some(bwrap) = which("bwrap") else {
+        eprintln!("SKIPPED: bwrap is not installed");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("probe-nosocat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("bwrap");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&bwrap, &link).unwrap();
+    let out = run(Command::new(BIN)
+        .env_remove("CC_SERVER_SANDBOX")
+        .env("PATH", &dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+    let first = out.lines().next().unwrap();
+    assert_eq!(
+        first,
+        "no OS-native agent sandbox on this host: install the missing packages: sudo apt-get install socat"
+    );
+    assert!(out.contains("dispatch backend: none"), "{out}");
+}
+
+#[test]
+fn bwrap_in_working_directory_never_counts() {
+    let Some(bwrap) = which("bwrap") else {
+        eprintln!("SKIPPED: bwrap is not installed");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("probe-cwd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, target) in [
+        ("bwrap", bwrap.as_path()),
+        ("socat", Path::new("/bin/true")),
+    ] {
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(target, &link).unwrap();
+    }
+    // Empty and relative PATH entries both mean "the working directory".
+    let out = run(Command::new(BIN)
+        .env_remove("CC_SERVER_SANDBOX")
+        .env("PATH", ":.:bin")
+        .current_dir(&dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        out.starts_with("no OS-native agent sandbox on this host"),
+        "{out}"
+    );
+    assert!(out.contains("apt-get install bubblewrap socat"), "{out}");
+}
+
+#[test]
+fn switch_off_prints_disabled_line() {
+    for args in [&["--sandbox", "off"][..], &["--sandbox=OFF"][..]] {
+        let out = run(Command::new(BIN).env_remove("CC_SERVER_SANDBOX").args(args));
+        assert_eq!(
+            out.lines().next().unwrap(),
+            "agent sandbox DISABLED by --sandbox off"
+        );
+        assert!(out.contains("dispatch backend: none"), "{out}");
+    }
+    let out = run(Command::new(BIN).env("CC_SERVER_SANDBOX", "Off"));
+    assert_eq!(
+        out.lines().next().unwrap(),
+        "agent sandbox DISABLED by --sandbox off"
+    );
+}
+
+#[test]
+fn bad_switch_is_a_clear_error() {
+    let out = Command::new(BIN)
+        .env_remove("CC_SERVER_SANDBOX")
+        .args(["--sandbox", "maybe"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("\"on\"") && err.contains("\"off\""), "{err}");
+}
