@@ -66,6 +66,13 @@ pub trait HostView {
     /// The path with every symlink resolved, or `None` if it does not exist
     /// or cannot be resolved.
     fn canonicalize(&self, path: &Path) -> Option<PathBuf>;
+    /// Whether `path` is a directory (symlinks followed). The provided
+    /// implementation answers `false`, which makes callers treat an entry as a
+    /// file.
+    fn is_dir(&self, path: &Path) -> bool {
+        let _ = path;
+        false
+    }
 }
 
 /// How much of a small file [`HostView::read_small_file`] reads.
@@ -163,6 +170,11 @@ impl HostView for AmbientHost {
     fn canonicalize(&self, path: &Path) -> Option<PathBuf> {
         let path = path.to_path_buf();
         run_with_timeout(self.timeout, move || std::fs::canonicalize(path).ok()).flatten()
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        let path = path.to_path_buf();
+        run_with_timeout(self.timeout, move || path.is_dir()).unwrap_or(false)
     }
 }
 

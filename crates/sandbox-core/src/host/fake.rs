@@ -24,6 +24,7 @@ pub struct FakeHost {
     cwd: PathBuf,
     env: BTreeMap<String, OsString>,
     files: BTreeSet<PathBuf>,
+    dirs: BTreeSet<PathBuf>,
     executables: BTreeSet<PathBuf>,
     symlinks: BTreeMap<PathBuf, PathBuf>,
     contents: BTreeMap<PathBuf, String>,
@@ -39,6 +40,7 @@ impl FakeHost {
             cwd: PathBuf::from("/cwd"),
             env: BTreeMap::new(),
             files: BTreeSet::new(),
+            dirs: BTreeSet::new(),
             executables: BTreeSet::new(),
             symlinks: BTreeMap::new(),
             contents: BTreeMap::new(),
@@ -69,6 +71,14 @@ impl FakeHost {
     pub fn file(&mut self, path: impl Into<PathBuf>) -> &mut FakeHost {
         let path = self.abs(path.into());
         self.files.insert(path);
+        self
+    }
+
+    /// Adds an existing, possibly empty, directory.
+    pub fn dir(&mut self, path: impl Into<PathBuf>) -> &mut FakeHost {
+        let path = self.abs(path.into());
+        self.files.insert(path.clone());
+        self.dirs.insert(path);
         self
     }
 
@@ -183,5 +193,17 @@ impl HostView for FakeHost {
 
     fn canonicalize(&self, path: &Path) -> Option<PathBuf> {
         self.resolve(path)
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        let Some(real) = self.resolve(path) else {
+            return false;
+        };
+        real == Path::new("/")
+            || self.dirs.contains(&real)
+            || self
+                .files
+                .iter()
+                .any(|f| f != &real && f.starts_with(&real))
     }
 }

@@ -1,0 +1,86 @@
+//! Bubblewrap argv for a [`SandboxSpec`](sandbox_core::SandboxSpec) on Linux
+//! and WSL2 (R-BWRAP).
+//!
+//! [`BwrapBuilder`] turns a spec, the run's home directory and the host's
+//! facts (read through a [`HostView`](sandbox_core::HostView)) into a
+//! [`BwrapPlan`]: the options for `bwrap`, in an order where later mounts
+//! cannot undo earlier denials:
+//!
+//! 1. `--new-session --die-with-parent`, new user, pid, net, ipc, uts (and,
+//!    where possible, cgroup) namespaces, no nested user namespaces, every
+//!    capability dropped;
+//! 2. an empty root with the system directories read-only (`/usr`, `/etc`,
+//!    ...; usrmerge symlinks recreated), a fresh `/proc`, `/dev`, `/tmp`,
+//!    `/var/tmp` and a private home; no host `/run` or `/tmp`, so no host
+//!    Unix socket is reachable;
+//! 3. the spec's bind mounts (writable only in `chat` mode), runner state
+//!    dirs (writable in every mode) and the bridge socket directory;
+//! 4. write denies (protected checkouts and the mandatory set): every
+//!    ancestor inside a writable root is pinned by a self-bind so that it
+//!    cannot be renamed away, then the path is re-bound read-only;
+//! 5. read denies last: secret directories become an empty read-only tmpfs,
+//!    secret files `/dev/null`;
+//! 6. `--chdir`.
+//!
+//! Filename-glob denies (`.env`, `*.key`, `*.pem` for new files) cannot be
+//! enforced by bubblewrap, so by default a spec with any writable root is
+//! refused ([`ErrorKind::FilenameRulesUnenforceable`], R-DISPATCH-3); the
+//! opt-out [`FilenameRules::DropFilenameGlobDenies`] drops only those and
+//! reports what it dropped.
+//!
+//! ```
+//! use bwrap_spec::{BwrapBuilder, ErrorKind, FilenameRules};
+//! use sandbox_core::{FakeHost, Mode, Os, SandboxBindMount, Access, SandboxSpec};
+//!
+//! let mut host = FakeHost::new(Os::Linux);
+//! host.dir("/usr").dir("/etc").dir("/work/repo/.git/hooks").file("/work/repo/.git/config");
+//! let mut spec = SandboxSpec::new("s1", "w1");
+//! spec.bind_mounts.push(SandboxBindMount::new("/work/repo", Access::ReadWrite).unwrap());
+//!
+//! // The default policy needs filename-glob denies: refused on Linux.
+//! let err = BwrapBuilder::new(&spec, "/home/agent").build(&host).unwrap_err();
+//! assert!(matches!(err.kind(), ErrorKind::FilenameRulesUnenforceable { .. }));
+//!
+//! // The named opt-out keeps every other denial.
+//! let plan = BwrapBuilder::new(&spec, "/home/agent")
+//!     .filename_rules(FilenameRules::DropFilenameGlobDenies)
+//!     .build(&host)
+//!     .unwrap();
+//! let args: Vec<String> = plan.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
+//! assert!(args.windows(3).any(|w| w == ["--ro-bind", "/work/repo/.git/hooks", "/work/repo/.git/hooks"]));
+//! assert_eq!(plan.dropped_filename_globs()[..3], [".env", "*.key", "*.pem"]);
+//!
+//! // Review mode: nothing writable, nothing to drop.
+//! spec.mode = Mode::Review;
+//! assert!(BwrapBuilder::new(&spec, "/home/agent").build(&host).is_ok());
+//! ```
+//!
+//! # Input safety
+//!
+//! - Every path goes through sandbox-core's checks (absolute, no NUL, no
+//!   `..`, at most 4096 bytes) and is passed as its own argv element: no
+//!   shell ever sees a spec path. The only shell script is the bridge
+//!   wrapper, built from validated names, ports and a fixed socket directory.
+//! - The argv is capped at [`MAX_ARGV_BYTES`]; longer plans are
+//!   [`ErrorKind::TooManyArguments`] and can be passed with `--args FD`
+//!   ([`BwrapPlan::args_fd_payload`]).
+//! - Bridge directories are limited to `[A-Za-z0-9/._-]` because socat gives
+//!   `:` and `,` meaning.
+//!
+//! # Crate features
+//!
+//! This crate has no optional features.
+
+mod bridge;
+mod error;
+mod placeholder;
+mod plan;
+mod repos;
+
+pub use bridge::{BRIDGE_GUEST_DIR, Bridge, BridgePlan};
+pub use error::{Error, ErrorKind};
+pub use placeholder::{Placeholder, PlaceholderGuard, PlaceholderKind};
+pub use plan::{
+    BwrapBuilder, BwrapPlan, DEFAULT_SYSTEM_PATHS, FilenameRules, MAX_ARGV_BYTES, SYSTEM_SECRETS,
+};
+pub use repos::{REPO_SEARCH_MAX_DEPTH, REPO_SEARCH_MAX_DIRS, discover_git_repos_on_host};
