@@ -159,13 +159,18 @@ impl BridgePlan {
             ));
             patterns.push(format!("0100007F:{:04X} 00000000:0000 0A", b.guest_port));
         }
-        script.push_str("i=0\nwhile [ $i -lt 400 ]; do\n  up=1\n");
-        for p in &patterns {
-            script.push_str(&format!("  grep -q '{p}' /proc/net/tcp || up=0\n"));
-        }
+        // Wait for the listeners without forking: read /proc/net/tcp with
+        // the shell's own `read`.
         script.push_str(
-            "  [ $up = 1 ] && break\n  i=$((i+1))\n  sleep 0.005\ndone\nunset SOCAT\nexec \"$@\"\n",
+            "i=0\nwhile [ $i -lt 1000 ]; do\n  up=0\n  while read -r l; do\n    case $l in\n",
         );
+        for p in &patterns {
+            script.push_str(&format!("      *'{p}'*) up=$((up+1)) ;;\n"));
+        }
+        script.push_str(&format!(
+            "    esac\n  done < /proc/net/tcp\n  [ $up -ge {} ] && break\n  i=$((i+1))\n  sleep 0.002\ndone\nunset SOCAT\nexec \"$@\"\n",
+            patterns.len()
+        ));
         let mut out: Vec<OsString> = vec![
             "/usr/bin/env".into(),
             format!("SOCAT={socat}").into(),

@@ -81,6 +81,7 @@ pub use bridge::{BRIDGE_GUEST_DIR, Bridge, BridgePlan};
 pub use error::{Error, ErrorKind};
 pub use placeholder::{Placeholder, PlaceholderGuard, PlaceholderKind};
 pub use plan::{
-    BwrapBuilder, BwrapPlan, DEFAULT_SYSTEM_PATHS, FilenameRules, MAX_ARGV_BYTES, SYSTEM_SECRETS,
+    BwrapBuilder, BwrapPlan, DEFAULT_SYSTEM_PATHS, FilenameRules, MAX_ARGV_BYTES, Profile,
+    SYSTEM_SECRETS, TERMINAL_SECRET_DIRS,
 };
 pub use repos::{REPO_SEARCH_MAX_DEPTH, REPO_SEARCH_MAX_DIRS, discover_git_repos_on_host};

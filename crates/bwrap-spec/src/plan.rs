@@ -25,6 +25,30 @@ pub enum FilenameRules {
     DropFilenameGlobDenies,
 }
 
+/// Which fixed profile a plan follows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Profile {
+    /// An agent dispatch: network only through the proxies, the full deny
+    /// sets, mounts per mode (the default).
+    #[default]
+    Dispatch,
+    /// A server-driven terminal (R-TERMINAL-1, the Linux form of
+    /// R-SEATBELT-8): the home directory and the working directory writable,
+    /// the host network shared, the five secret directories unreadable,
+    /// protected paths read-only. No filename-glob rules apply.
+    Terminal,
+}
+
+/// The secret directories the terminal profile hides.
+pub const TERMINAL_SECRET_DIRS: &[&str] = &[
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.config/gh",
+    "~/Library/Keychains",
+];
+
 /// System directories bound read-only by default.
 pub const DEFAULT_SYSTEM_PATHS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
@@ -69,6 +93,7 @@ pub struct BwrapBuilder {
     bridges: Option<BridgePlan>,
     workdir: Option<String>,
     nested_repos: Vec<String>,
+    profile: Profile,
 }
 
 /// A built plan: the argv for bubblewrap (everything between `bwrap` and the
@@ -149,6 +174,7 @@ impl BwrapBuilder {
             bridges: None,
             workdir: None,
             nested_repos: Vec::new(),
+            profile: Profile::Dispatch,
         }
     }
 
@@ -188,6 +214,12 @@ impl BwrapBuilder {
         S: Into<String>,
     {
         self.nested_repos.extend(repos.into_iter().map(Into::into));
+        self
+    }
+
+    /// Chooses the profile (default [`Profile::Dispatch`]).
+    pub fn profile(&mut self, profile: Profile) -> &mut BwrapBuilder {
+        self.profile = profile;
         self
     }
 
@@ -234,7 +266,18 @@ impl BwrapBuilder {
             }
         }
         let home = &self.home;
-        let writable = self.writable_roots();
+        let terminal = self.profile == Profile::Terminal;
+        let home_str = home.to_string_lossy().into_owned();
+        let workdir = self
+            .workdir
+            .clone()
+            .or_else(|| self.spec.guest_workdir.clone())
+            .unwrap_or_else(|| home_str.clone());
+        let writable = if terminal {
+            Vec::new()
+        } else {
+            self.writable_roots()
+        };
 
         // Filename-glob denies: needed whenever something is writable.
         let globs: Vec<String> = FILENAME_GLOB_DENY
@@ -257,8 +300,13 @@ impl BwrapBuilder {
             }
         }
 
-        let read_entries: Vec<String> = secret_read_deny_entries()
-            .map(str::to_string)
+        let secrets: Vec<String> = if terminal {
+            TERMINAL_SECRET_DIRS.iter().map(|s| s.to_string()).collect()
+        } else {
+            secret_read_deny_entries().map(str::to_string).collect()
+        };
+        let read_entries: Vec<String> = secrets
+            .into_iter()
             .chain(SYSTEM_SECRETS.iter().map(|s| s.to_string()))
             .chain(self.extra_read_deny.iter().cloned())
             .collect();
@@ -274,7 +322,9 @@ impl BwrapBuilder {
                     .filter(|r| writable.iter().any(|w| is_under(r, w))),
             )
             .collect();
-        write_entries.extend(mandatory_write_deny_paths(home, anchors));
+        if !terminal {
+            write_entries.extend(mandatory_write_deny_paths(home, anchors));
+        }
         let write_deny = PathSet::resolve(&write_entries, home, host)?;
 
         let mut a = Args::default();
@@ -286,7 +336,9 @@ impl BwrapBuilder {
             "--unshare-ipc",
             "--unshare-uts",
         ] {
-            a.flag(ns);
+            if !(terminal && ns == "--unshare-net") {
+                a.flag(ns);
+            }
         }
         a.flag("--unshare-cgroup-try")
             .flag("--disable-userns")
@@ -315,8 +367,17 @@ impl BwrapBuilder {
             .pair("--tmpfs", "/tmp");
         a.pair("--dir", "/var").pair("--tmpfs", "/var/tmp");
         a.pair("--dir", "/run");
-        let home_str = home.to_string_lossy().into_owned();
-        a.pair("--tmpfs", &home_str);
+        if terminal {
+            // The terminal works in the real home and working directory.
+            a.triple("--bind", &home_str, &home_str);
+            exposed.push((home_str.clone(), Access::ReadWrite));
+            if workdir != home_str {
+                a.triple("--bind", &workdir, &workdir);
+                exposed.push((workdir.clone(), Access::ReadWrite));
+            }
+        } else {
+            a.pair("--tmpfs", &home_str);
+        }
 
         let mut mounts: Vec<(String, Access)> = self
             .spec
@@ -430,11 +491,6 @@ impl BwrapBuilder {
             }
         }
 
-        let workdir = self
-            .workdir
-            .clone()
-            .or_else(|| self.spec.guest_workdir.clone())
-            .unwrap_or_else(|| home_str.clone());
         a.pair("--chdir", &workdir);
         a.flag("--");
 

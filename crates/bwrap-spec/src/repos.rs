@@ -5,9 +5,9 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 
 /// How deep below a root the search goes.
-pub const REPO_SEARCH_MAX_DEPTH: usize = 6;
+pub const REPO_SEARCH_MAX_DEPTH: usize = 4;
 /// How many directories the search visits in total before it stops.
-pub const REPO_SEARCH_MAX_DIRS: usize = 20_000;
+pub const REPO_SEARCH_MAX_DIRS: usize = 5_000;
 
 /// Directories that are never searched (large and never repositories of
 /// their own that a host would run git in).

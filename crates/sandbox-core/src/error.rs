@@ -14,6 +14,9 @@ pub struct Error {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ErrorKind {
+    /// The spec's session id is empty.
+    #[error("the sandbox spec has an empty sessionId; every run needs a stable session id")]
+    EmptySessionId,
     /// A bind mount's host path is empty.
     #[error("bind mount host path is empty; give an absolute host path")]
     EmptyMountPath,

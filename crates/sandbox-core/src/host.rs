@@ -79,23 +79,46 @@ pub trait HostView {
 pub const SMALL_FILE_LIMIT: u64 = 4096;
 
 /// The real host. Its name says it reads ambient authority: the process
-/// environment and the file system. Every call runs with a time limit.
+/// environment and the file system.
+///
+/// [`AmbientHost::from_ambient`] bounds every call in time (each runs on a
+/// helper thread), which suits the one-time probe.
+/// [`AmbientHost::from_ambient_untimed`] calls the file system directly, for
+/// the many cheap lookups of a launch on local paths.
 #[derive(Clone, Debug)]
 pub struct AmbientHost {
-    timeout: Duration,
+    timeout: Option<Duration>,
 }
 
 impl AmbientHost {
     /// The real host, with a 2 s limit on each check.
     pub fn from_ambient() -> AmbientHost {
         AmbientHost {
-            timeout: Duration::from_secs(2),
+            timeout: Some(Duration::from_secs(2)),
         }
     }
 
     /// The real host, with the given limit on each check.
     pub fn from_ambient_with_timeout(timeout: Duration) -> AmbientHost {
-        AmbientHost { timeout }
+        AmbientHost {
+            timeout: Some(timeout),
+        }
+    }
+
+    /// The real host, calling the file system directly without a time limit.
+    pub fn from_ambient_untimed() -> AmbientHost {
+        AmbientHost { timeout: None }
+    }
+
+    fn call<T, F>(&self, f: F) -> Option<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        match self.timeout {
+            Some(t) => run_with_timeout(t, f),
+            None => Some(f()),
+        }
     }
 }
 
@@ -131,7 +154,7 @@ impl HostView for AmbientHost {
     fn read_small_file(&self, path: &Path) -> Option<String> {
         use std::io::Read;
         let path = path.to_path_buf();
-        run_with_timeout(self.timeout, move || {
+        self.call(move || {
             let file = std::fs::File::open(path).ok()?;
             let mut buf = String::new();
             file.take(SMALL_FILE_LIMIT).read_to_string(&mut buf).ok()?;
@@ -142,7 +165,7 @@ impl HostView for AmbientHost {
 
     fn is_executable_file(&self, path: &Path) -> bool {
         let path = path.to_path_buf();
-        run_with_timeout(self.timeout, move || {
+        self.call(move || {
             let Ok(meta) = std::fs::metadata(path) else {
                 return false;
             };
@@ -164,17 +187,18 @@ impl HostView for AmbientHost {
 
     fn exists(&self, path: &Path) -> bool {
         let path = path.to_path_buf();
-        run_with_timeout(self.timeout, move || path.exists()).unwrap_or(false)
+        self.call(move || path.exists()).unwrap_or(false)
     }
 
     fn canonicalize(&self, path: &Path) -> Option<PathBuf> {
         let path = path.to_path_buf();
-        run_with_timeout(self.timeout, move || std::fs::canonicalize(path).ok()).flatten()
+        self.call(move || std::fs::canonicalize(path).ok())
+            .flatten()
     }
 
     fn is_dir(&self, path: &Path) -> bool {
         let path = path.to_path_buf();
-        run_with_timeout(self.timeout, move || path.is_dir()).unwrap_or(false)
+        self.call(move || path.is_dir()).unwrap_or(false)
     }
 }
 

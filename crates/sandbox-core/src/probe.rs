@@ -351,10 +351,35 @@ impl ProbeCache {
     }
 }
 
+/// How long the real host's probe may take in all.
+pub const AMBIENT_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The real host's probe, computed at the first call and reused by every
 /// later one in this process. It reads ambient authority (PATH and the file
-/// system), as its name says.
+/// system), as its name says. The whole probe runs on a helper thread
+/// bounded by [`AMBIENT_PROBE_TIMEOUT`]; a probe that does not finish in
+/// time reports no native sandbox (fail closed, never a hang).
 pub fn probe_ambient() -> &'static ProbeReport {
-    static CACHE: ProbeCache = ProbeCache::new();
-    CACHE.get_or_probe(&crate::AmbientHost::from_ambient())
+    static CACHE: OnceLock<ProbeReport> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        crate::host::run_with_timeout(AMBIENT_PROBE_TIMEOUT, || {
+            ProbeReport::probe(&crate::AmbientHost::from_ambient_untimed())
+        })
+        .unwrap_or_else(timed_out_report)
+    })
+}
+
+fn timed_out_report() -> ProbeReport {
+    ProbeReport {
+        platform: Platform::Other,
+        native: unavailable(format!(
+            "the host probe did not finish within {} s; no sandbox is offered",
+            AMBIENT_PROBE_TIMEOUT.as_secs()
+        )),
+        microvm: MicrovmProbe {
+            available: false,
+            runtime: None,
+            reason: Some("the host probe timed out".into()),
+        },
+    }
 }

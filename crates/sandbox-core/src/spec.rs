@@ -86,11 +86,7 @@ impl SandboxSpec {
     /// (`~/...` allowed there; it is expanded against the run's home).
     pub fn validate(&self) -> Result<(), Error> {
         if self.session_id.is_empty() {
-            return Err(ErrorKind::InvalidPath {
-                path: String::new(),
-                reason: "the session id is empty",
-            }
-            .into());
+            return Err(ErrorKind::EmptySessionId.into());
         }
         for mount in &self.bind_mounts {
             mount.validate()?;

@@ -3,10 +3,7 @@
 //!
 //! The switch comes from `--sandbox`, else from `CC_SERVER_SANDBOX`, else on.
 
-use sandbox_core::{
-    AmbientHost, BackendRequest, ProbeReport, SANDBOX_SWITCH_ENV, SandboxSwitch, Surface,
-    select_backend,
-};
+use sandbox_core::{BackendRequest, SANDBOX_SWITCH_ENV, SandboxSwitch, Surface, select_backend};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -31,13 +28,13 @@ fn main() -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage(&e.to_string()),
     };
-    let report = ProbeReport::probe(&AmbientHost::from_ambient());
+    let report = sandbox_core::probe_ambient();
     println!("{}", report.startup_line(switch));
     match select_backend(
         BackendRequest::Unspecified,
         switch,
         Surface::Dispatch,
-        &report,
+        report,
     ) {
         Ok(sel) => {
             println!("dispatch backend: {} ({})", sel.backend, sel.label);

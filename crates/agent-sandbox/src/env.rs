@@ -1,0 +1,25 @@
+//! The environment a command starts with (R-ENV-1, R-EGRESS-5): env-guard's
+//! pipeline over the base environment the host program passes in, with the
+//! run's home and, when the session has proxies, the proxy variables
+//! pointing at the bridges inside the sandbox.
+
+use crate::Error;
+use env_guard::{EnvGuard, Inherit, ProxyEnv, Sanitized};
+use std::ffi::{OsStr, OsString};
+use std::net::SocketAddr;
+
+/// Sanitises `base` (inherit `core`, loader and injection variables and
+/// secrets dropped), sets `HOME` to `home`, and adds the proxy variables
+/// (and a `GIT_SSH_COMMAND` through the SOCKS proxy) when `proxies` is given.
+pub fn sanitized_env(
+    base: &[(OsString, OsString)],
+    home: &OsStr,
+    proxies: Option<(SocketAddr, SocketAddr)>,
+) -> Result<Sanitized, Error> {
+    let mut b = EnvGuard::builder();
+    b.inherit(Inherit::Core).set("HOME", home.to_owned());
+    if let Some((http, socks)) = proxies {
+        b.proxy(ProxyEnv { http, socks });
+    }
+    Ok(b.build()?.apply(base.iter().cloned()))
+}

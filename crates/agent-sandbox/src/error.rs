@@ -1,0 +1,95 @@
+//! The facade's one error type.
+
+use std::fmt;
+
+/// An error from the [`crate::SandboxManager`]. [`Error::kind`] says which.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+}
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A spec, switch, selection or state error from sandbox-core.
+    #[error(transparent)]
+    Core(#[from] sandbox_core::Error),
+    /// The bubblewrap plan could not be built (including the fail-closed
+    /// refusal of filename-glob denies).
+    #[error(transparent)]
+    Bwrap(#[from] bwrap_spec::Error),
+    /// The session's proxies could not be configured or started.
+    #[error("egress proxy: {0}")]
+    Proxy(#[from] connect_proxy::Error),
+    /// The environment policy could not be built.
+    #[error("environment: {0}")]
+    Env(#[from] env_guard::Error),
+    /// A tool the backend needs is missing.
+    #[error("{tool} is needed for the native sandbox but was not found; {hint}")]
+    ToolMissing {
+        /// The tool.
+        tool: &'static str,
+        /// How to get it.
+        hint: String,
+    },
+    /// The handle names no live session of this manager.
+    #[error("no live sandbox session {session_id:?} (destroyed, or launched by another manager)")]
+    UnknownSession {
+        /// The session id.
+        session_id: String,
+    },
+    /// A session with this id is already live.
+    #[error("a sandbox session {session_id:?} is already live; destroy it first")]
+    DuplicateSession {
+        /// The session id.
+        session_id: String,
+    },
+    /// The session is already running a command.
+    #[error("sandbox session {session_id:?} is already running a command")]
+    Busy {
+        /// The session id.
+        session_id: String,
+    },
+    /// An I/O error while setting up or running the sandbox.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The kind of error.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+        ErrorKind::Io {
+            context: context.into(),
+            source,
+        }
+        .into()
+    }
+}
+
+impl<T: Into<ErrorKind>> From<T> for Error {
+    fn from(kind: T) -> Error {
+        Error { kind: kind.into() }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.kind, f)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.kind)
+    }
+}

@@ -1,0 +1,73 @@
+//! The facade: run a command confined by the native sandbox, reaching the
+//! network only through the session's proxies.
+//!
+//! [`SandboxManager`] implements [`sandbox_core::SandboxPort`] for the
+//! `native` backend (bubblewrap on Linux and WSL2) and for `none`:
+//!
+//! - `launch` starts the session's proxy pair on 127.0.0.1 (allowlist from
+//!   the spec, denylist first, address policy), a private 0700 directory with
+//!   one Unix socket per proxy forwarded to it, the sanitised environment with
+//!   the proxy variables, and the bubblewrap plan (R-BWRAP-1). A spec that
+//!   needs filename-glob denies is refused unless the explicit opt-out
+//!   [`FilenameRules::DropFilenameGlobDenies`] was chosen, which is logged.
+//! - `exec` runs the command under bubblewrap. Inside, the proxies answer on
+//!   127.0.0.1:3128 (HTTP) and 127.0.0.1:1080 (SOCKS5) (R-BWRAP-2): by
+//!   default those listeners are bound in the sandbox's network namespace
+//!   from the host side while bubblewrap holds the command
+//!   ([`InnerBridge::HostSideListeners`], no process inside, about 9 ms for
+//!   a whole launch); where the namespaces cannot be joined, `socat`
+//!   listeners inside forward to the Unix sockets ([`InnerBridge::Socat`]). Output, proxy denials (`violation` events) and the exit
+//!   (`exit` or `killed`) arrive as [`sandbox_core::SandboxEvent`]s.
+//! - `destroy` kills what still runs, stops the proxies and forwarders and
+//!   removes sockets and placeholders: no process, socket or file is left.
+//!
+//! With `none` nothing is confined, but the command still starts with the
+//! sanitised environment (R-DISPATCH-2).
+//!
+//! ```no_run
+//! use agent_sandbox::{SandboxManager, next_event};
+//! use sandbox_core::{SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec, probe_ambient};
+//!
+//! # async fn run() -> Result<(), agent_sandbox::Error> {
+//! let manager = SandboxManager::builder()
+//!     .probe(probe_ambient().clone())
+//!     .home("/home/agent")
+//!     .base_env(std::env::vars_os().collect())
+//!     .build()?;
+//! let mut handle = manager.launch(SandboxSpec::new("s1", "w1")).await?;
+//! let mut events = manager.exec(&handle, SandboxCommand::new("true")).await?;
+//! while let Some(event) = next_event(&mut events).await {
+//!     if let SandboxEvent::Exit { exit_code } = event {
+//!         assert_eq!(exit_code, 0);
+//!     }
+//! }
+//! manager.destroy(&mut handle).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Input safety
+//!
+//! Specs are validated by sandbox-core and turned into argv by bwrap-spec
+//! (no shell sees a spec path); network input is parsed only by
+//! connect-proxy, whose limits apply. The base environment goes through
+//! env-guard (inherit `core`; loader, injection and secret variables never
+//! pass; every drop is logged by name and rule, never by value).
+//!
+//! # Crate features
+//!
+//! This crate has no optional features. It needs a tokio runtime.
+
+mod bridge;
+mod env;
+mod error;
+mod events;
+mod manager;
+mod netns;
+
+pub use bwrap_spec::FilenameRules;
+pub use env::sanitized_env;
+pub use error::{Error, ErrorKind};
+pub use events::next_event;
+pub use manager::{
+    GUEST_HTTP_PORT, GUEST_SOCKS_PORT, InnerBridge, LogSink, ManagerBuilder, SandboxManager,
+};

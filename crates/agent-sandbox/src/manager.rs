@@ -1,0 +1,845 @@
+//! `SandboxManager`: `SandboxPort` for `native` (bubblewrap on Linux) and
+//! `none`.
+
+use crate::bridge::{SocketDir, spawn_forwarder};
+use crate::env::sanitized_env;
+use crate::events::ReceiverStream;
+use crate::netns;
+use crate::{Error, ErrorKind};
+use bwrap_spec::{
+    BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, PlaceholderGuard, Profile,
+    discover_git_repos_on_host,
+};
+use connect_proxy::{
+    AllowList, IpPolicy, Network, ProxyConfig, ProxyPair, Resolver, SystemResolver,
+};
+use sandbox_core::{
+    AmbientHost, BackendRequest, EventStream, KillReason, ProbeReport, SandboxBackend,
+    SandboxCommand, SandboxEvent, SandboxHandle, SandboxPort, SandboxSpec, SandboxState,
+    SandboxSwitch, Selection, Surface, select_backend,
+};
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use tokio::io::AsyncReadExt;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// The loopback port inside the sandbox where the HTTP proxy answers.
+pub const GUEST_HTTP_PORT: u16 = 3128;
+/// The loopback port inside the sandbox where the SOCKS5 proxy answers.
+pub const GUEST_SOCKS_PORT: u16 = 1080;
+
+/// How the sandbox reaches its proxies on 127.0.0.1 inside (R-BWRAP-2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InnerBridge {
+    /// Bind the listeners inside the sandbox's network namespace from the
+    /// host side before the command starts (no process inside); falls back
+    /// to [`InnerBridge::Socat`] when the namespaces cannot be joined. The
+    /// default.
+    #[default]
+    HostSideListeners,
+    /// `socat` listeners started inside the sandbox, forwarding to Unix
+    /// sockets bound into it.
+    Socat,
+}
+
+/// A sink for the manager's log lines (the probe line, downgrades, opt-outs).
+pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Builds a [`SandboxManager`].
+pub struct ManagerBuilder {
+    probe: Option<ProbeReport>,
+    switch: SandboxSwitch,
+    request: BackendRequest,
+    surface: Surface,
+    home: Option<PathBuf>,
+    filename_rules: FilenameRules,
+    ip_policy: IpPolicy,
+    extra_allow: Vec<String>,
+    deny: Vec<String>,
+    resolver: Option<Arc<dyn Resolver>>,
+    base_env: Vec<(OsString, OsString)>,
+    temp_dir: Option<PathBuf>,
+    log: Option<LogSink>,
+    inner_bridge: InnerBridge,
+}
+
+impl std::fmt::Debug for ManagerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ManagerBuilder")
+            .field("switch", &self.switch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ManagerBuilder {
+    /// The probe result (from `ProbeReport::probe` or
+    /// `sandbox_core::probe_ambient`). Required.
+    pub fn probe(&mut self, report: ProbeReport) -> &mut Self {
+        self.probe = Some(report);
+        self
+    }
+    /// The `--sandbox` switch (default on).
+    pub fn switch(&mut self, switch: SandboxSwitch) -> &mut Self {
+        self.switch = switch;
+        self
+    }
+    /// The backend request (default unspecified) and the surface (default
+    /// dispatch).
+    pub fn request(&mut self, request: BackendRequest, surface: Surface) -> &mut Self {
+        self.request = request;
+        self.surface = surface;
+        self
+    }
+    /// The run's home directory (required): secrets are denied under it and
+    /// inside the sandbox it is a private, empty directory unless mounted.
+    pub fn home(&mut self, home: impl Into<PathBuf>) -> &mut Self {
+        self.home = Some(home.into());
+        self
+    }
+    /// How filename-glob denies are handled on Linux. The default refuses a
+    /// launch that needs them (R-DISPATCH-3).
+    pub fn filename_rules(&mut self, rules: FilenameRules) -> &mut Self {
+        self.filename_rules = rules;
+        self
+    }
+    /// Address rules for the proxies; grant local origins with
+    /// `IpPolicy::allow_cidr`.
+    pub fn ip_policy(&mut self, policy: IpPolicy) -> &mut Self {
+        self.ip_policy = policy;
+        self
+    }
+    /// Allowlist entries added to every session's list.
+    pub fn allow(&mut self, entry: impl Into<String>) -> &mut Self {
+        self.extra_allow.push(entry.into());
+        self
+    }
+    /// Deny entries added to every session's list.
+    pub fn deny(&mut self, entry: impl Into<String>) -> &mut Self {
+        self.deny.push(entry.into());
+        self
+    }
+    /// The proxies' resolver (default: the host's, with a timeout).
+    pub fn resolver(&mut self, resolver: Arc<dyn Resolver>) -> &mut Self {
+        self.resolver = Some(resolver);
+        self
+    }
+    /// The environment sanitised for each command (pass the host program's
+    /// own, e.g. `std::env::vars_os().collect()`, explicitly).
+    pub fn base_env(&mut self, env: Vec<(OsString, OsString)>) -> &mut Self {
+        self.base_env = env;
+        self
+    }
+    /// Where session socket directories are created (default the system
+    /// temp dir).
+    pub fn temp_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.temp_dir = Some(dir.into());
+        self
+    }
+    /// How the proxies are reached inside (default
+    /// [`InnerBridge::HostSideListeners`]).
+    pub fn inner_bridge(&mut self, bridge: InnerBridge) -> &mut Self {
+        self.inner_bridge = bridge;
+        self
+    }
+    /// Where log lines go (default: nowhere).
+    pub fn log(&mut self, sink: LogSink) -> &mut Self {
+        self.log = Some(sink);
+        self
+    }
+
+    /// Selects the backend and builds the manager. Logs the probe's start-up
+    /// line and any downgrade.
+    pub fn build(&mut self) -> Result<SandboxManager, Error> {
+        let probe = match self.probe.take() {
+            Some(p) => p,
+            None => sandbox_core::probe_ambient().clone(),
+        };
+        let log = self.log.clone().unwrap_or_else(|| Arc::new(|_: &str| {}));
+        log(&probe.startup_line(self.switch));
+        let selection = select_backend(self.request, self.switch, self.surface, &probe)?;
+        if let Some(line) = &selection.log_line
+            && *line != probe.startup_line(self.switch)
+        {
+            log(line);
+        }
+        let home = self.home.clone().ok_or_else(|| {
+            Error::from(sandbox_core::Error::from(
+                sandbox_core::ErrorKind::InvalidPath {
+                    path: String::new(),
+                    reason: "the manager needs the run's home directory",
+                },
+            ))
+        })?;
+        let tool = |name: &str| {
+            probe
+                .native
+                .tools
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, p)| p.clone())
+        };
+        let (bwrap, socat) = (tool("bwrap"), tool("socat"));
+        if selection.backend == SandboxBackend::Native && cfg!(target_os = "linux") {
+            if bwrap.is_none() {
+                return Err(ErrorKind::ToolMissing {
+                    tool: "bwrap",
+                    hint: "sudo apt-get install bubblewrap".into(),
+                }
+                .into());
+            }
+            if socat.is_none() {
+                return Err(ErrorKind::ToolMissing {
+                    tool: "socat",
+                    hint: "sudo apt-get install socat".into(),
+                }
+                .into());
+            }
+        }
+        if selection.backend == SandboxBackend::Native
+            && self.filename_rules == FilenameRules::DropFilenameGlobDenies
+        {
+            log(
+                "filename-glob write denies (.env, *.key, *.pem) are DROPPED for this host: bubblewrap cannot refuse new names (opt-out --no-filename-rules)",
+            );
+        }
+        Ok(SandboxManager {
+            inner: Arc::new(Inner {
+                selection,
+                surface: self.surface,
+                home,
+                filename_rules: self.filename_rules,
+                ip_policy: self.ip_policy.clone(),
+                extra_allow: self.extra_allow.clone(),
+                deny: self.deny.clone(),
+                resolver: self.resolver.clone(),
+                base_env: self.base_env.clone(),
+                temp_dir: self.temp_dir.clone().unwrap_or_else(std::env::temp_dir),
+                bwrap,
+                socat,
+                log,
+                inner_bridge: self.inner_bridge,
+                sessions: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+}
+
+/// Runs commands under the backend the probe and selection chose, with the
+/// session's proxies, bridges and a sanitised environment. Implements
+/// [`SandboxPort`].
+#[derive(Clone)]
+pub struct SandboxManager {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SandboxManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SandboxManager")
+            .field("backend", &self.inner.selection.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    selection: Selection,
+    surface: Surface,
+    home: PathBuf,
+    filename_rules: FilenameRules,
+    ip_policy: IpPolicy,
+    extra_allow: Vec<String>,
+    deny: Vec<String>,
+    resolver: Option<Arc<dyn Resolver>>,
+    base_env: Vec<(OsString, OsString)>,
+    temp_dir: PathBuf,
+    bwrap: Option<PathBuf>,
+    socat: Option<PathBuf>,
+    log: LogSink,
+    inner_bridge: InnerBridge,
+    sessions: Mutex<HashMap<String, Session>>,
+}
+
+struct Session {
+    spec: SandboxSpec,
+    env: Vec<(OsString, OsString)>,
+    native: Option<NativeSession>,
+    running: Option<oneshot::Sender<()>>,
+    runner: Option<JoinHandle<()>>,
+}
+
+struct NativeSession {
+    plan: BwrapPlan,
+    egress: Option<Egress>,
+    _placeholders: PlaceholderGuard,
+}
+
+/// The proxies and bridges of a dispatch session (terminals have none).
+struct Egress {
+    bridges: BridgePlan,
+    proxies: ProxyPair,
+    forwarders: Vec<JoinHandle<()>>,
+    _sockets: SocketDir,
+}
+
+impl SandboxManager {
+    /// A builder.
+    pub fn builder() -> ManagerBuilder {
+        ManagerBuilder {
+            probe: None,
+            switch: SandboxSwitch::On,
+            request: BackendRequest::Unspecified,
+            surface: Surface::Dispatch,
+            home: None,
+            filename_rules: FilenameRules::Refuse,
+            ip_policy: IpPolicy::new(),
+            extra_allow: Vec::new(),
+            deny: Vec::new(),
+            resolver: None,
+            base_env: Vec::new(),
+            temp_dir: None,
+            log: None,
+            inner_bridge: InnerBridge::HostSideListeners,
+        }
+    }
+
+    /// The backend every session of this manager gets, with its label.
+    pub fn selection(&self) -> &Selection {
+        &self.inner.selection
+    }
+
+    /// The bubblewrap options of a live native session (for inspection).
+    pub fn bwrap_args(&self, handle: &SandboxHandle) -> Option<Vec<OsString>> {
+        let sessions = self.inner.sessions.lock().ok()?;
+        sessions
+            .get(&handle.session_id)?
+            .native
+            .as_ref()
+            .map(|n| n.plan.args().to_vec())
+    }
+
+    async fn launch_native(
+        &self,
+        spec: &SandboxSpec,
+    ) -> Result<(NativeSession, Vec<(OsString, OsString)>), Error> {
+        let inner = &self.inner;
+        if inner.surface == Surface::Terminal {
+            // The fixed terminal profile: host network, no proxies.
+            let plan = BwrapBuilder::new(spec, &inner.home)
+                .profile(Profile::Terminal)
+                .build(&AmbientHost::from_ambient_untimed())?;
+            let placeholders = PlaceholderGuard::create_on_host(plan.placeholders())?;
+            let env = sanitized_env(&inner.base_env, inner.home.as_os_str(), None)?.vars;
+            return Ok((
+                NativeSession {
+                    plan,
+                    egress: None,
+                    _placeholders: placeholders,
+                },
+                env,
+            ));
+        }
+        let mut list = AllowList::builder();
+        list.network(Network::from_enabled(spec.network_enabled))
+            .allow_all(spec.egress_allowlist.iter().cloned())
+            .allow_all(inner.extra_allow.iter().cloned());
+        for d in &inner.deny {
+            list.deny(d.clone());
+        }
+        let list = list.build()?;
+        let resolver: Arc<dyn Resolver> = match &inner.resolver {
+            Some(r) => r.clone(),
+            None => Arc::new(SystemResolver::from_ambient()),
+        };
+        let config = ProxyConfig::builder()
+            .allowlist(list)
+            .ip_policy(inner.ip_policy.clone())
+            .resolver(resolver)
+            .build()?;
+        let proxies = ProxyPair::start(config).await?;
+        let sockets = SocketDir::create_in(&inner.temp_dir)?;
+        let mut bridges = BridgePlan::new(sockets.path())?;
+        bridges
+            .add("http", GUEST_HTTP_PORT, proxies.http_addr())?
+            .add("socks", GUEST_SOCKS_PORT, proxies.socks_addr())?;
+        let mut forwarders = Vec::new();
+        for b in bridges.bridges() {
+            forwarders.push(spawn_forwarder(&bridges.host_socket(b), b.upstream())?);
+        }
+        let writable: Vec<String> = spec
+            .mount_accesses()
+            .filter(|(_, a)| *a == sandbox_core::Access::ReadWrite)
+            .map(|(m, _)| m.host_path.clone())
+            .collect();
+        let repos = discover_git_repos_on_host(&writable);
+        let plan = BwrapBuilder::new(spec, &inner.home)
+            .nested_repos(repos)
+            .filename_rules(inner.filename_rules)
+            .bridges(bridges.clone())
+            .build(&AmbientHost::from_ambient_untimed());
+        let plan = match plan {
+            Ok(p) => p,
+            Err(e) => {
+                for f in &forwarders {
+                    f.abort();
+                }
+                proxies.shutdown().await;
+                return Err(e.into());
+            }
+        };
+        if !plan.dropped_filename_globs().is_empty() {
+            let (globs, paths): (Vec<&String>, Vec<&String>) = plan
+                .dropped_filename_globs()
+                .iter()
+                .partition(|r| !r.starts_with('/'));
+            let globs: Vec<&str> = globs.iter().map(|g| g.as_str()).collect();
+            (inner.log)(&format!(
+                "session {}: creation-time rules not enforced (opt-out): names {} and {} \
+                 not-yet-existing denied paths in writable roots",
+                spec.session_id,
+                globs.join(" "),
+                paths.len()
+            ));
+        }
+        let placeholders = PlaceholderGuard::create_on_host(plan.placeholders())?;
+        let guest = |port| std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let proxies_inside = Some((guest(GUEST_HTTP_PORT), guest(GUEST_SOCKS_PORT)));
+        let sanitized = sanitized_env(&inner.base_env, inner.home.as_os_str(), proxies_inside)?;
+        if !sanitized.dropped.is_empty() {
+            let names: Vec<String> = sanitized
+                .dropped
+                .iter()
+                .map(|d| format!("{}({})", d.name.to_string_lossy(), d.rule))
+                .collect();
+            (inner.log)(&format!(
+                "session {}: environment: dropped {}: {}",
+                spec.session_id,
+                names.len(),
+                names.join(" ")
+            ));
+        }
+        let env = sanitized.vars;
+        let egress = Egress {
+            bridges,
+            proxies,
+            forwarders,
+            _sockets: sockets,
+        };
+        Ok((
+            NativeSession {
+                plan,
+                egress: Some(egress),
+                _placeholders: placeholders,
+            },
+            env,
+        ))
+    }
+}
+
+impl SandboxPort for SandboxManager {
+    type Error = Error;
+
+    async fn launch(&self, spec: SandboxSpec) -> Result<SandboxHandle, Error> {
+        spec.validate()?;
+        {
+            let sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
+            if sessions.contains_key(&spec.session_id) {
+                return Err(ErrorKind::DuplicateSession {
+                    session_id: spec.session_id.clone(),
+                }
+                .into());
+            }
+        }
+        let backend = self.inner.selection.backend;
+        let mut handle = SandboxHandle::new(spec.session_id.clone(), backend);
+        handle
+            .details
+            .insert("label".into(), self.inner.selection.label.into());
+        let (native, env) = match backend {
+            SandboxBackend::Native if cfg!(target_os = "linux") => {
+                let (n, env) = self.launch_native(&spec).await?;
+                if let Some(e) = &n.egress {
+                    handle
+                        .details
+                        .insert("httpProxy".into(), e.proxies.http_addr().to_string().into());
+                    handle.details.insert(
+                        "socksProxy".into(),
+                        e.proxies.socks_addr().to_string().into(),
+                    );
+                    handle.details.insert(
+                        "socketDir".into(),
+                        e.bridges.host_dir().display().to_string().into(),
+                    );
+                }
+                (Some(n), env)
+            }
+            SandboxBackend::None => (
+                None,
+                sanitized_env(&self.inner.base_env, self.inner.home.as_os_str(), None)?.vars,
+            ),
+            other => {
+                return Err(sandbox_core::Error::from(
+                    sandbox_core::ErrorKind::NativeUnavailable {
+                        reason: format!(
+                            "backend {other} is not implemented by this manager on this platform"
+                        ),
+                    },
+                )
+                .into());
+            }
+        };
+        handle.transition(SandboxState::Warm)?;
+        let session = Session {
+            spec,
+            env,
+            native,
+            running: None,
+            runner: None,
+        };
+        let mut sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
+        sessions.insert(handle.session_id.clone(), session);
+        Ok(handle)
+    }
+
+    async fn exec(
+        &self,
+        handle: &SandboxHandle,
+        command: SandboxCommand,
+    ) -> Result<EventStream, Error> {
+        let mut sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
+        let session = sessions.get_mut(&handle.session_id).ok_or_else(|| {
+            Error::from(ErrorKind::UnknownSession {
+                session_id: handle.session_id.clone(),
+            })
+        })?;
+        if let Some(r) = &session.runner
+            && !r.is_finished()
+        {
+            return Err(ErrorKind::Busy {
+                session_id: handle.session_id.clone(),
+            }
+            .into());
+        }
+        let workdir = command
+            .workdir
+            .clone()
+            .or_else(|| session.spec.guest_workdir.clone())
+            .unwrap_or_else(|| self.inner.home.display().to_string());
+        let mut argv: Vec<OsString> = vec![command.program.clone()];
+        argv.extend(command.args.iter().cloned());
+        let (tx, rx) = mpsc::channel(256);
+        let (kill_tx, kill_rx) = oneshot::channel();
+        let Some(n) = &session.native else {
+            let mut c = tokio::process::Command::new(&argv[0]);
+            c.args(&argv[1..]).current_dir(Path::new(&workdir));
+            let child = prepare(&mut c, &session.env)
+                .spawn()
+                .map_err(|e| Error::io(format!("starting {:?}", command.program), e))?;
+            session.running = Some(kill_tx);
+            session.runner = Some(tokio::spawn(run_child(
+                child,
+                tx,
+                kill_rx,
+                None,
+                Vec::new(),
+            )));
+            return Ok(Box::pin(ReceiverStream(rx)));
+        };
+        let (Some(bwrap), Some(socat)) = (&self.inner.bwrap, &self.inner.socat) else {
+            return Err(ErrorKind::ToolMissing {
+                tool: "bwrap",
+                hint: "sudo apt-get install bubblewrap socat".into(),
+            }
+            .into());
+        };
+        let mut args: Vec<OsString> = n.plan.args().to_vec();
+        // Replace the plan's --chdir with the exec's working directory.
+        if let Some(i) = args.iter().position(|a| a == "--chdir")
+            && let Some(slot) = args.get_mut(i + 1)
+        {
+            *slot = workdir.clone().into();
+        }
+        let Some(e) = &n.egress else {
+            // Terminal profile: no proxies, the command runs directly.
+            let mut c = tokio::process::Command::new(bwrap);
+            c.args(&args).args(&argv);
+            let child = prepare(&mut c, &session.env)
+                .spawn()
+                .map_err(|e| Error::io(format!("starting {}", bwrap.display()), e))?;
+            session.running = Some(kill_tx);
+            session.runner = Some(tokio::spawn(run_child(
+                child,
+                tx,
+                kill_rx,
+                None,
+                Vec::new(),
+            )));
+            return Ok(Box::pin(ReceiverStream(rx)));
+        };
+        let violations = Some(e.proxies.subscribe_violations());
+        let upstreams = [e.proxies.http_addr(), e.proxies.socks_addr()];
+        // The socat bridges, for when the host-side listeners cannot be made.
+        let mut fallback = tokio::process::Command::new(bwrap);
+        fallback.args(&args).args(e.bridges.inner_command(
+            "/bin/sh",
+            &socat.to_string_lossy(),
+            argv.clone(),
+        ));
+        prepare(&mut fallback, &session.env);
+
+        if self.inner.inner_bridge == InnerBridge::Socat {
+            let child = fallback
+                .spawn()
+                .map_err(|e| Error::io(format!("starting {}", bwrap.display()), e))?;
+            session.running = Some(kill_tx);
+            session.runner = Some(tokio::spawn(run_child(
+                child,
+                tx,
+                kill_rx,
+                violations,
+                Vec::new(),
+            )));
+            return Ok(Box::pin(ReceiverStream(rx)));
+        }
+        // Fast path: bubblewrap holds the command until the listeners exist.
+        let steering = netns::Steering::new().map_err(|e| Error::io("creating pipes", e))?;
+        let mut fast_args = args;
+        fast_args.pop(); // the final "--"
+        fast_args.extend(steering.bwrap_args().into_iter().map(OsString::from));
+        fast_args.push("--".into());
+        let mut c = tokio::process::Command::new(bwrap);
+        c.args(fast_args).args(&argv);
+        prepare(&mut c, &session.env);
+        steering.inherit_in(&mut c);
+        let child = c
+            .spawn()
+            .map_err(|e| Error::io(format!("starting {}", bwrap.display()), e))?;
+        let netns::Steering {
+            info_read,
+            info_write,
+            block_read,
+            block_write,
+        } = steering;
+        drop((info_write, block_read));
+        let log = self.inner.log.clone();
+        session.running = Some(kill_tx);
+        session.runner = Some(tokio::spawn(async move {
+            match host_side_listeners(info_read, block_write, upstreams).await {
+                Ok(forwarders) => run_child(child, tx, kill_rx, violations, forwarders).await,
+                Err(err) => {
+                    log(&format!(
+                        "in-namespace proxy listeners unavailable ({err}); using socat bridges"
+                    ));
+                    let mut child = child;
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                    match fallback.spawn() {
+                        Ok(child) => run_child(child, tx, kill_rx, violations, Vec::new()).await,
+                        Err(e) => {
+                            let msg = format!("agent-sandbox: starting bubblewrap failed: {e}\n");
+                            let _ = tx
+                                .send(SandboxEvent::Stderr {
+                                    data: msg.into_bytes(),
+                                })
+                                .await;
+                            let _ = tx
+                                .send(SandboxEvent::Killed {
+                                    reason: None,
+                                    signal: None,
+                                })
+                                .await;
+                        }
+                    }
+                }
+            }
+        }));
+        Ok(Box::pin(ReceiverStream(rx)))
+    }
+
+    async fn destroy(&self, handle: &mut SandboxHandle) -> Result<(), Error> {
+        let session = {
+            let mut sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
+            sessions.remove(&handle.session_id)
+        };
+        let Some(mut session) = session else {
+            return Err(ErrorKind::UnknownSession {
+                session_id: handle.session_id.clone(),
+            }
+            .into());
+        };
+        if let Some(kill) = session.running.take() {
+            let _ = kill.send(());
+        }
+        if let Some(runner) = session.runner.take() {
+            let _ = runner.await;
+        }
+        if let Some(e) = session.native.take().and_then(|n| n.egress) {
+            for f in &e.forwarders {
+                f.abort();
+            }
+            for f in e.forwarders {
+                let _ = f.await;
+            }
+            e.proxies.shutdown().await;
+            // Placeholders and the socket directory are removed on drop.
+        }
+        handle.transition(SandboxState::Destroyed)?;
+        Ok(())
+    }
+}
+
+/// Clears the environment to the session's and pipes the output.
+fn prepare<'c>(
+    cmd: &'c mut tokio::process::Command,
+    env: &[(OsString, OsString)],
+) -> &'c mut tokio::process::Command {
+    cmd.env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+}
+
+/// Reads the sandbox's pid from bubblewrap, binds the proxy listeners in its
+/// network namespace, starts forwarding them to `upstreams` and releases the
+/// command.
+async fn host_side_listeners(
+    info_read: rustix::fd::OwnedFd,
+    block_write: rustix::fd::OwnedFd,
+    upstreams: [std::net::SocketAddr; 2],
+) -> Result<Vec<JoinHandle<()>>, std::io::Error> {
+    let timeout = std::time::Duration::from_secs(5);
+    let pid = tokio::time::timeout(
+        timeout,
+        tokio::task::spawn_blocking(move || netns::read_child_pid(info_read)),
+    )
+    .await
+    .map_err(|_| std::io::Error::other("bubblewrap did not report its pid"))?
+    .map_err(std::io::Error::other)??;
+    let listeners = tokio::task::spawn_blocking(move || {
+        netns::bind_in_sandbox(pid, &[GUEST_HTTP_PORT, GUEST_SOCKS_PORT])
+    })
+    .await
+    .map_err(std::io::Error::other)??;
+    let mut forwarders = Vec::with_capacity(2);
+    for (listener, upstream) in listeners.into_iter().zip(upstreams) {
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        forwarders.push(tokio::spawn(async move {
+            loop {
+                let Ok((mut inner, _)) = listener.accept().await else {
+                    continue;
+                };
+                tokio::spawn(async move {
+                    if let Ok(mut outer) = tokio::net::TcpStream::connect(upstream).await {
+                        let _ = inner.set_nodelay(true);
+                        let _ = outer.set_nodelay(true);
+                        let _ = tokio::io::copy_bidirectional(&mut inner, &mut outer).await;
+                    }
+                });
+            }
+        }));
+    }
+    rustix::io::write(&block_write, b"go")?;
+    Ok(forwarders)
+}
+
+fn poisoned() -> Error {
+    Error::io("session table", std::io::Error::other("lock poisoned"))
+}
+
+async fn pump<R: tokio::io::AsyncRead + Unpin>(
+    mut r: R,
+    tx: mpsc::Sender<SandboxEvent>,
+    stdout: bool,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let data = buf[..n].to_vec();
+                let ev = if stdout {
+                    SandboxEvent::Stdout { data }
+                } else {
+                    SandboxEvent::Stderr { data }
+                };
+                if tx.send(ev).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+async fn run_child(
+    mut child: tokio::process::Child,
+    tx: mpsc::Sender<SandboxEvent>,
+    mut kill_rx: oneshot::Receiver<()>,
+    mut violations: Option<connect_proxy::Subscription<sandbox_core::SandboxViolation>>,
+    forwarders: Vec<JoinHandle<()>>,
+) {
+    let out = child
+        .stdout
+        .take()
+        .map(|o| tokio::spawn(pump(o, tx.clone(), true)));
+    let err = child
+        .stderr
+        .take()
+        .map(|e| tokio::spawn(pump(e, tx.clone(), false)));
+    let mut killed_by_host = false;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            _ = &mut kill_rx, if !killed_by_host => {
+                killed_by_host = true;
+                let _ = child.start_kill();
+            }
+            Some(v) = async {
+                match violations.as_mut() {
+                    Some(s) => s.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let _ = tx.send(SandboxEvent::Violation { violation: v }).await;
+            }
+        }
+    };
+    // The listeners keep the sandbox's network namespace alive: close them.
+    for f in &forwarders {
+        f.abort();
+    }
+    for t in [out, err].into_iter().flatten() {
+        let _ = t.await;
+    }
+    if let Some(s) = violations.as_mut() {
+        while let Some(v) = s.try_recv() {
+            let _ = tx.send(SandboxEvent::Violation { violation: v }).await;
+        }
+    }
+    let ev = match status {
+        Ok(st) => {
+            use std::os::unix::process::ExitStatusExt;
+            match (st.code(), st.signal()) {
+                (Some(code), _) if !killed_by_host => SandboxEvent::Exit { exit_code: code },
+                (_, signal) => SandboxEvent::Killed {
+                    reason: Some(if killed_by_host {
+                        KillReason::Manual
+                    } else {
+                        KillReason::Signal
+                    }),
+                    signal,
+                },
+            }
+        }
+        Err(_) => SandboxEvent::Killed {
+            reason: None,
+            signal: None,
+        },
+    };
+    let _ = tx.send(ev).await;
+}

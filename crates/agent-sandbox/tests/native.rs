@@ -1,0 +1,417 @@
+//! The facade end to end: real proxies, real bubblewrap, real processes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use agent_sandbox::{ErrorKind, FilenameRules, InnerBridge, SandboxManager, next_event};
+use connect_proxy::IpPolicy;
+use sandbox_core::{
+    Access, BackendRequest, FakeHost, Os, ProbeReport, SandboxBackend, SandboxBindMount,
+    SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec, SandboxState, SandboxSwitch, Surface,
+    probe_ambient,
+};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+fn native_available() -> bool {
+    let ok = probe_ambient().native.available;
+    if !ok {
+        eprintln!("SKIPPED: no native sandbox here (CI installs bubblewrap and socat)");
+    }
+    ok
+}
+
+/// Fallbacks from host-side listeners to socat, across this test binary.
+static FALLBACKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+struct Tree(PathBuf);
+
+impl Tree {
+    fn new(tag: &str) -> Tree {
+        let root = std::env::temp_dir().join(format!("facade-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("home/.ssh")).unwrap();
+        std::fs::create_dir_all(root.join("sockets")).unwrap();
+        std::fs::create_dir_all(root.join("ws/.git/hooks")).unwrap();
+        std::fs::write(root.join("home/.ssh/id_rsa"), "SECRET-KEY").unwrap();
+        std::fs::write(root.join("ws/.git/config"), "[core]\n").unwrap();
+        Tree(root)
+    }
+    fn p(&self, rel: &str) -> String {
+        self.0.join(rel).display().to_string()
+    }
+    fn spec(&self, id: &str) -> SandboxSpec {
+        let mut spec = SandboxSpec::new(id, "w");
+        spec.bind_mounts
+            .push(SandboxBindMount::new(self.p("ws"), Access::ReadWrite).unwrap());
+        spec.bind_mounts
+            .push(SandboxBindMount::new(self.p("home"), Access::ReadWrite).unwrap());
+        spec.guest_workdir = Some(self.p("ws"));
+        spec
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn manager(tree: &Tree, rules: FilenameRules, origin_port: Option<u16>) -> SandboxManager {
+    manager_with(tree, rules, origin_port, InnerBridge::HostSideListeners)
+}
+
+fn manager_with(
+    tree: &Tree,
+    rules: FilenameRules,
+    origin_port: Option<u16>,
+    bridge: InnerBridge,
+) -> SandboxManager {
+    let mut ip = IpPolicy::new();
+    if origin_port.is_some() {
+        ip.allow_cidr("127.0.0.1/32".parse().unwrap());
+    }
+    let mut b = SandboxManager::builder();
+    b.probe(probe_ambient().clone())
+        .home(tree.p("home"))
+        .temp_dir(tree.p("sockets"))
+        .inner_bridge(bridge)
+        .log(Arc::new(|line: &str| {
+            if line.contains("using socat bridges") {
+                FALLBACKS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }))
+        .filename_rules(rules)
+        .ip_policy(ip)
+        .base_env(vec![
+            ("PATH".into(), "/usr/bin:/bin".into()),
+            ("GITHUB_TOKEN".into(), "ghp_must_not_pass".into()),
+            ("LD_PRELOAD".into(), "/tmp/evil.so".into()),
+        ]);
+    if origin_port.is_some() {
+        b.allow("localhost");
+    }
+    b.build().unwrap()
+}
+
+struct Run {
+    stdout: String,
+    stderr: String,
+    violations: Vec<String>,
+    exit: Option<i32>,
+}
+
+async fn run(m: &SandboxManager, handle: &sandbox_core::SandboxHandle, script: &str) -> Run {
+    let mut cmd = SandboxCommand::new("/bin/sh");
+    cmd.arg("-c").arg(script);
+    let mut events = m.exec(handle, cmd).await.unwrap();
+    let mut r = Run {
+        stdout: String::new(),
+        stderr: String::new(),
+        violations: Vec::new(),
+        exit: None,
+    };
+    while let Some(ev) = next_event(&mut events).await {
+        match ev {
+            SandboxEvent::Stdout { data } => r.stdout.push_str(&String::from_utf8_lossy(&data)),
+            SandboxEvent::Stderr { data } => r.stderr.push_str(&String::from_utf8_lossy(&data)),
+            SandboxEvent::Violation { violation } => r.violations.push(violation.to_string()),
+            SandboxEvent::Exit { exit_code } => r.exit = Some(exit_code),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    r
+}
+
+/// A one-shot HTTP origin on 127.0.0.1 that answers every request with a body.
+fn origin() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten().take(16) {
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\norigin-hello",
+            );
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn default_launch_is_refused_with_a_typed_error() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("refused");
+    let m = manager(&t, FilenameRules::Refuse, None);
+    assert_eq!(m.selection().backend, SandboxBackend::Native);
+    let err = m.launch(t.spec("refused")).await.unwrap_err();
+    match err.kind() {
+        ErrorKind::Bwrap(e) => {
+            assert!(
+                matches!(
+                    e.kind(),
+                    bwrap_spec::ErrorKind::FilenameRulesUnenforceable { .. }
+                ),
+                "{e}"
+            )
+        }
+        other => panic!("{other}"),
+    }
+    // Nothing was left behind by the refused launch.
+    assert_eq!(std::fs::read_dir(t.p("sockets")).unwrap().count(), 0);
+}
+
+#[tokio::test]
+async fn opt_out_runs_with_every_other_denial_and_the_proxy_as_only_way_out() {
+    opt_out_case(InnerBridge::HostSideListeners).await;
+}
+
+#[tokio::test]
+async fn socat_bridges_give_the_same_confinement() {
+    opt_out_case(InnerBridge::Socat).await;
+}
+
+async fn opt_out_case(bridge: InnerBridge) {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new(&format!("optout-{bridge:?}"));
+    let port = origin();
+    let m = manager_with(
+        &t,
+        FilenameRules::DropFilenameGlobDenies,
+        Some(port),
+        bridge,
+    );
+    let mut h = m.launch(t.spec("optout")).await.unwrap();
+    assert_eq!(h.state, SandboxState::Warm);
+    assert_eq!(h.backend, SandboxBackend::Native);
+    let socket_dir = PathBuf::from(h.details["socketDir"].as_str().unwrap());
+    assert!(socket_dir.join("http.sock").exists());
+
+    let r = run(
+        &m,
+        &h,
+        &format!(
+            "cat ~/.ssh/id_rsa; echo x > .git/hooks/pre-commit && echo HOOK; echo x > ~/.bashrc && echo BASHRC; \
+             env | sort; \
+             curl -sS -m 10 http://localhost:{port}/ ; echo; \
+             curl -sS -m 10 --socks5-hostname 127.0.0.1:1080 http://localhost:{port}/ ; echo; \
+             curl -s -m 10 -o /dev/null -w 'denied=%{{http_code}}\\n' http://blocked.example.test/ ; \
+             curl -s -m 10 -p -o /dev/null -w 'tunnel=%{{http_connect}}\\n' https://blocked-tls.example.test/ ; \
+             exit 7"
+        ),
+    )
+    .await;
+    assert_eq!(r.exit, Some(7), "{r:?}", r = r.stderr);
+    let out = &r.stdout;
+    assert!(
+        !out.contains("SECRET-KEY") && !out.contains("HOOK") && !out.contains("BASHRC"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("ghp_must_not_pass") && !out.contains("LD_PRELOAD"),
+        "{out}"
+    );
+    assert!(out.contains("HTTP_PROXY=http://127.0.0.1:3128"), "{out}");
+    assert!(out.contains("ALL_PROXY=socks5h://127.0.0.1:1080"), "{out}");
+    assert_eq!(
+        out.matches("origin-hello").count(),
+        2,
+        "allowed origin via HTTP and SOCKS5: {out}\n{}",
+        r.stderr
+    );
+    assert!(out.contains("denied=403"), "{out}");
+    assert!(out.contains("tunnel=403"), "{out}");
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| v == "network-outbound blocked.example.test:80"),
+        "{:?}",
+        r.violations
+    );
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| v == "network-outbound blocked-tls.example.test:443"),
+        "{:?}",
+        r.violations
+    );
+
+    if bridge == InnerBridge::HostSideListeners {
+        assert_eq!(
+            FALLBACKS.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "the host-side listeners were used"
+        );
+    }
+    m.destroy(&mut h).await.unwrap();
+    assert_eq!(h.state, SandboxState::Destroyed);
+    assert!(!socket_dir.exists(), "socket directory removed");
+    assert!(
+        !Path::new(&t.p("home/.bashrc")).exists(),
+        "placeholder removed"
+    );
+    assert!(
+        m.exec(&h, SandboxCommand::new("true")).await.is_err(),
+        "a destroyed handle runs nothing"
+    );
+    assert!(m.destroy(&mut h).await.is_err(), "nothing leaves destroyed");
+}
+
+#[tokio::test]
+async fn network_off_still_runs_proxies_that_deny_everything() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("netoff");
+    let port = origin();
+    let m = manager(&t, FilenameRules::DropFilenameGlobDenies, Some(port));
+    let mut spec = t.spec("netoff");
+    spec.network_enabled = false;
+    let mut h = m.launch(spec).await.unwrap();
+    let r = run(
+        &m,
+        &h,
+        &format!("curl -s -m 10 -o /dev/null -w '%{{http_code}}' http://localhost:{port}/"),
+    )
+    .await;
+    assert_eq!(r.stdout, "403", "{}", r.stderr);
+    assert_eq!(
+        r.violations,
+        vec![format!("network-outbound localhost:{port}")]
+    );
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn destroy_kills_a_running_command() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("kill");
+    let m = manager(&t, FilenameRules::DropFilenameGlobDenies, None);
+    let mut h = m.launch(t.spec("kill")).await.unwrap();
+    let marker = format!("sleep 600.{}", std::process::id());
+    let mut cmd = SandboxCommand::new("/bin/sh");
+    cmd.arg("-c").arg(&marker);
+    let mut events = m.exec(&h, cmd).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let mut second = SandboxCommand::new("true");
+    second.workdir(t.p("ws"));
+    match m.exec(&h, second).await {
+        Err(e) => assert!(matches!(e.kind(), ErrorKind::Busy { .. }), "{e}"),
+        Ok(_) => panic!("a second exec while one runs must be refused"),
+    }
+    m.destroy(&mut h).await.unwrap();
+    let mut last = None;
+    while let Some(ev) = next_event(&mut events).await {
+        last = Some(ev);
+    }
+    assert!(
+        matches!(last, Some(SandboxEvent::Killed { .. })),
+        "{last:?}"
+    );
+    let alive = std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).contains(&marker))
+            .unwrap_or(false)
+    });
+    assert!(!alive, "no process outlives destroy");
+}
+
+#[tokio::test]
+async fn none_backend_runs_on_the_host_with_a_sanitised_environment() {
+    let t = Tree::new("none");
+    let mut b = SandboxManager::builder();
+    b.probe(probe_ambient().clone())
+        .switch(SandboxSwitch::Off)
+        .home(t.p("home"))
+        .base_env(vec![
+            ("PATH".into(), "/usr/bin:/bin".into()),
+            ("AWS_SECRET_ACCESS_KEY".into(), "leak".into()),
+        ]);
+    let m = b.build().unwrap();
+    assert_eq!(m.selection().backend, SandboxBackend::None);
+    let mut h = m.launch(t.spec("none")).await.unwrap();
+    assert_eq!(h.backend, SandboxBackend::None);
+    let r = run(&m, &h, "env; cat ~/.ssh/id_rsa").await;
+    assert!(
+        r.stdout.contains("SECRET-KEY"),
+        "none does not confine: {}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("leak"), "{}", r.stdout);
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn terminal_asking_for_native_without_it_fails() {
+    let mut host = FakeHost::new(Os::Linux);
+    host.env("PATH", "/usr/bin");
+    let report = ProbeReport::probe(&host);
+    let err = SandboxManager::builder()
+        .probe(report)
+        .home("/home/u")
+        .request(
+            BackendRequest::Explicit(SandboxBackend::Native),
+            Surface::Terminal,
+        )
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("native"), "{err}");
+}
+
+#[tokio::test]
+async fn terminal_profile_shares_the_network_and_hides_the_secret_dirs() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("terminal");
+    let port = origin();
+    let mut b = SandboxManager::builder();
+    b.probe(probe_ambient().clone())
+        .home(t.p("home"))
+        .request(
+            BackendRequest::Explicit(SandboxBackend::Native),
+            Surface::Terminal,
+        )
+        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())]);
+    let m = b.build().unwrap();
+    assert_eq!(
+        m.selection().backend,
+        SandboxBackend::Native,
+        "the label never claims more than it gives"
+    );
+    let mut spec = SandboxSpec::new("term", "w");
+    spec.guest_workdir = Some(t.p("ws"));
+    let mut h = m.launch(spec).await.unwrap();
+    let r = run(
+        &m,
+        &h,
+        &format!(
+            "cat ~/.ssh/id_rsa; echo note > ~/notes && echo HOME-WRITABLE; echo x > file && echo WORKDIR-WRITABLE; \
+             curl -sS -m 10 http://127.0.0.1:{port}/"
+        ),
+    )
+    .await;
+    assert!(!r.stdout.contains("SECRET-KEY"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("HOME-WRITABLE") && r.stdout.contains("WORKDIR-WRITABLE"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("origin-hello"),
+        "network open: {} {}",
+        r.stdout,
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.p("home/notes")).unwrap(),
+        "note\n"
+    );
+    m.destroy(&mut h).await.unwrap();
+}

@@ -1,0 +1,141 @@
+//! What the proxies report: violations for the host program, and one
+//! decision record per connection for logs.
+
+use crate::egress::Denial;
+use sandbox_core::SandboxViolation;
+use std::fmt;
+use std::net::SocketAddr;
+use tokio::sync::broadcast;
+
+/// Which proxy handled a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Protocol {
+    /// HTTP `CONNECT`.
+    HttpConnect,
+    /// Absolute-form plain HTTP.
+    HttpForward,
+    /// SOCKS5 `CONNECT`.
+    Socks5,
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Protocol::HttpConnect => "http-connect",
+            Protocol::HttpForward => "http-forward",
+            Protocol::Socks5 => "socks5",
+        })
+    }
+}
+
+/// How a connection attempt ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// Tunnel opened to this vetted address.
+    Connected(SocketAddr),
+    /// Handed to the [`crate::Intercept`] hook.
+    Intercepted,
+    /// Refused or failed.
+    Refused(Denial),
+}
+
+/// One decision, for logs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Decision {
+    /// The proxy that decided.
+    pub protocol: Protocol,
+    /// The target as `host:port` (canonical when it parsed).
+    pub target: String,
+    /// What happened.
+    pub outcome: Outcome,
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.outcome {
+            Outcome::Connected(a) => write!(f, "{} {} allowed via {a}", self.protocol, self.target),
+            Outcome::Intercepted => write!(f, "{} {} intercepted", self.protocol, self.target),
+            Outcome::Refused(d) => write!(f, "{} {} refused: {d}", self.protocol, self.target),
+        }
+    }
+}
+
+/// A subscription to one of the pair's event streams. Slow subscribers
+/// skip what they missed (the count is kept) rather than slow the proxy.
+#[derive(Debug)]
+pub struct Subscription<T> {
+    rx: broadcast::Receiver<T>,
+    missed: u64,
+}
+
+impl<T: Clone> Subscription<T> {
+    pub(crate) fn new(rx: broadcast::Receiver<T>) -> Subscription<T> {
+        Subscription { rx, missed: 0 }
+    }
+
+    /// The next event; `None` once the pair has shut down and everything
+    /// was read.
+    pub async fn recv(&mut self) -> Option<T> {
+        loop {
+            match self.rx.recv().await {
+                Ok(v) => return Some(v),
+                Err(broadcast::error::RecvError::Lagged(n)) => self.missed += n,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    /// The next event if one is waiting.
+    pub fn try_recv(&mut self) -> Option<T> {
+        loop {
+            match self.rx.try_recv() {
+                Ok(v) => return Some(v),
+                Err(broadcast::error::TryRecvError::Lagged(n)) => self.missed += n,
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// How many events this subscriber missed by falling behind.
+    pub fn missed(&self) -> u64 {
+        self.missed
+    }
+}
+
+/// The senders both proxies share.
+#[derive(Clone, Debug)]
+pub(crate) struct Events {
+    pub(crate) violations: broadcast::Sender<SandboxViolation>,
+    pub(crate) decisions: broadcast::Sender<Decision>,
+}
+
+impl Events {
+    pub(crate) fn new(capacity: usize) -> Events {
+        Events {
+            violations: broadcast::channel(capacity).0,
+            decisions: broadcast::channel(capacity).0,
+        }
+    }
+
+    /// Records a decision, and a violation when it is a policy refusal.
+    pub(crate) fn report(&self, protocol: Protocol, target: String, outcome: Outcome) {
+        if let Outcome::Refused(d) = &outcome
+            && d.is_violation()
+        {
+            let v = SandboxViolation::new(SandboxViolation::NETWORK_OUTBOUND, target.clone())
+                .with_raw(format!("{protocol} {target}: {d}"));
+            // No subscriber is not an error.
+            let _ = self.violations.send(v);
+        }
+        if self.decisions.receiver_count() > 0 {
+            let _ = self.decisions.send(Decision {
+                protocol,
+                target,
+                outcome,
+            });
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! The one canonical host form used for matching and for dialing.
+
+use crate::error::{Error, HostProblem};
+use crate::idna;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// The longest canonical host name accepted, in bytes.
+pub const MAX_HOST_LEN: usize = 253;
+/// The longest label accepted, in bytes.
+pub const MAX_LABEL_LEN: usize = 63;
+/// Input longer than this is refused before any work (IDNA input included).
+const MAX_INPUT_LEN: usize = 1024;
+
+/// A host in canonical form: a lower-case ASCII name without a trailing dot,
+/// or an IP address.
+///
+/// Every numeric spelling the C library's `inet_aton` accepts
+/// (`2852039166`, `0xa9fea9fe`, `0251.0376.0251.0376`, `169.254.43518`) is an
+/// IP literal, so it is never handed to a resolver.
+///
+/// ```
+/// use connect_proxy::Host;
+/// use std::net::Ipv4Addr;
+/// assert_eq!(Host::parse_wire("API.Example.COM.").unwrap().to_string(), "api.example.com");
+/// assert_eq!(
+///     Host::parse_wire("0xa9fea9fe").unwrap(),
+///     Host::Ip(Ipv4Addr::new(169, 254, 169, 254).into()),
+/// );
+/// assert!(Host::parse_wire("example.123").is_err());
+/// assert_eq!(Host::parse_config("bücher.example").unwrap().to_string(), "xn--bcher-kva.example");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Host {
+    /// A DNS name: lower-case ASCII labels (A-labels for IDNA names).
+    Name(String),
+    /// An IP literal.
+    Ip(IpAddr),
+}
+
+impl Host {
+    /// Parses a host as it arrives from a client: ASCII only.
+    pub fn parse_wire(input: &str) -> Result<Host, Error> {
+        parse(input, Unicode::Refuse)
+    }
+
+    /// Parses raw bytes from the wire (a SOCKS5 domain); non-ASCII and NUL
+    /// bytes are refused.
+    pub fn parse_wire_bytes(input: &[u8]) -> Result<Host, Error> {
+        match std::str::from_utf8(input) {
+            Ok(s) => Host::parse_wire(s),
+            Err(_) => Err(Error::host(
+                &String::from_utf8_lossy(input),
+                HostProblem::NonAscii,
+            )),
+        }
+    }
+
+    /// Parses a host from configuration: Unicode names are converted to
+    /// IDNA A-labels.
+    pub fn parse_config(input: &str) -> Result<Host, Error> {
+        parse(input, Unicode::ToALabel)
+    }
+
+    /// The name, when this is not an IP literal.
+    pub fn as_name(&self) -> Option<&str> {
+        match self {
+            Host::Name(name) => Some(name),
+            Host::Ip(_) => None,
+        }
+    }
+
+    /// The address, when this is an IP literal.
+    pub fn ip(&self) -> Option<IpAddr> {
+        match self {
+            Host::Name(_) => None,
+            Host::Ip(ip) => Some(*ip),
+        }
+    }
+}
+
+impl fmt::Display for Host {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Host::Name(name) => f.write_str(name),
+            Host::Ip(ip) => ip.fmt(f),
+        }
+    }
+}
+
+/// A host and a port: what a client asked to reach.
+///
+/// Displays as `host:port`, with brackets around IPv6 addresses.
+///
+/// ```
+/// use connect_proxy::Target;
+/// let t = Target::parse_authority("Example.com:443").unwrap();
+/// assert_eq!(t.to_string(), "example.com:443");
+/// assert_eq!(Target::parse_authority("[::1]:22").unwrap().to_string(), "[::1]:22");
+/// assert!(Target::parse_authority("example.com").is_err()); // the port is required
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Target {
+    /// The canonical host.
+    pub host: Host,
+    /// The port, 1..=65535.
+    pub port: u16,
+}
+
+impl Target {
+    /// A target from its parts.
+    pub fn new(host: Host, port: u16) -> Target {
+        Target { host, port }
+    }
+
+    /// Parses `host:port` or `[v6]:port` from the wire; the port is required.
+    pub fn parse_authority(input: &str) -> Result<Target, Error> {
+        let (host, port) = split_authority(input)?;
+        match port {
+            Some(port) => Ok(Target { host, port }),
+            None => Err(Error::port("")),
+        }
+    }
+
+    /// Parses an authority from the wire, using `default_port` when it has
+    /// none.
+    pub fn parse_authority_or(input: &str, default_port: u16) -> Result<Target, Error> {
+        let (host, port) = split_authority(input)?;
+        Ok(Target {
+            host,
+            port: port.unwrap_or(default_port),
+        })
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.host {
+            Host::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]:{}", self.port),
+            host => write!(f, "{host}:{}", self.port),
+        }
+    }
+}
+
+fn split_authority(input: &str) -> Result<(Host, Option<u16>), Error> {
+    if let Some(rest) = input.strip_prefix('[') {
+        let Some((inner, after)) = rest.split_once(']') else {
+            return Err(Error::host(input, HostProblem::BracketedName));
+        };
+        let host = parse_bracketed(inner, input)?;
+        let port = match after {
+            "" => None,
+            p => match p.strip_prefix(':') {
+                Some(p) => Some(parse_port(p)?),
+                None => return Err(Error::port(p)),
+            },
+        };
+        return Ok((host, port));
+    }
+    match input.rsplit_once(':') {
+        Some((host, port)) => {
+            if host.contains(':') {
+                // An IPv6 address must be bracketed in an authority.
+                return Err(Error::host(input, HostProblem::BadByte));
+            }
+            Ok((Host::parse_wire(host)?, Some(parse_port(port)?)))
+        }
+        None => Ok((Host::parse_wire(input)?, None)),
+    }
+}
+
+/// Parses a decimal port in 1..=65535 (no sign, no spaces, at most 5 digits).
+pub(crate) fn parse_port(input: &str) -> Result<u16, Error> {
+    if input.is_empty() || input.len() > 5 || !input.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Error::port(input));
+    }
+    match input.parse::<u32>() {
+        Ok(p @ 1..=65535) => u16::try_from(p).map_err(|_| Error::port(input)),
+        _ => Err(Error::port(input)),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unicode {
+    Refuse,
+    ToALabel,
+}
+
+fn parse_bracketed(inner: &str, whole: &str) -> Result<Host, Error> {
+    if inner.contains('%') {
+        return Err(Error::host(whole, HostProblem::Percent));
+    }
+    match inner.parse::<Ipv6Addr>() {
+        Ok(ip) => Ok(Host::Ip(IpAddr::V6(ip))),
+        Err(_) => Err(Error::host(whole, HostProblem::BracketedName)),
+    }
+}
+
+fn parse(input: &str, unicode: Unicode) -> Result<Host, Error> {
+    if input.is_empty() {
+        return Err(Error::host(input, HostProblem::Empty));
+    }
+    if input.len() > MAX_INPUT_LEN {
+        return Err(Error::host(input, HostProblem::TooLong));
+    }
+    if input.contains('%') {
+        return Err(Error::host(input, HostProblem::Percent));
+    }
+    if input.contains('@') {
+        return Err(Error::host(input, HostProblem::Userinfo));
+    }
+    if let Some(rest) = input.strip_prefix('[') {
+        return match rest.strip_suffix(']') {
+            Some(inner) => parse_bracketed(inner, input),
+            None => Err(Error::host(input, HostProblem::BracketedName)),
+        };
+    }
+    if input.contains(':') {
+        return match input.parse::<Ipv6Addr>() {
+            Ok(ip) => Ok(Host::Ip(IpAddr::V6(ip))),
+            Err(_) => Err(Error::host(input, HostProblem::BadByte)),
+        };
+    }
+    let name = canonical_labels(input, unicode)?;
+    if last_label_is_numeric(&name) {
+        return match inet_aton(&name) {
+            Some(ip) => Ok(Host::Ip(IpAddr::V4(ip))),
+            None => Err(Error::host(input, HostProblem::NumericLastLabel)),
+        };
+    }
+    Ok(Host::Name(name))
+}
+
+/// Lower-cases, removes one trailing dot, converts Unicode labels (when
+/// allowed) and checks every label against the grammar. Does not interpret
+/// numeric forms.
+pub(crate) fn canonical_labels(input: &str, unicode: Unicode) -> Result<String, Error> {
+    let fail = |problem| Err(Error::host(input, problem));
+    if input.is_empty() {
+        return fail(HostProblem::Empty);
+    }
+    if input.len() > MAX_INPUT_LEN {
+        return fail(HostProblem::TooLong);
+    }
+    let mapped;
+    let text = if input.is_ascii() {
+        input
+    } else {
+        if unicode == Unicode::Refuse {
+            return fail(HostProblem::NonAscii);
+        }
+        mapped = idna::map_dots(input);
+        &mapped
+    };
+    let text = text.strip_suffix('.').unwrap_or(text);
+    let mut out = String::with_capacity(text.len());
+    for (i, label) in text.split('.').enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        if label.is_empty() {
+            return fail(HostProblem::EmptyLabel);
+        }
+        if label.is_ascii() {
+            for b in label.bytes() {
+                if !(b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+                    return fail(HostProblem::BadByte);
+                }
+                out.push(b.to_ascii_lowercase() as char);
+            }
+        } else {
+            match idna::to_a_label(label) {
+                Some(a) => out.push_str(&a),
+                None => return fail(HostProblem::Idna),
+            }
+        }
+        let this = out.rsplit('.').next().unwrap_or("");
+        if this.len() > MAX_LABEL_LEN {
+            return fail(HostProblem::LabelTooLong);
+        }
+        if this.starts_with('-') || this.ends_with('-') {
+            return fail(HostProblem::Hyphen);
+        }
+    }
+    if out.len() > MAX_HOST_LEN {
+        return fail(HostProblem::TooLong);
+    }
+    Ok(out)
+}
+
+/// True when the last label is a number in a form `inet_aton` reads
+/// (decimal digits, or `0x` followed by hex digits).
+pub(crate) fn last_label_is_numeric(name: &str) -> bool {
+    let last = name.rsplit('.').next().unwrap_or(name);
+    is_numeric_part(last)
+}
+
+fn is_numeric_part(part: &str) -> bool {
+    if let Some(hex) = part.strip_prefix("0x") {
+        return hex.bytes().all(|b| b.is_ascii_hexdigit());
+    }
+    !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The C library's `inet_aton`: one to four parts, each decimal, octal
+/// (leading `0`) or hex (`0x`); the last part fills the remaining bytes.
+/// Expects lower-case input.
+pub(crate) fn inet_aton(input: &str) -> Option<Ipv4Addr> {
+    let mut parts = [0u64; 4];
+    let mut count = 0;
+    for part in input.split('.') {
+        if count == 4 {
+            return None;
+        }
+        parts[count] = parse_c_number(part)?;
+        count += 1;
+    }
+    let (head, last) = (&parts[..count - 1], parts[count - 1]);
+    if head.iter().any(|&p| p > 255) {
+        return None;
+    }
+    let last_bits = 8 * (5 - count as u32);
+    if last >= (1u64 << last_bits) {
+        return None;
+    }
+    let mut value: u64 = 0;
+    for (i, &p) in head.iter().enumerate() {
+        value |= p << (24 - 8 * i as u32);
+    }
+    value |= last;
+    u32::try_from(value).ok().map(Ipv4Addr::from)
+}
+
+fn parse_c_number(part: &str) -> Option<u64> {
+    // Longer than any valid 32-bit number in any base: refuse early.
+    if part.is_empty() || part.len() > 12 {
+        return None;
+    }
+    let (digits, radix) = if let Some(hex) = part.strip_prefix("0x") {
+        (hex, 16)
+    } else if part.len() > 1 && part.starts_with('0') {
+        (&part[1..], 8)
+    } else {
+        (part, 10)
+    };
+    if digits.is_empty() {
+        // "0x" alone reads as zero in the C library.
+        return if radix == 16 { Some(0) } else { None };
+    }
+    u64::from_str_radix(digits, radix).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn numeric_forms() {
+        for s in [
+            "2852039166",
+            "0xa9fea9fe",
+            "0251.0376.0251.0376",
+            "169.254.43518",
+            "169.16689662",
+            "0XA9FEA9FE",
+        ] {
+            assert_eq!(
+                Host::parse_wire(s).unwrap(),
+                Host::Ip(Ipv4Addr::new(169, 254, 169, 254).into()),
+                "{s}"
+            );
+        }
+        assert!(Host::parse_wire("256.1.1.1").is_err());
+        assert!(Host::parse_wire("1.2.3.4.5").is_err());
+        assert!(Host::parse_wire("08.1.1.1").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_and_is_idempotent(s in ".{0,80}") {
+            for h in [Host::parse_wire(&s), Host::parse_config(&s)].into_iter().flatten() {
+                let again = Host::parse_wire(&h.to_string()).unwrap();
+                prop_assert_eq!(again, h);
+            }
+        }
+
+        #[test]
+        fn names_round_trip(s in "[a-zA-Z][a-zA-Z0-9]{0,10}(\\.[a-zA-Z][a-zA-Z0-9-]{0,10}[a-z]){1,4}\\.?") {
+            let h = Host::parse_wire(&s).unwrap();
+            let expected = s.to_ascii_lowercase();
+            prop_assert_eq!(h.to_string(), expected.strip_suffix('.').unwrap_or(&expected));
+        }
+
+        #[test]
+        fn authority_never_panics(s in "[\\[\\]:0-9a-f.]{0,40}") {
+            let _ = Target::parse_authority(&s);
+        }
+
+        #[test]
+        fn ipv4_dotted_is_literal(a: u8, b: u8, c: u8, d: u8) {
+            let s = format!("{a}.{b}.{c}.{d}");
+            prop_assert_eq!(Host::parse_wire(&s).unwrap(), Host::Ip(Ipv4Addr::new(a, b, c, d).into()));
+        }
+    }
+}

@@ -1,0 +1,325 @@
+//! The HTTP proxy: CONNECT tunnels and absolute-form plain HTTP, one
+//! request per client connection.
+
+use crate::egress::Denial;
+use crate::events::Protocol;
+use crate::host::Target;
+use crate::http_head::{RequestHead, find_head_end, parse_head};
+use crate::session::{Route, Shared, printable};
+use crate::tunnel::relay;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Serves one client connection.
+pub(crate) async fn serve(mut client: TcpStream, shared: Arc<Shared>) {
+    let _ = client.set_nodelay(true);
+    let limits = shared.limits;
+    let mut buf = Vec::with_capacity(2048);
+    let read = read_head(&mut client, &mut buf, limits.max_header_bytes);
+    let end = match tokio::time::timeout(limits.header_timeout, read).await {
+        Err(_) => {
+            let r = response(
+                408,
+                "Request Timeout",
+                "http_request_error",
+                "request head not received in time",
+            );
+            let _ = client.write_all(&r).await;
+            return;
+        }
+        Ok(Err(HeadRead::TooLarge)) => {
+            let r = response(
+                431,
+                "Request Header Fields Too Large",
+                "http_request_error",
+                "request head too large",
+            );
+            let _ = client.write_all(&r).await;
+            return;
+        }
+        Ok(Err(HeadRead::Closed)) => return,
+        Ok(Ok(end)) => end,
+    };
+    let head = match parse_head(&buf[..end], limits.max_header_bytes) {
+        Ok(h) => h,
+        Err(e) => {
+            let _ = client
+                .write_all(&response(
+                    400,
+                    "Bad Request",
+                    "http_request_error",
+                    &e.to_string(),
+                ))
+                .await;
+            return;
+        }
+    };
+    let rest = buf.split_off(end);
+    if head.method == "CONNECT" {
+        connect(client, &shared, &head, rest).await;
+    } else {
+        forward(client, &shared, &head, rest).await;
+    }
+}
+
+enum HeadRead {
+    TooLarge,
+    Closed,
+}
+
+async fn read_head(
+    client: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> Result<usize, HeadRead> {
+    let mut chunk = [0u8; 4096];
+    loop {
+        if buf.len() >= max {
+            return Err(HeadRead::TooLarge);
+        }
+        let want = chunk.len().min(max - buf.len());
+        let n = client
+            .read(&mut chunk[..want])
+            .await
+            .map_err(|_| HeadRead::Closed)?;
+        if n == 0 {
+            return Err(HeadRead::Closed);
+        }
+        let searched = buf.len();
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = find_head_end(buf, searched) {
+            return Ok(end);
+        }
+    }
+}
+
+async fn connect(mut client: TcpStream, shared: &Shared, head: &RequestHead, rest: Vec<u8>) {
+    let protocol = Protocol::HttpConnect;
+    let target = match Target::parse_authority(&head.target) {
+        Ok(t) => t,
+        Err(e) => {
+            let d = Denial::Malformed(e.to_string());
+            let d = shared.refuse(protocol, printable(head.target.as_bytes()), d);
+            let _ = client.write_all(&denial_response(&d)).await;
+            return;
+        }
+    };
+    match shared.open(protocol, &target).await {
+        Err(d) => {
+            let _ = client.write_all(&denial_response(&d)).await;
+        }
+        Ok(Route::Intercept(hook, addrs)) => {
+            if client.write_all(ESTABLISHED).await.is_ok() {
+                shared
+                    .hand_over(hook, protocol, target, addrs, client, rest)
+                    .await;
+            }
+        }
+        Ok(Route::Upstream(mut upstream)) => {
+            if client.write_all(ESTABLISHED).await.is_err() {
+                return;
+            }
+            if !rest.is_empty() && upstream.write_all(&rest).await.is_err() {
+                return;
+            }
+            let _ = relay(&mut client, &mut upstream, shared.copying()).await;
+        }
+    }
+}
+
+const ESTABLISHED: &[u8] = b"HTTP/1.1 200 Connection established\r\n\r\n";
+
+async fn forward(mut client: TcpStream, shared: &Shared, head: &RequestHead, rest: Vec<u8>) {
+    let protocol = Protocol::HttpForward;
+    let (target, path) = match forward_target(head) {
+        Ok(t) => t,
+        Err(reason) => {
+            let d = Denial::Malformed(reason.to_owned());
+            let d = shared.refuse(protocol, printable(head.target.as_bytes()), d);
+            let _ = client.write_all(&denial_response(&d)).await;
+            return;
+        }
+    };
+    let mut upstream = match shared.open(protocol, &target).await {
+        Err(d) => {
+            let _ = client.write_all(&denial_response(&d)).await;
+            return;
+        }
+        Ok(Route::Upstream(u)) => u,
+        Ok(Route::Intercept(..)) => {
+            // Interception applies to tunnels only; plain HTTP is never
+            // handed over.
+            let d = Denial::Malformed("this host is only served through CONNECT".to_owned());
+            let d = shared.refuse(protocol, target.to_string(), d);
+            let _ = client.write_all(&denial_response(&d)).await;
+            return;
+        }
+    };
+    let mut out = rewrite_head(head, &path, &target);
+    out.extend_from_slice(&rest);
+    if upstream.write_all(&out).await.is_err() {
+        return;
+    }
+    let _ = relay(&mut client, &mut upstream, shared.copying()).await;
+}
+
+/// The target of an absolute-form request, and the origin-form path to
+/// send upstream. The Host header, when present, must name the same host
+/// and port.
+pub(crate) fn forward_target(head: &RequestHead) -> Result<(Target, String), &'static str> {
+    let t = head.target.as_str();
+    let scheme_ok = t
+        .get(..7)
+        .is_some_and(|s| s.eq_ignore_ascii_case("http://"));
+    if !scheme_ok {
+        return Err(if t.starts_with('/') {
+            "origin-form request to a proxy; send an absolute http:// URI"
+        } else {
+            "only absolute http:// URIs are forwarded; use CONNECT for other schemes"
+        });
+    }
+    let rest = &t[7..];
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
+    if authority.contains('@') {
+        return Err("userinfo in the request URI");
+    }
+    if path.contains('#') {
+        return Err("fragment in the request URI");
+    }
+    let target =
+        Target::parse_authority_or(authority, 80).map_err(|_| "bad host in the request URI")?;
+    let mut hosts = head.values("host");
+    if let Some(value) = hosts.next() {
+        let value = std::str::from_utf8(value).map_err(|_| "bad Host header")?;
+        let from_header = Target::parse_authority_or(value, 80).map_err(|_| "bad Host header")?;
+        if from_header != target {
+            return Err("Host header disagrees with the request URI");
+        }
+        if hosts.next().is_some() {
+            return Err("more than one Host header");
+        }
+    }
+    let path = match path.chars().next() {
+        None => "/".to_owned(),
+        Some('?') => format!("/{path}"),
+        Some(_) => path.to_owned(),
+    };
+    Ok((target, path))
+}
+
+fn is_hop_by_hop(name: &str, listed: &[String]) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.starts_with("proxy-")
+        || matches!(
+            lower.as_str(),
+            "host" | "connection" | "keep-alive" | "te" | "trailer" | "upgrade"
+        )
+        || listed.contains(&lower)
+}
+
+/// Origin-form request line, the Host header, end-to-end headers only, and
+/// `Connection: close`.
+fn rewrite_head(head: &RequestHead, path: &str, target: &Target) -> Vec<u8> {
+    let listed: Vec<String> = head
+        .values("connection")
+        .flat_map(|v| v.split(|&b| b == b','))
+        .map(|t| String::from_utf8_lossy(t.trim_ascii()).to_ascii_lowercase())
+        .collect();
+    let mut out = Vec::with_capacity(512);
+    out.extend_from_slice(format!("{} {} HTTP/1.{}\r\n", head.method, path, head.minor).as_bytes());
+    let host = if target.port == 80 {
+        target.to_string().trim_end_matches(":80").to_owned()
+    } else {
+        target.to_string()
+    };
+    out.extend_from_slice(format!("Host: {host}\r\n").as_bytes());
+    for (name, value) in &head.headers {
+        if is_hop_by_hop(name, &listed) {
+            continue;
+        }
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"Connection: close\r\n\r\n");
+    out
+}
+
+/// Status, reason phrase and RFC 9209 error type for a denial.
+fn status_for(d: &Denial) -> (u16, &'static str, &'static str) {
+    match d {
+        Denial::Policy(_) => (403, "Forbidden", "http_request_denied"),
+        Denial::Address { .. } | Denial::DenylistedAddress(_) => {
+            (403, "Forbidden", "destination_ip_prohibited")
+        }
+        Denial::Malformed(_) => (400, "Bad Request", "http_request_error"),
+        Denial::NotFound => (502, "Bad Gateway", "dns_error"),
+        Denial::DnsTimeout => (504, "Gateway Timeout", "dns_timeout"),
+        Denial::ConnectTimeout => (504, "Gateway Timeout", "connection_timeout"),
+        Denial::Refused => (502, "Bad Gateway", "connection_refused"),
+        Denial::Unreachable(_) => (502, "Bad Gateway", "destination_unavailable"),
+    }
+}
+
+fn denial_response(d: &Denial) -> Vec<u8> {
+    let (status, phrase, error) = status_for(d);
+    response(status, phrase, error, &d.to_string())
+}
+
+/// A short `Connection: close` response with a `Proxy-Status` header.
+pub(crate) fn response(status: u16, phrase: &str, error: &str, details: &str) -> Vec<u8> {
+    let details: String = details
+        .chars()
+        .take(200)
+        .filter(|c| (' '..='~').contains(c))
+        .flat_map(|c| match c {
+            '"' | '\\' => vec!['\\', c],
+            c => vec![c],
+        })
+        .collect();
+    let body = format!("{status} {phrase}: {details}\n");
+    format!(
+        "HTTP/1.1 {status} {phrase}\r\n\
+         Proxy-Status: connect-proxy; error={error}; details=\"{details}\"\r\n\
+         Content-Type: text/plain; charset=utf-8\r\n\
+         Content-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(raw: &str) -> RequestHead {
+        parse_head(raw.as_bytes(), 4096).unwrap()
+    }
+
+    #[test]
+    fn forward_target_rules() {
+        let h = head(
+            "GET http://Example.com/a?b HTTP/1.1\r\nHost: example.com\r\nProxy-Authorization: x\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nAccept: */*\r\n\r\n",
+        );
+        let (t, p) = forward_target(&h).unwrap();
+        assert_eq!(
+            (t.to_string().as_str(), p.as_str()),
+            ("example.com:80", "/a?b")
+        );
+        let out = String::from_utf8(rewrite_head(&h, &p, &t)).unwrap();
+        assert_eq!(
+            out,
+            "GET /a?b HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+        );
+        let bad = head("GET http://a.example/ HTTP/1.1\r\nHost: b.example\r\n\r\n");
+        assert!(forward_target(&bad).is_err());
+        assert!(forward_target(&head("GET http://u@a.example/ HTTP/1.1\r\n\r\n")).is_err());
+        assert!(forward_target(&head("GET https://a.example/ HTTP/1.1\r\n\r\n")).is_err());
+        let (_, p) = forward_target(&head("GET http://a.example?q HTTP/1.1\r\n\r\n")).unwrap();
+        assert_eq!(p, "/?q");
+    }
+}

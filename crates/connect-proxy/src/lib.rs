@@ -1,0 +1,154 @@
+//! Per-session egress proxies for confined agents: one HTTP proxy (CONNECT
+//! and absolute-form plain HTTP) and one SOCKS5 proxy on 127.0.0.1, both
+//! deciding with the session's allowlist (R-EGRESS).
+//!
+//! A connection goes through four steps, in this order:
+//!
+//! 1. the target host is brought to one canonical form ([`Host`],
+//!    [`Target`]): lower case, one trailing dot removed, IDNA A-labels, and
+//!    every numeric spelling the C library accepts read as an IP literal;
+//! 2. the [`EgressPolicy`] decides on the name. [`AllowList`] is the usual
+//!    one: compiled once from the baseline sets, the [`GITHUB`] set and the
+//!    spec's entries, indexed by label, with the fixed [`DENYLIST`] checked
+//!    first. A denied name is never resolved;
+//! 3. an allowed name is resolved once through the injected [`Resolver`]
+//!    (with a timeout), and every address is vetted by the [`IpPolicy`]:
+//!    loopback, private, link-local, CGNAT, reserved and documentation
+//!    ranges (and their IPv4-mapped, NAT64, 6to4 and Teredo forms) are
+//!    refused unless a block was granted with [`IpPolicy::allow_cidr`]; the
+//!    proxy's own listeners and denylisted addresses are refused always;
+//! 4. the proxy dials a vetted address (never re-resolving), or hands the
+//!    client to the [`Intercept`] hook when it claims the target, and relays
+//!    bytes with half-close passed both ways.
+//!
+//! Each refusal is answered properly (HTTP 403 with a `Proxy-Status`
+//! header, SOCKS5 reply `02`) and published as a
+//! [`sandbox_core::SandboxViolation`] (`network-outbound`, `host:port`).
+//!
+//! # Answers
+//!
+//! | outcome | HTTP proxy | SOCKS5 |
+//! | --- | --- | --- |
+//! | tunnel open | `200` (only after the upstream connect worked) | `00` |
+//! | name denied by policy | `403`, `Proxy-Status: ...; error=http_request_denied` | `02` |
+//! | address refused | `403`, `error=destination_ip_prohibited` | `02` |
+//! | malformed target | `400`, `error=http_request_error` | `02` (no lookup) |
+//! | name not found | `502`, `error=dns_error` | `04` |
+//! | lookup timeout | `504`, `error=dns_timeout` | `04` |
+//! | connect timeout | `504`, `error=connection_timeout` | `04` |
+//! | connection refused | `502`, `error=connection_refused` | `05` |
+//! | other command / address type / auth | | `07` / `08` / `05 FF` |
+//!
+//! The HTTP proxy never answers `407`. Plain HTTP is forwarded one request
+//! per client connection: the request line becomes origin-form, `Proxy-*`
+//! and hop-by-hop headers are dropped, `Connection: close` is sent upstream,
+//! and a `Host` header that disagrees with the URI is refused.
+//!
+//! # Example
+//!
+//! ```
+//! use connect_proxy::{AllowList, Baseline, IpPolicy, ProxyConfig, ProxyPair, StaticResolver};
+//! use std::sync::Arc;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), connect_proxy::Error> {
+//! let list = AllowList::builder()
+//!     .baseline(Baseline::Exclude)
+//!     .allow("*.example.com:443")
+//!     .build()?;
+//! let pair = ProxyPair::start(
+//!     ProxyConfig::builder()
+//!         .allowlist(list)
+//!         .ip_policy(IpPolicy::new())
+//!         .resolver(Arc::new(StaticResolver::new()))
+//!         .build()?,
+//! )
+//! .await?;
+//! let mut violations = pair.subscribe_violations();
+//!
+//! // A client asks for a host outside the list: 403, and one violation.
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//! let mut client = tokio::net::TcpStream::connect(pair.http_addr()).await.unwrap();
+//! client.write_all(b"CONNECT evil.test:443 HTTP/1.1\r\n\r\n").await.unwrap();
+//! let mut answer = String::new();
+//! client.read_to_string(&mut answer).await.unwrap();
+//! assert!(answer.starts_with("HTTP/1.1 403"));
+//! assert_eq!(violations.recv().await.unwrap().target, "evil.test:443");
+//!
+//! pair.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Input safety
+//!
+//! - Host names: at most [`MAX_HOST_LEN`] (253) bytes canonical,
+//!   [`MAX_LABEL_LEN`] (63) per label, input over 1024 bytes refused before
+//!   any work; `%`, `@`, `[name]`, empty labels, non-ASCII on the wire and an
+//!   all-numeric last label that is not an IPv4 address are refused.
+//! - Ports: decimal, at most 5 digits, 1..=65535.
+//! - Allowlist entries: at most [`MAX_ENTRY_LEN`] (512) bytes; exactly one
+//!   whole-label `*` at most, never over a top-level domain or an IP literal.
+//! - HTTP request head: at most [`Limits::max_header_bytes`] (default 16 KiB)
+//!   and [`MAX_HEADERS`] (100) fields, received within
+//!   [`Limits::header_timeout`] (default 10 s); bare CR or LF, line folding,
+//!   conflicting or combined `Content-Length` / `Transfer-Encoding` refused.
+//! - SOCKS5 handshake: at most 1024 bytes buffered, within the same header
+//!   timeout; domains are checked against the host grammar before any use.
+//! - Connections: at most [`Limits::max_connections`] (default 4096) at once
+//!   across both proxies; tunnels idle for [`Limits::idle_timeout`]
+//!   (default 5 min) are closed; lookups bounded by
+//!   [`Limits::resolve_timeout`] (5 s) and dials by
+//!   [`Limits::connect_timeout`] (10 s); each tunnel direction buffers at
+//!   most [`Limits::copy_buffer_bytes`] (256 KiB, starting at 8 KiB).
+//! - Event channels hold [`Limits::event_capacity`] (1024) events per slow
+//!   subscriber; older ones are skipped and counted.
+//! - No parser here panics on input; each has a fuzz target.
+//!
+//! # Crate features
+//!
+//! This crate has no optional features. It needs a tokio runtime with the
+//! `net`, `time`, `io-util` and `sync` drivers.
+
+mod allowlist;
+mod baseline;
+mod config;
+mod egress;
+mod error;
+mod events;
+mod host;
+mod http_head;
+mod http_proxy;
+mod idna;
+mod index;
+mod intercept;
+mod ip_policy;
+mod pair;
+mod pattern;
+mod policy;
+mod resolver;
+mod session;
+mod socks_proxy;
+mod socks_wire;
+mod tunnel;
+
+/// Entry points for the fuzz targets; not a stable API.
+#[doc(hidden)]
+pub mod fuzzing;
+
+pub use allowlist::{AllowList, AllowListBuilder, Baseline, Network};
+pub use baseline::{
+    BASELINE_GIT_HOSTING, BASELINE_LLM_PROVIDERS, BASELINE_PACKAGE_REGISTRIES, DENYLIST, GITHUB,
+};
+pub use config::{Limits, ProxyConfig, ProxyConfigBuilder};
+pub use egress::{Denial, Egress};
+pub use error::{Error, ErrorKind, HostProblem};
+pub use events::{Decision, Outcome, Protocol, Subscription};
+pub use host::{Host, MAX_HOST_LEN, MAX_LABEL_LEN, Target};
+pub use http_head::MAX_HEADERS;
+pub use intercept::{Intercept, Intercepted};
+pub use ip_policy::{AddrClass, Cidr, IpPolicy, classify};
+pub use pair::ProxyPair;
+pub use pattern::{MAX_ENTRY_LEN, Pattern};
+pub use policy::{DenyReason, EgressPolicy, Verdict};
+pub use resolver::{BoxFuture, ResolveError, Resolver, StaticResolver, SystemResolver};

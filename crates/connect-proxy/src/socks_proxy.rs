@@ -1,0 +1,118 @@
+//! The SOCKS5 proxy: no authentication, CONNECT only.
+
+use crate::egress::Denial;
+use crate::events::Protocol;
+use crate::host::Target;
+use crate::session::{Route, Shared, printable};
+use crate::socks_wire::{Greeting, Reply, SocksError, parse_greeting, parse_request};
+use crate::tunnel::relay;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A greeting is at most 257 bytes and a request at most 262; anything
+/// beyond them in this buffer is early tunnel data.
+const HANDSHAKE_BUFFER: usize = 1024;
+
+/// Serves one client connection.
+pub(crate) async fn serve(mut client: TcpStream, shared: Arc<Shared>) {
+    let _ = client.set_nodelay(true);
+    let limits = shared.limits;
+    let handshake = tokio::time::timeout(limits.header_timeout, handshake(&mut client)).await;
+    let (target, rest) = match handshake {
+        Ok(Ok(Some(done))) => done,
+        Ok(Ok(None)) | Err(_) => return,
+        Ok(Err(e)) => {
+            if let SocksError::BadDomain(raw) = &e {
+                let d = Denial::Malformed("domain outside the host grammar".to_owned());
+                let _ = shared.refuse(Protocol::Socks5, printable(raw), d);
+            }
+            if let Some(reply) = e.reply() {
+                let _ = client.write_all(&reply.bytes()).await;
+            }
+            return;
+        }
+    };
+    match shared.open(Protocol::Socks5, &target).await {
+        Err(d) => {
+            let _ = client.write_all(&reply_for(&d).bytes()).await;
+        }
+        Ok(Route::Intercept(hook, addrs)) => {
+            if client.write_all(&Reply::Succeeded.bytes()).await.is_ok() {
+                shared
+                    .hand_over(hook, Protocol::Socks5, target, addrs, client, rest)
+                    .await;
+            }
+        }
+        Ok(Route::Upstream(mut upstream)) => {
+            if client.write_all(&Reply::Succeeded.bytes()).await.is_err() {
+                return;
+            }
+            if !rest.is_empty() && upstream.write_all(&rest).await.is_err() {
+                return;
+            }
+            let _ = relay(&mut client, &mut upstream, shared.copying()).await;
+        }
+    }
+}
+
+/// Runs the greeting and request. `Ok(None)`: the client went away or
+/// offered no acceptable method (already answered).
+async fn handshake(client: &mut TcpStream) -> Result<Option<(Target, Vec<u8>)>, SocksError> {
+    let mut buf = [0u8; HANDSHAKE_BUFFER];
+    let mut len = 0;
+    let used = loop {
+        if let Some((greeting, used)) = parse_greeting(&buf[..len])? {
+            if greeting == Greeting::NoAcceptableMethod {
+                let _ = client.write_all(&[0x05, 0xFF]).await;
+                return Ok(None);
+            }
+            if client.write_all(&[0x05, 0x00]).await.is_err() {
+                return Ok(None);
+            }
+            break used;
+        }
+        if !fill(client, &mut buf, &mut len).await {
+            return Ok(None);
+        }
+    };
+    buf.copy_within(used..len, 0);
+    len -= used;
+    loop {
+        if let Some((target, used)) = parse_request(&buf[..len])? {
+            return Ok(Some((target, buf[used..len].to_vec())));
+        }
+        if !fill(client, &mut buf, &mut len).await {
+            return Ok(None);
+        }
+    }
+}
+
+/// Reads more bytes; false on end-of-stream, error or a full buffer.
+async fn fill(client: &mut TcpStream, buf: &mut [u8], len: &mut usize) -> bool {
+    let Some(free) = buf.get_mut(*len..) else {
+        return false;
+    };
+    if free.is_empty() {
+        return false;
+    }
+    match client.read(free).await {
+        Ok(0) | Err(_) => false,
+        Ok(n) => {
+            *len += n;
+            true
+        }
+    }
+}
+
+fn reply_for(d: &Denial) -> Reply {
+    match d {
+        Denial::Policy(_)
+        | Denial::Address { .. }
+        | Denial::DenylistedAddress(_)
+        | Denial::Malformed(_) => Reply::NotAllowed,
+        Denial::NotFound | Denial::DnsTimeout | Denial::ConnectTimeout => Reply::HostUnreachable,
+        Denial::Refused => Reply::Refused,
+        Denial::Unreachable(_) => Reply::NetworkUnreachable,
+    }
+}

@@ -1,0 +1,731 @@
+//! Both proxies over real loopback sockets: curl and raw-bytes clients to a
+//! local origin granted with `allow_cidr`, every denial with its code,
+//! half-close, 1,000 concurrent tunnels, slow clients, interception and
+//! shutdown.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use connect_proxy::{
+    AllowList, BoxFuture, Intercept, Intercepted, ProxyConfig, ProxyPair, StaticResolver, Target,
+};
+use sandbox_core::{SandboxSpec, SandboxViolation};
+use std::net::SocketAddr;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn curl_available() -> bool {
+    let ok = Command::new("curl").arg("--version").output().is_ok();
+    if !ok {
+        eprintln!(
+            "SKIPPED: curl is not installed; install it (apt-get install curl) to run the curl tests"
+        );
+    }
+    ok
+}
+
+async fn curl(args: Vec<String>) -> (bool, String, String) {
+    tokio::task::spawn_blocking(move || {
+        let out = Command::new("curl")
+            .args(["-sS", "--max-time", "10", "--noproxy", ""])
+            .args(&args)
+            .env_remove("http_proxy")
+            .env_remove("https_proxy")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy")
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .output()
+            .unwrap();
+        (out.status.success(), text(&out.stdout), text(&out.stderr))
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curl_through_both_proxies() {
+    if !curl_available() {
+        return;
+    }
+    let f = fixture(|_| {}).await;
+    let http = f.pair.http_addr();
+    let socks = f.pair.socks_addr();
+    let url = format!("http://origin.test:{}/hello?x=1", f.origin.port());
+    let runs = [
+        (
+            "-x",
+            vec!["-x".to_owned(), format!("http://{http}"), url.clone()],
+        ),
+        (
+            "-p -x",
+            vec![
+                "-p".to_owned(),
+                "-x".to_owned(),
+                format!("http://{http}"),
+                url.clone(),
+            ],
+        ),
+        (
+            "--socks5-hostname",
+            vec![
+                "--socks5-hostname".to_owned(),
+                socks.to_string(),
+                url.clone(),
+            ],
+        ),
+    ];
+    for (name, args) in runs {
+        let (ok, body, err) = curl(args).await;
+        assert!(ok, "curl {name} failed: {err}");
+        assert!(
+            body.starts_with("GET /hello?x=1 HTTP/1.1\r\n"),
+            "curl {name}: {body}"
+        );
+        assert!(
+            !body.to_ascii_lowercase().contains("proxy-"),
+            "curl {name}: {body}"
+        );
+    }
+    // A denied host: curl reports the proxy's refusal.
+    let (ok, _, err) = curl(vec![
+        "-p".to_owned(),
+        "-x".to_owned(),
+        format!("http://{http}"),
+        "http://denied.test:80/".to_owned(),
+    ])
+    .await;
+    assert!(!ok && err.contains("403"), "{err}");
+    f.pair.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_http_is_rewritten_to_origin_form() {
+    let f = fixture(|_| {}).await;
+    let port = f.origin.port();
+    let req = format!(
+        "GET http://origin.test:{port}/x HTTP/1.1\r\nHost: origin.test:{port}\r\n\
+         Proxy-Authorization: Basic c2VjcmV0\r\nProxy-Connection: keep-alive\r\n\
+         Connection: keep-alive, X-Hop\r\nX-Hop: 1\r\nAccept: */*\r\n\r\n"
+    );
+    let out = text(&exchange(f.pair.http_addr(), req.as_bytes()).await);
+    let body = out.split("\r\n\r\n").nth(1).unwrap();
+    assert_eq!(
+        body,
+        format!("GET /x HTTP/1.1\r\nHost: origin.test:{port}\r\nAccept: */*\r\nConnection: close")
+    );
+    // A Host header that disagrees with the URI is refused.
+    let req = format!("GET http://origin.test:{port}/ HTTP/1.1\r\nHost: other.test\r\n\r\n");
+    let out = text(&exchange(f.pair.http_addr(), req.as_bytes()).await);
+    assert!(out.starts_with("HTTP/1.1 400 "), "{out}");
+    f.pair.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_clients_and_half_close_both_ways() {
+    let f = fixture(|_| {}).await;
+    // A server that speaks first and half-closes, then reports what it read.
+    let greeter = TcpListener::bind((LOCAL, 0)).await.unwrap();
+    let greeter_port = greeter.local_addr().unwrap().port();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = greeter.accept().await {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                s.write_all(b"hi").await.unwrap();
+                s.shutdown().await.unwrap();
+                let mut got = Vec::new();
+                s.read_to_end(&mut got).await.unwrap();
+                tx.send(got).unwrap();
+            });
+        }
+    });
+
+    let echo_port = f.echo.port();
+    let clients: [(&str, TcpStream); 2] = [
+        (
+            "http",
+            http_connect(f.pair.http_addr(), &format!("echo.test:{echo_port}"))
+                .await
+                .0,
+        ),
+        (
+            "socks",
+            socks_connect(f.pair.socks_addr(), b"echo.test", echo_port)
+                .await
+                .0,
+        ),
+    ];
+    for (name, mut s) in clients {
+        // Client half-closes first: the echo server sees EOF, answers, closes.
+        s.write_all(b"ping through ").await.unwrap();
+        s.write_all(name.as_bytes()).await.unwrap();
+        s.shutdown().await.unwrap();
+        let mut back = Vec::new();
+        tokio::time::timeout(GUARD, s.read_to_end(&mut back))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(text(&back), format!("ping through {name}"));
+    }
+
+    for name in ["http", "socks"] {
+        let (mut s, ok) = if name == "http" {
+            let (s, head) =
+                http_connect(f.pair.http_addr(), &format!("greeter.test:{greeter_port}")).await;
+            (s, head.starts_with("HTTP/1.1 200"))
+        } else {
+            let (s, code) = socks_connect(f.pair.socks_addr(), b"greeter.test", greeter_port).await;
+            (s, code == 0)
+        };
+        assert!(ok, "{name}");
+        // Upstream half-closes first: the client sees EOF and can still send.
+        let mut first = Vec::new();
+        tokio::time::timeout(GUARD, s.read_to_end(&mut first))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(first, b"hi");
+        s.write_all(name.as_bytes()).await.unwrap();
+        s.shutdown().await.unwrap();
+        let got = tokio::time::timeout(GUARD, rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(text(&got), name);
+    }
+    f.pair.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn socks_handshake_one_byte_at_a_time() {
+    let f = fixture(|_| {}).await;
+    let mut s = TcpStream::connect(f.pair.socks_addr()).await.unwrap();
+    let mut all = vec![5u8, 1, 0];
+    all.extend_from_slice(&[5, 1, 0, 3, 9]);
+    all.extend_from_slice(b"echo.test");
+    all.extend_from_slice(&f.echo.port().to_be_bytes());
+    for (i, b) in all.iter().enumerate() {
+        s.write_all(&[*b]).await.unwrap();
+        if i == 2 {
+            assert_eq!(read_n(&mut s, 2).await, [5, 0]);
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    assert_eq!(read_n(&mut s, 10).await[1], 0);
+    s.write_all(b"x").await.unwrap();
+    assert_eq!(read_n(&mut s, 1).await, b"x");
+    f.pair.shutdown().await;
+}
+
+/// A listener whose accept queue is full: further connects hang.
+async fn full_backlog() -> (
+    SocketAddr,
+    Vec<std::net::TcpStream>,
+    tokio::net::TcpListener,
+) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket
+        .bind((LOCAL.parse::<std::net::IpAddr>().unwrap(), 0).into())
+        .unwrap();
+    let listener = socket.listen(0).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let held = tokio::task::spawn_blocking(move || {
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            if let Ok(s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)) {
+                held.push(s);
+            }
+        }
+        held
+    })
+    .await
+    .unwrap();
+    (addr, held, listener)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_denials_with_codes_and_violations() {
+    let f = fixture(|b| {
+        b.connect_timeout(Duration::from_millis(300));
+    })
+    .await;
+    let mut violations = f.pair.subscribe_violations();
+    let closed_port = {
+        let l = std::net::TcpListener::bind((LOCAL, 0)).unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let (hung, _held, _listener) = full_backlog().await;
+    let http_port = f.pair.http_addr().port();
+    let cases: Vec<(String, &str, &str, Option<&str>)> = vec![
+        (
+            "denied.test:443".into(),
+            "403",
+            "error=http_request_denied",
+            Some("denied.test:443"),
+        ),
+        (
+            "metadata.google.internal:80".into(),
+            "403",
+            "error=http_request_denied",
+            Some("metadata.google.internal:80"),
+        ),
+        (
+            "2852039166:80".into(),
+            "403",
+            "error=http_request_denied",
+            Some("169.254.169.254:80"),
+        ),
+        (
+            "sneaky.test:80".into(),
+            "403",
+            "error=destination_ip_prohibited",
+            Some("sneaky.test:80"),
+        ),
+        (
+            format!("127.0.0.1:{http_port}"),
+            "403",
+            "error=destination_ip_prohibited",
+            Some("127.0.0.1:PROXY"),
+        ),
+        (
+            "bad%host:443".into(),
+            "400",
+            "error=http_request_error",
+            Some("bad%host:443"),
+        ),
+        ("nxdomain.test:443".into(), "502", "error=dns_error", None),
+        ("stall.test:443".into(), "504", "error=dns_timeout", None),
+        (
+            format!("origin.test:{closed_port}"),
+            "502",
+            "error=connection_refused",
+            None,
+        ),
+        (
+            format!("origin.test:{}", hung.port()),
+            "504",
+            "error=connection_timeout",
+            None,
+        ),
+    ];
+    for (authority, status, proxy_status, violation) in cases {
+        let req = format!("CONNECT {authority} HTTP/1.1\r\n\r\n");
+        let out = text(&exchange(f.pair.http_addr(), req.as_bytes()).await);
+        assert!(
+            out.starts_with(&format!("HTTP/1.1 {status} ")),
+            "{authority}: {out}"
+        );
+        assert!(
+            out.contains("Proxy-Status: connect-proxy; "),
+            "{authority}: {out}"
+        );
+        assert!(out.contains(proxy_status), "{authority}: {out}");
+        assert!(!out.contains(" 407 "), "{authority}: {out}");
+        if let Some(target) = violation {
+            let v = tokio::time::timeout(GUARD, violations.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            let target = target.replace("PROXY", &http_port.to_string());
+            assert_eq!(v.action, SandboxViolation::NETWORK_OUTBOUND);
+            assert_eq!(v.target, target, "{authority}");
+        }
+    }
+    assert!(
+        violations.try_recv().is_none(),
+        "network failures are not violations"
+    );
+    // Denied names were never looked up.
+    let looked = f.resolver.looked_up();
+    assert!(
+        !looked
+            .iter()
+            .any(|n| n.contains("denied") || n.contains("metadata")),
+        "{looked:?}"
+    );
+    f.pair.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn socks_denials_with_codes() {
+    let f = fixture(|_| {}).await;
+    let socks = f.pair.socks_addr();
+    let mut violations = f.pair.subscribe_violations();
+    let closed_port = {
+        let l = std::net::TcpListener::bind((LOCAL, 0)).unwrap();
+        l.local_addr().unwrap().port()
+    };
+    for (host, port, code) in [
+        (&b"denied.test"[..], 443, 0x02),
+        (b"sneaky.test", 80, 0x02),
+        (b"nxdomain.test", 443, 0x04),
+        (b"origin.test", closed_port, 0x05),
+        (b"bad\0host.test", 443, 0x02),
+        (b"bad host", 443, 0x02),
+    ] {
+        let (_, got) = socks_connect(socks, host, port).await;
+        assert_eq!(got, code, "{}", text(host));
+    }
+    let lookups = f.resolver.looked_up();
+    assert_eq!(
+        lookups,
+        ["sneaky.test", "nxdomain.test", "origin.test"],
+        "no lookup for denied or malformed names"
+    );
+    let mut targets = Vec::new();
+    while let Some(v) = violations.try_recv() {
+        targets.push(v.target);
+    }
+    assert_eq!(
+        targets,
+        [
+            "denied.test:443",
+            "sneaky.test:80",
+            "bad?host.test",
+            "bad?host"
+        ]
+    );
+
+    // Commands other than CONNECT: 07. Unknown address type: 08.
+    for (request, code) in [
+        (vec![5u8, 2, 0, 1, 127, 0, 0, 1, 0, 80], 0x07),
+        (vec![5, 3, 0, 1, 127, 0, 0, 1, 0, 80], 0x07),
+        (vec![5, 1, 0, 9, 127, 0, 0, 1, 0, 80], 0x08),
+    ] {
+        let mut bytes = vec![5, 1, 0];
+        bytes.extend_from_slice(&request);
+        let out = exchange(socks, &bytes).await;
+        assert_eq!(&out[..2], [5, 0]);
+        assert_eq!(out[3], code, "{request:?}");
+    }
+    // No acceptable authentication method: 05 FF.
+    assert_eq!(exchange(socks, &[5, 1, 2]).await, [5, 0xFF]);
+    // IPv4 and IPv6 address types reach the policy too.
+    let out = exchange(socks, &[5, 1, 0, 5, 1, 0, 1, 10, 0, 0, 1, 0, 80]).await;
+    assert_eq!(out[3], 0x02, "an IPv4 literal outside the allowlist");
+    let mut v6 = vec![5, 1, 0, 5, 1, 0, 4];
+    v6.extend_from_slice(&"::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
+    v6.extend_from_slice(&[0, 80]);
+    assert_eq!(exchange(socks, &v6).await[3], 0x02);
+    f.pair.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_clients_are_cut_at_the_header_timeout() {
+    let f = fixture(|b| {
+        b.header_timeout(Duration::from_millis(400));
+    })
+    .await;
+    for addr in [f.pair.http_addr(), f.pair.socks_addr()] {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        // Neither ever completes: no blank line; a greeting announcing 255
+        // methods that arrive one every 50 ms.
+        let drip = if addr == f.pair.http_addr() {
+            b"CONNECT origin.test:80 HTTP/1.1\r\n".to_vec()
+        } else {
+            [vec![5u8, 255], vec![2u8; 255]].concat()
+        };
+        let cut = tokio::time::timeout(GUARD, async {
+            for b in drip.iter().cycle() {
+                if s.write_all(&[*b]).await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let mut probe = [0u8; 64];
+                if let Ok(Ok(n)) =
+                    tokio::time::timeout(Duration::from_millis(1), s.read(&mut probe)).await
+                {
+                    return probe[..n].to_vec();
+                }
+            }
+            Vec::new()
+        })
+        .await
+        .expect("the proxy cut the slow client before the guard");
+        if addr == f.pair.http_addr() {
+            assert!(text(&cut).starts_with("HTTP/1.1 408 "), "{}", text(&cut));
+        }
+    }
+    f.pair.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_tunnels() {
+    let limit = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|l| {
+            l.lines()
+                .find(|line| line.starts_with("Max open files"))
+                .and_then(|line| line.split_whitespace().nth(3).map(str::to_owned))
+        })
+        .and_then(|soft| soft.parse::<u64>().ok());
+    // Each tunnel holds four descriptors in this process.
+    if limit.is_some_and(|n| n < 4_500) {
+        eprintln!(
+            "SKIPPED: the open-file limit ({limit:?}) is below 4500; raise `ulimit -n` to run the 1,000-tunnel test"
+        );
+        return;
+    }
+    let f = fixture(|_| {}).await;
+    let n = 1_000;
+    let barrier = Arc::new(tokio::sync::Barrier::new(n));
+    let echo_port = f.echo.port();
+    let (http, socks) = (f.pair.http_addr(), f.pair.socks_addr());
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..n {
+        let barrier = barrier.clone();
+        tasks.spawn(async move {
+            let mut s = if i % 2 == 0 {
+                let (s, head) = http_connect(http, &format!("echo.test:{echo_port}")).await;
+                assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+                s
+            } else {
+                let (s, code) = socks_connect(socks, b"echo.test", echo_port).await;
+                assert_eq!(code, 0);
+                s
+            };
+            // Every tunnel is open at once before any data moves.
+            barrier.wait().await;
+            let msg = format!("tunnel {i}");
+            s.write_all(msg.as_bytes()).await.unwrap();
+            s.shutdown().await.unwrap();
+            let mut back = Vec::new();
+            s.read_to_end(&mut back).await.unwrap();
+            assert_eq!(text(&back), msg);
+        });
+    }
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(r) = tasks.join_next().await {
+            r.unwrap();
+        }
+    })
+    .await
+    .expect("all tunnels finished");
+    f.pair.shutdown().await;
+}
+
+struct Broker;
+
+impl Intercept for Broker {
+    fn claims(&self, target: &Target) -> bool {
+        target.host.as_name() == Some("broker.test")
+    }
+
+    fn take(&self, mut conn: Intercepted) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let note = format!(
+                "intercepted {} {:?} {}",
+                conn.target,
+                conn.addrs,
+                text(&conn.buffered)
+            );
+            let _ = conn.client.write_all(note.as_bytes()).await;
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn intercept_takes_claimed_hosts() {
+    let f = fixture(|b| {
+        b.intercept(Arc::new(Broker));
+    })
+    .await;
+    let out = exchange(
+        f.pair.http_addr(),
+        b"CONNECT broker.test:443 HTTP/1.1\r\n\r\nhello",
+    )
+    .await;
+    assert_eq!(
+        text(&out),
+        "HTTP/1.1 200 Connection established\r\n\r\nintercepted broker.test:443 [127.0.0.1:443] hello"
+    );
+    let mut socks = vec![5u8, 1, 0, 5, 1, 0, 3, 11];
+    socks.extend_from_slice(b"broker.test");
+    socks.extend_from_slice(&443u16.to_be_bytes());
+    let out = exchange(f.pair.socks_addr(), &socks).await;
+    assert_eq!(&out[..2], [5, 0]);
+    assert_eq!(out[3], 0);
+    assert!(text(&out[12..]).starts_with("intercepted broker.test:443"));
+    // Unclaimed hosts are dialed as usual.
+    let (_, head) = http_connect(f.pair.http_addr(), &format!("echo.test:{}", f.echo.port())).await;
+    assert!(head.starts_with("HTTP/1.1 200"));
+    f.pair.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn network_off_denies_everything_without_lookups() {
+    let mut spec = SandboxSpec::new("s-off", "w");
+    spec.network_enabled = false;
+    spec.egress_allowlist = vec!["origin.test".into()];
+    let resolver = Arc::new(StaticResolver::new());
+    resolver.insert("origin.test", [LOCAL.parse().unwrap()]);
+    let pair = ProxyPair::start(
+        ProxyConfig::builder()
+            .allowlist(AllowList::for_spec(&spec).unwrap())
+            .resolver(resolver.clone())
+            .build()
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    let out = text(&exchange(pair.http_addr(), b"CONNECT origin.test:80 HTTP/1.1\r\n\r\n").await);
+    assert!(out.starts_with("HTTP/1.1 403 "), "{out}");
+    let (_, code) = socks_connect(pair.socks_addr(), b"api.github.com", 443).await;
+    assert_eq!(code, 0x02);
+    assert_eq!(resolver.lookups(), 0);
+    pair.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_leaves_nothing_behind() {
+    let f = fixture(|_| {}).await;
+    let (http, socks) = (f.pair.http_addr(), f.pair.socks_addr());
+    let mut violations = f.pair.subscribe_violations();
+    // An open tunnel and a half-sent request at shutdown time.
+    let (mut tunnel, head) = http_connect(http, &format!("echo.test:{}", f.echo.port())).await;
+    assert!(head.starts_with("HTTP/1.1 200"));
+    let mut pending = TcpStream::connect(socks).await.unwrap();
+    pending.write_all(&[5]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    tokio::time::timeout(GUARD, f.pair.shutdown())
+        .await
+        .expect("shutdown finished");
+
+    for s in [&mut tunnel, &mut pending] {
+        let mut rest = Vec::new();
+        let r = tokio::time::timeout(GUARD, s.read_to_end(&mut rest))
+            .await
+            .unwrap();
+        assert!(
+            r.is_err() || rest.is_empty(),
+            "connection closed by shutdown"
+        );
+    }
+    assert!(
+        TcpStream::connect(http).await.is_err(),
+        "http listener closed"
+    );
+    assert!(
+        TcpStream::connect(socks).await.is_err(),
+        "socks listener closed"
+    );
+    assert!(violations.recv().await.is_none(), "channel closed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_pairs_never_share_ports() {
+    let a = fixture(|_| {}).await;
+    let b = fixture(|_| {}).await;
+    let ports = [
+        a.pair.http_addr(),
+        a.pair.socks_addr(),
+        b.pair.http_addr(),
+        b.pair.socks_addr(),
+    ];
+    for (i, p) in ports.iter().enumerate() {
+        assert!(p.ip().is_loopback());
+        assert!(!ports[i + 1..].contains(p));
+    }
+    a.pair.shutdown().await;
+    b.pair.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_transfers_arrive_intact() {
+    for buffer in [16 * 1024, 256 * 1024] {
+        let f = fixture(|b| {
+            b.copy_buffer_bytes(buffer);
+        })
+        .await;
+        let echo_port = f.echo.port();
+        let streams = [
+            http_connect(f.pair.http_addr(), &format!("echo.test:{echo_port}"))
+                .await
+                .0,
+            socks_connect(f.pair.socks_addr(), b"echo.test", echo_port)
+                .await
+                .0,
+        ];
+        for s in streams {
+            let payload: Vec<u8> = (0..8u32 << 20).map(|i| (i % 251) as u8).collect();
+            let (mut r, mut w) = s.into_split();
+            let sent = payload.clone();
+            let writer = tokio::spawn(async move {
+                w.write_all(&sent).await.unwrap();
+                w.shutdown().await.unwrap();
+            });
+            let mut back = Vec::with_capacity(payload.len());
+            tokio::time::timeout(Duration::from_secs(30), r.read_to_end(&mut back))
+                .await
+                .unwrap()
+                .unwrap();
+            writer.await.unwrap();
+            assert!(
+                back == payload,
+                "buffer {buffer}: {} bytes back of {}",
+                back.len(),
+                payload.len()
+            );
+        }
+        f.pair.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_are_enforced() {
+    let f = fixture(|b| {
+        b.max_header_bytes(512)
+            .idle_timeout(Duration::from_millis(300))
+            .max_connections(2);
+    })
+    .await;
+    let http = f.pair.http_addr();
+    // A head over the cap: 431.
+    let big = format!(
+        "CONNECT echo.test:1 HTTP/1.1\r\nX: {}\r\n\r\n",
+        "a".repeat(600)
+    );
+    let out = text(&exchange(http, big.as_bytes()).await);
+    assert!(out.starts_with("HTTP/1.1 431 "), "{out}");
+    // Origin-form and other schemes are refused with 400.
+    for req in [
+        "GET / HTTP/1.1\r\nHost: echo.test\r\n\r\n",
+        "GET https://echo.test/ HTTP/1.1\r\n\r\n",
+    ] {
+        let out = text(&exchange(http, req.as_bytes()).await);
+        assert!(out.starts_with("HTTP/1.1 400 "), "{out}");
+    }
+    // An IPv6 literal outside the grants: loopback, refused.
+    let out = text(&exchange(http, b"CONNECT [::1]:80 HTTP/1.1\r\n\r\n").await);
+    assert!(out.starts_with("HTTP/1.1 403 "), "{out}");
+    // A tunnel with no traffic is closed at the idle timeout.
+    let (mut idle, head) = http_connect(http, &format!("echo.test:{}", f.echo.port())).await;
+    assert!(head.starts_with("HTTP/1.1 200"));
+    let mut rest = Vec::new();
+    let r = tokio::time::timeout(GUARD, idle.read_to_end(&mut rest)).await;
+    assert!(r.expect("closed before the guard").is_ok() && rest.is_empty());
+    // Over the connection cap, new clients are closed at once.
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut s = TcpStream::connect(http).await.unwrap();
+        s.write_all(b"C").await.unwrap();
+        held.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let out = exchange(http, b"CONNECT echo.test:1 HTTP/1.1\r\n\r\n").await;
+    assert!(out.is_empty(), "{}", text(&out));
+    drop(held);
+    f.pair.shutdown().await;
+}

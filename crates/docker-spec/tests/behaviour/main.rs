@@ -1,0 +1,8 @@
+//! The docker-spec behaviour tables (`testdata/*.toml`), the CSV
+//! round-trip property, and the docker CLI against a fake engine.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod csv;
+mod fake_engine;
+mod props;
+mod tables;

@@ -1,0 +1,217 @@
+//! The proxy variables and `GIT_SSH_COMMAND` proven by use: curl, git and
+//! ssh run with a sanitised environment, through connect-proxy's HTTP and
+//! SOCKS5 proxies, to a TCP server on loopback. The name `allowed.test`
+//! resolves only inside the proxy, so any byte that reaches the server
+//! went through it.
+
+use connect_proxy::{AllowList, Baseline, IpPolicy, ProxyConfig, ProxyPair, StaticResolver};
+use env_guard::{EnvGuard, Inherit, ProxyEnv, Sanitized};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What each accepted connection sent first.
+type Seen = Arc<Mutex<Vec<Vec<u8>>>>;
+
+/// A loopback TCP server: records the first bytes of each connection,
+/// answers an HTTP GET with `ok` and an ssh client with an SSH-1.0 banner
+/// (which ssh refuses, so it exits), and closes. Serves at most 16
+/// connections.
+fn start_server() -> (u16, Seen) {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen: Seen = Arc::default();
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(16) {
+            let Ok(mut stream) = stream else { continue };
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut buf = vec![0; 4096];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            buf.truncate(n);
+            if buf.starts_with(b"GET ") {
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                );
+            } else if buf.starts_with(b"SSH-") {
+                // A protocol version ssh refuses, so it exits at once.
+                let _ = stream.write_all(b"SSH-1.0-fake\r\n");
+            }
+            record.lock().unwrap().push(buf);
+        }
+    });
+    (port, seen)
+}
+
+fn tool(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Runs `cmd` with only `env`, bounded to 60 s; returns (success, stdout, stderr).
+fn run(mut cmd: Command, env: &Sanitized, dir: &Path) -> (bool, String, String) {
+    let (out, err) = (dir.join("out"), dir.join("err"));
+    env.apply_to(&mut cmd)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap());
+    let mut child = cmd.spawn().unwrap();
+    // A guard against a hang, not a performance assertion.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (
+        status.success(),
+        std::fs::read_to_string(out).unwrap(),
+        std::fs::read_to_string(err).unwrap(),
+    )
+}
+
+fn seen_since(seen: &Seen, before: usize) -> Vec<Vec<u8>> {
+    seen.lock().unwrap()[before..].to_vec()
+}
+
+/// The server may record a connection a moment after the client exits.
+fn wait_for(seen: &Seen, before: usize) -> Vec<Vec<u8>> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seen.lock().unwrap().len() <= before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    seen_since(seen, before)
+}
+
+#[test]
+fn proxy_variables_and_git_ssh_command_work_through_connect_proxy() {
+    let missing: Vec<_> = ["curl", "git", "ssh", "nc"]
+        .into_iter()
+        .filter(|t| tool(t).is_none())
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "\n*** SKIPPED: {missing:?} not on PATH; the proxy-by-use test needs curl, git, \
+             ssh (openssh-client) and OpenBSD nc (netcat-openbsd). ***\n"
+        );
+        return;
+    }
+    let (port, seen) = start_server();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let pair = rt.block_on(async {
+        let list = AllowList::builder()
+            .baseline(Baseline::Exclude)
+            .allow(format!("allowed.test:{port}"))
+            .build()
+            .unwrap();
+        let resolver = StaticResolver::new();
+        resolver.insert("allowed.test", [Ipv4Addr::LOCALHOST.into()]);
+        let mut ip = IpPolicy::new();
+        ip.allow_cidr("127.0.0.1/32".parse().unwrap());
+        ProxyPair::start(
+            ProxyConfig::builder()
+                .allowlist(list)
+                .ip_policy(ip)
+                .resolver(Arc::new(resolver))
+                .build()
+                .unwrap(),
+        )
+        .await
+        .unwrap()
+    });
+    let home = tempfile::tempdir().unwrap();
+    let path = std::env::var_os("PATH").unwrap();
+    let guard = EnvGuard::builder()
+        .inherit(Inherit::None)
+        .set("PATH", path)
+        .set("HOME", home.path())
+        .proxy(ProxyEnv {
+            http: pair.http_addr(),
+            socks: pair.socks_addr(),
+        })
+        .build()
+        .unwrap();
+    let env = guard.apply(Vec::<(String, String)>::new());
+    let dir = home.path();
+    let curl = |url: &str| {
+        let mut c = Command::new("curl");
+        c.args(["-sS", "--max-time", "20", url]);
+        c
+    };
+
+    // HTTP_PROXY / http_proxy: plain HTTP through the HTTP proxy.
+    let before = seen.lock().unwrap().len();
+    let (ok, out, err) = run(
+        curl(&format!("http://allowed.test:{port}/via-http")),
+        &env,
+        dir,
+    );
+    assert!(ok && out == "ok", "curl over http_proxy failed: {err}");
+    assert!(wait_for(&seen, before)[0].starts_with(b"GET /via-http"));
+
+    // HTTPS_PROXY: a CONNECT tunnel; the server sees the TLS ClientHello.
+    let before = seen.lock().unwrap().len();
+    let _ = run(curl(&format!("https://allowed.test:{port}/")), &env, dir);
+    let got = wait_for(&seen, before);
+    assert!(
+        got[0].starts_with(&[0x16, 0x03]),
+        "no TLS record: {:?}",
+        got
+    );
+
+    // ALL_PROXY alone (socks5h://): plain HTTP through the SOCKS5 proxy.
+    let mut socks_only = env.clone();
+    socks_only
+        .vars
+        .retain(|(n, _)| !n.to_string_lossy().to_ascii_lowercase().starts_with("http"));
+    let before = seen.lock().unwrap().len();
+    let (ok, out, err) = run(
+        curl(&format!("http://allowed.test:{port}/via-socks")),
+        &socks_only,
+        dir,
+    );
+    assert!(ok && out == "ok", "curl over all_proxy failed: {err}");
+    assert!(wait_for(&seen, before)[0].starts_with(b"GET /via-socks"));
+
+    // GIT_SSH_COMMAND: git runs ssh, whose ProxyCommand goes through the
+    // SOCKS5 proxy; the server sees the ssh banner.
+    let before = seen.lock().unwrap().len();
+    let mut git = Command::new("git");
+    git.args([
+        "ls-remote",
+        &format!("ssh://git@allowed.test:{port}/repo.git"),
+    ]);
+    let (ok, _, err) = run(git, &env, dir);
+    assert!(!ok);
+    let got = wait_for(&seen, before);
+    assert!(
+        got.first().is_some_and(|b| b.starts_with(b"SSH-2.0-")),
+        "no ssh banner reached the server: {got:?}; git said: {err}"
+    );
+
+    // A name outside the allowlist is refused by the proxy: nothing arrives.
+    let before = seen.lock().unwrap().len();
+    let (_, out, _) = run(curl(&format!("http://denied.test:{port}/")), &env, dir);
+    assert_ne!(out, "ok");
+    assert!(seen_since(&seen, before).is_empty());
+
+    rt.block_on(pair.shutdown());
+}

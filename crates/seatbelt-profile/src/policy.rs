@@ -1,0 +1,198 @@
+//! Pieces shared by the dispatch and terminal profiles: path sets turned
+//! into filters, ancestors, the device files a shell writes.
+
+use crate::error::{Error, ErrorKind};
+use crate::model::Filter;
+use crate::regex::RegexText;
+use sandbox_core::{HostView, PathSet};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Device files any shell writes to, allowed after the write reset.
+pub const DEVICE_WRITE_LITERALS: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/tty",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/dtracehelper",
+];
+
+/// Device files matched by pattern: numbered descriptors and pseudo-terminals.
+pub const DEVICE_WRITE_REGEXES: &[&str] = &["^/dev/fd/[0-9]+$", "^/dev/ttys[0-9]+$"];
+
+/// The filters for the device files.
+pub(crate) fn device_filters() -> Result<Vec<Filter>, Error> {
+    let mut out: Vec<Filter> = DEVICE_WRITE_LITERALS
+        .iter()
+        .map(|p| Filter::Literal((*p).to_owned()))
+        .collect();
+    for r in DEVICE_WRITE_REGEXES {
+        out.push(Filter::Regex(crate::regex::SbplRegex::new(*r)?));
+    }
+    Ok(out)
+}
+
+/// One `subpath` per spelling of each plain entry and one `regex` per
+/// spelling of each glob (matching what the glob matches and everything
+/// below it).
+pub(crate) fn subpath_filters<H: HostView + ?Sized>(
+    set: &PathSet,
+    host: &H,
+) -> Result<Vec<Filter>, Error> {
+    let mut out = Vec::new();
+    for e in set.entries() {
+        if e.glob {
+            for (prefix, rest) in glob_spellings(&e.literal, host)? {
+                let mut b = RegexText::anchored();
+                b.push_literal(&prefix)?;
+                b.push_glob(&rest)?;
+                b.push_raw("(/.*)?");
+                out.push(Filter::Regex(b.finish()?));
+            }
+        } else {
+            out.push(Filter::Subpath(e.literal.clone()));
+            if let Some(r) = &e.resolved {
+                out.push(Filter::Subpath(r.clone()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A glob split at its fixed leading directory, in that directory's literal
+/// and resolved spellings: `/var/h/.cargo/credentials*` on a host where
+/// `/var -> /private/var` gives `("/var/h/.cargo", "/credentials*")` and
+/// `("/private/var/h/.cargo", "/credentials*")`. `sandbox-core` leaves globs
+/// unresolved; the kernel matches resolved paths, so both are needed.
+fn glob_spellings<H: HostView + ?Sized>(
+    glob: &str,
+    host: &H,
+) -> Result<Vec<(String, String)>, Error> {
+    let Some(prefix) = glob_fixed_prefix(glob) else {
+        return Ok(vec![(String::new(), glob.to_owned())]);
+    };
+    let rest = &glob[prefix.len()..];
+    let mut out = vec![(prefix.to_owned(), rest.to_owned())];
+    let resolved = PathSet::resolve([prefix], Path::new("/"), host)?;
+    if let Some(r) = resolved.entries().first().and_then(|e| e.resolved.clone()) {
+        out.push((r, rest.to_owned()));
+    }
+    Ok(out)
+}
+
+/// One `literal` per spelling of each entry (globs refused).
+pub(crate) fn literal_filters(set: &PathSet) -> Vec<Filter> {
+    set.spellings().into_iter().map(Filter::Literal).collect()
+}
+
+/// Resolves directories that must be plain paths (no globs).
+pub(crate) fn resolve_dirs<H: HostView + ?Sized>(
+    entries: &[String],
+    home: &Path,
+    host: &H,
+) -> Result<PathSet, Error> {
+    let set = PathSet::resolve(entries, home, host)?;
+    if let Some(g) = set.entries().iter().find(|e| e.glob) {
+        return Err(ErrorKind::InvalidPath {
+            path: g.literal.clone(),
+            reason: "a writable or exec-grant directory cannot be a glob",
+        }
+        .into());
+    }
+    Ok(set)
+}
+
+/// The ancestors (never `/`) of every spelling in `sets`, in a stable order.
+/// For a glob, its fixed leading directory counts too: renaming that away
+/// would move every match out of the rule's reach.
+pub(crate) fn ancestors<H: HostView + ?Sized>(
+    sets: &[&PathSet],
+    host: &H,
+) -> Result<Vec<String>, Error> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    let mut add = |start: Option<&str>| {
+        let mut cur = start;
+        while let Some(p) = cur {
+            if seen.insert(p.to_owned()) {
+                out.push(p.to_owned());
+            }
+            cur = parent(p);
+        }
+    };
+    for set in sets {
+        for e in set.entries() {
+            if e.glob {
+                for (prefix, _) in glob_spellings(&e.literal, host)? {
+                    add(Some(prefix.as_str()).filter(|p| !p.is_empty()));
+                }
+            } else {
+                add(parent(&e.literal));
+                if let Some(r) = &e.resolved {
+                    add(parent(r));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The parent of an absolute path, or `None` at `/` (or just below it, whose
+/// parent is `/`).
+fn parent(p: &str) -> Option<&str> {
+    let trimmed = p.trim_end_matches('/');
+    let idx = trimmed.rfind('/')?;
+    if idx == 0 {
+        None
+    } else {
+        Some(&trimmed[..idx])
+    }
+}
+
+/// The directory made of the components before the first one holding a
+/// glob character; `None` if that is `/`.
+fn glob_fixed_prefix(glob: &str) -> Option<&str> {
+    let first = glob.find(['*', '?', '['])?;
+    let slash = glob[..first].rfind('/')?;
+    if slash == 0 {
+        None
+    } else {
+        Some(&glob[..slash])
+    }
+}
+
+/// `^ROOT/(.*/)?(NAME|NAME...)(/.*)?$`: any of `names` at any depth below
+/// `root`, with everything below them. `names` may be globs.
+pub(crate) fn names_below(root: &str, names: &[&str], subtree: bool) -> Result<Filter, Error> {
+    let mut b = RegexText::anchored();
+    b.push_literal(root.trim_end_matches('/'))?;
+    b.push_raw("/(.*/)?(");
+    for (i, name) in names.iter().enumerate() {
+        if i > 0 {
+            b.push_raw("|");
+        }
+        b.push_glob(name)?;
+    }
+    b.push_raw(")");
+    if subtree {
+        b.push_raw("(/.*)?");
+    }
+    Ok(Filter::Regex(b.finish()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parents_stop_below_root() {
+        assert_eq!(parent("/a/b/c"), Some("/a/b"));
+        assert_eq!(parent("/a"), None);
+        assert_eq!(
+            glob_fixed_prefix("/u/.cargo/credentials*"),
+            Some("/u/.cargo")
+        );
+        assert_eq!(glob_fixed_prefix("/*.pem"), None);
+    }
+}

@@ -1,0 +1,246 @@
+//! `agent-run [OPTIONS] -- CMD [ARG...]`: runs CMD confined by the native
+//! sandbox, reaching the network only through the session's proxies.
+//!
+//! Prints the probe line and the backend actually used on stderr, passes
+//! CMD's stdout and stderr through, prints each violation on stderr as
+//! `violation: ACTION TARGET`, and exits with CMD's status (128+signal when
+//! killed).
+
+use agent_sandbox::{FilenameRules, SandboxManager, next_event};
+use connect_proxy::{Cidr, IpPolicy};
+use sandbox_core::{
+    Access, BackendRequest, Mode, SANDBOX_SWITCH_ENV, SandboxBackend, SandboxBindMount,
+    SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec, SandboxSwitch, Surface, probe_ambient,
+};
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+const USAGE: &str = "usage: agent-run [--allow ENTRY]... [--allow-cidr CIDR]... [--no-filename-rules] \
+[--network on|off] [--mode chat|review|plan|orchestrate] [--mount PATH[:ro]]... [--protect PATH]... \
+[--workdir DIR] [--sandbox on|off] [--backend native|none] [--terminal] -- CMD [ARG...]";
+
+struct Options {
+    allow: Vec<String>,
+    cidrs: Vec<Cidr>,
+    no_filename_rules: bool,
+    network: bool,
+    mode: Mode,
+    mounts: Vec<(String, Access)>,
+    protect: Vec<String>,
+    workdir: Option<String>,
+    switch: Option<String>,
+    backend: Option<SandboxBackend>,
+    terminal: bool,
+    command: Vec<String>,
+}
+
+fn parse(args: Vec<String>) -> Result<Options, String> {
+    let mut o = Options {
+        allow: Vec::new(),
+        cidrs: Vec::new(),
+        no_filename_rules: false,
+        network: true,
+        mode: Mode::Chat,
+        mounts: Vec::new(),
+        protect: Vec::new(),
+        workdir: None,
+        switch: None,
+        backend: None,
+        terminal: false,
+        command: Vec::new(),
+    };
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
+        match a.as_str() {
+            "--" => {
+                o.command = it.collect();
+                break;
+            }
+            "--allow" => o.allow.push(value("--allow")?),
+            "--allow-cidr" => {
+                let v = value("--allow-cidr")?;
+                o.cidrs
+                    .push(v.parse().map_err(|e| format!("--allow-cidr {v}: {e}"))?);
+            }
+            "--no-filename-rules" => o.no_filename_rules = true,
+            "--network" => {
+                o.network = match value("--network")?.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    v => return Err(format!("--network takes on or off, not {v:?}")),
+                }
+            }
+            "--mode" => {
+                let v = value("--mode")?;
+                o.mode = Mode::from_name(&v).ok_or_else(|| format!("unknown mode {v:?}"))?;
+            }
+            "--mount" => {
+                let v = value("--mount")?;
+                match v.strip_suffix(":ro") {
+                    Some(p) => o.mounts.push((p.to_string(), Access::ReadOnly)),
+                    None => o.mounts.push((v, Access::ReadWrite)),
+                }
+            }
+            "--protect" => o.protect.push(value("--protect")?),
+            "--workdir" => o.workdir = Some(value("--workdir")?),
+            "--sandbox" => o.switch = Some(value("--sandbox")?),
+            "--backend" => {
+                let v = value("--backend")?;
+                o.backend = Some(match v.as_str() {
+                    "native" => SandboxBackend::Native,
+                    "none" => SandboxBackend::None,
+                    _ => return Err(format!("--backend takes native or none, not {v:?}")),
+                });
+            }
+            "--terminal" => o.terminal = true,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if o.command.is_empty() {
+        return Err("no command given after --".into());
+    }
+    Ok(o)
+}
+
+fn absolute(p: &str) -> Result<String, String> {
+    std::path::absolute(p)
+        .map(|p| p.display().to_string())
+        .map_err(|e| format!("{p}: {e}"))
+}
+
+fn main() -> ExitCode {
+    let opts = match parse(std::env::args().skip(1).collect()) {
+        Ok(o) => o,
+        Err(e) if e.is_empty() => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("agent-run: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("agent-run: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(opts)) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("agent-run: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(o: Options) -> Result<u8, String> {
+    let env_switch = std::env::var_os(SANDBOX_SWITCH_ENV);
+    let switch = SandboxSwitch::from_sources(o.switch.as_deref(), env_switch.as_deref())
+        .map_err(|e| e.to_string())?;
+    let home = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/".into());
+    let workdir = match &o.workdir {
+        Some(w) => absolute(w)?,
+        None => std::env::current_dir()
+            .map_err(|e| e.to_string())?
+            .display()
+            .to_string(),
+    };
+    let mut ip = IpPolicy::new();
+    for c in &o.cidrs {
+        ip.allow_cidr(*c);
+    }
+    let request = match o.backend {
+        Some(b) => BackendRequest::Explicit(b),
+        None => BackendRequest::Unspecified,
+    };
+    let surface = if o.terminal {
+        Surface::Terminal
+    } else {
+        Surface::Dispatch
+    };
+    let mut builder = SandboxManager::builder();
+    builder
+        .probe(probe_ambient().clone())
+        .switch(switch)
+        .request(request, surface)
+        .home(&home)
+        .ip_policy(ip)
+        .base_env(std::env::vars_os().collect())
+        .log(Arc::new(|line: &str| eprintln!("agent-run: {line}")));
+    if o.no_filename_rules {
+        builder.filename_rules(FilenameRules::DropFilenameGlobDenies);
+    }
+    let manager = builder.build().map_err(|e| e.to_string())?;
+    let sel = manager.selection();
+    eprintln!("agent-run: backend {} ({})", sel.backend, sel.label);
+
+    let mut spec = SandboxSpec::new(format!("agent-run-{}", std::process::id()), "agent-run");
+    spec.mode = o.mode;
+    spec.network_enabled = o.network;
+    spec.egress_allowlist = o.allow.clone();
+    spec.guest_workdir = Some(workdir.clone());
+    let mounts = if o.mounts.is_empty() {
+        vec![(workdir.clone(), Access::ReadWrite)]
+    } else {
+        o.mounts.clone()
+    };
+    for (p, access) in mounts {
+        spec.bind_mounts
+            .push(SandboxBindMount::new(absolute(&p)?, access).map_err(|e| e.to_string())?);
+    }
+    for p in &o.protect {
+        spec.protected_paths.push(absolute(p)?);
+    }
+
+    let mut handle = manager.launch(spec).await.map_err(|e| e.to_string())?;
+    let mut cmd = SandboxCommand::new(&o.command[0]);
+    for a in &o.command[1..] {
+        cmd.arg(a);
+    }
+    let mut events = match manager.exec(&handle, cmd).await {
+        Ok(ev) => ev,
+        Err(e) => {
+            let _ = manager.destroy(&mut handle).await;
+            return Err(e.to_string());
+        }
+    };
+    let mut code = 1u8;
+    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+    while let Some(ev) = next_event(&mut events).await {
+        match ev {
+            SandboxEvent::Stdout { data } => {
+                let _ = out.write_all(&data);
+                let _ = out.flush();
+            }
+            SandboxEvent::Stderr { data } => {
+                let _ = err.write_all(&data);
+            }
+            SandboxEvent::Violation { violation } => {
+                eprintln!("violation: {} {}", violation.action, violation.target);
+            }
+            SandboxEvent::Exit { exit_code } => code = u8::try_from(exit_code).unwrap_or(1),
+            SandboxEvent::Killed { signal, .. } => {
+                code = signal
+                    .map(|s| 128u8.saturating_add(u8::try_from(s).unwrap_or(0)))
+                    .unwrap_or(137)
+            }
+            _ => {}
+        }
+    }
+    manager
+        .destroy(&mut handle)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(code)
+}

@@ -1,0 +1,201 @@
+//! `agent-run` end to end on the real host.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_agent-run");
+
+fn native() -> bool {
+    let ok = sandbox_core::probe_ambient().native.available;
+    if !ok {
+        eprintln!("SKIPPED: bubblewrap or socat missing (CI installs them)");
+    }
+    ok
+}
+
+fn scratch(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("agent-run-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn agent_run(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CC_SERVER_SANDBOX")
+        .output()
+        .unwrap()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn default_launch_is_refused_and_names_the_opt_out() {
+    if !native() {
+        return;
+    }
+    let d = scratch("refused");
+    let o = agent_run(&d, &["--", "true"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = err(&o);
+    assert!(e.contains("agent sandbox ON"), "{e}");
+    assert!(
+        e.contains("refusing to launch") && e.contains("--no-filename-rules"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn opt_out_passes_output_and_exit_status_through() {
+    if !native() {
+        return;
+    }
+    let d = scratch("status");
+    let o = agent_run(
+        &d,
+        &[
+            "--no-filename-rules",
+            "--",
+            "sh",
+            "-c",
+            "echo out; echo err >&2; exit 5",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(5));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "out\n");
+    let e = err(&o);
+    assert!(e.contains("err\n") && e.contains("backend native"), "{e}");
+    assert!(e.contains("DROPPED"), "the opt-out is logged: {e}");
+    let o = agent_run(&d, &["--no-filename-rules", "--", "sh", "-c", "kill -9 $$"]);
+    assert_eq!(o.status.code(), Some(137), "128+signal: {}", err(&o));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn violations_are_printed_and_review_mode_is_read_only() {
+    if !native() {
+        return;
+    }
+    let d = scratch("violation");
+    let o = agent_run(
+        &d,
+        &[
+            "--no-filename-rules",
+            "--mode",
+            "review",
+            "--",
+            "sh",
+            "-c",
+            "curl -s -o /dev/null http://not-allowed.example.test/; echo x > f && echo WROTE; true",
+        ],
+    );
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert!(
+        e.contains("violation: network-outbound not-allowed.example.test:80"),
+        "{e}"
+    );
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("WROTE"));
+    assert!(!d.join("f").exists());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn sandbox_off_runs_on_the_host_and_says_so() {
+    let d = scratch("off");
+    let o = agent_run(&d, &["--sandbox", "off", "--", "sh", "-c", "echo x > f"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.contains("agent sandbox DISABLED by --sandbox off") && e.contains("backend none"),
+        "{e}"
+    );
+    assert!(d.join("f").exists());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn bad_arguments_are_usage_errors() {
+    let d = scratch("usage");
+    for args in [
+        &["--mode", "yolo", "--", "true"][..],
+        &["--network", "maybe", "--", "true"][..],
+        &[][..],
+    ] {
+        let o = agent_run(&d, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(err(&o).contains("usage: agent-run"), "{args:?}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn proxy_is_the_only_way_out_as_an_unprivileged_user() {
+    if !native() {
+        return;
+    }
+    let is_root = std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false);
+    if !is_root || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("SKIPPED: needs root and setpriv to switch to an unprivileged user");
+        return;
+    }
+    use std::io::{Read, Write};
+    use std::os::unix::fs::PermissionsExt;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten().take(8) {
+            let mut buf = [0u8; 2048];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\norigin",
+            );
+        }
+    });
+    let d = scratch("nobody");
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let script = format!(
+        "id -u; curl -sS -m 10 http://localhost:{port}/; echo; \
+         curl -s -m 10 -o /dev/null -w 'code=%{{http_code}}\\n' http://denied.example.test/; \
+         bash -c 'echo > /dev/tcp/127.0.0.1/{port}' 2>/dev/null && echo DIRECT-TCP; true"
+    );
+    let o = Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .args([
+            "--no-filename-rules",
+            "--allow",
+            "localhost",
+            "--allow-cidr",
+            "127.0.0.1/32",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .current_dir(&d)
+        .env("HOME", "/nonexistent")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{e}");
+    assert!(out.starts_with("65534\n"), "{out}");
+    assert!(
+        out.contains("origin"),
+        "allowed origin through the proxy: {out}{e}"
+    );
+    assert!(out.contains("code=403"), "{out}");
+    assert!(!out.contains("DIRECT-TCP"), "{out}");
+    assert!(
+        e.contains("violation: network-outbound denied.example.test:80"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
