@@ -41,13 +41,7 @@ pub enum Profile {
 }
 
 /// The secret directories the terminal profile hides.
-pub const TERMINAL_SECRET_DIRS: &[&str] = &[
-    "~/.ssh",
-    "~/.aws",
-    "~/.gnupg",
-    "~/.config/gh",
-    "~/Library/Keychains",
-];
+pub use sandbox_core::defaults::TERMINAL_SECRET_DIRS;
 
 /// System directories bound read-only by default.
 pub const DEFAULT_SYSTEM_PATHS: &[&str] = &[

@@ -28,7 +28,10 @@ pub struct Limits {
     /// Largest request head, in bytes (default 16 KiB).
     pub max_header_bytes: usize,
     /// Most client connections open at once across both proxies (default
-    /// 4096); more are closed on accept.
+    /// 4096); more are closed on accept. Each listener's accept queue is
+    /// sized to this too (at least 128; the kernel caps it at
+    /// `net.core.somaxconn`), so a burst of connects up to the cap waits to
+    /// be accepted instead of overflowing the queue.
     pub max_connections: usize,
     /// Largest copy buffer per tunnel direction, in bytes (default 256 KiB).
     /// Each direction starts with 8 KiB (or this, if smaller) and grows to

@@ -11,7 +11,7 @@ use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
@@ -33,8 +33,9 @@ impl ProxyPair {
     /// Binds 127.0.0.1 port 0 twice and starts serving. Must be called
     /// inside a tokio runtime.
     pub async fn start(config: ProxyConfig) -> Result<ProxyPair, Error> {
-        let http = bind("http").await?;
-        let socks = bind("socks").await?;
+        let backlog = backlog(config.limits.max_connections);
+        let http = bind("http", backlog)?;
+        let socks = bind("socks", backlog)?;
         let http_addr = local(&http, "http")?;
         let socks_addr = local(&socks, "socks")?;
         let mut egress = Egress::new(
@@ -117,15 +118,43 @@ impl Drop for ProxyPair {
     }
 }
 
-async fn bind(which: &'static str) -> Result<TcpListener, Error> {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .await
-        .map_err(|e| {
-            Error::from(ErrorKind::Bind {
-                which,
-                message: e.to_string(),
-            })
+/// The smallest accept queue a listener gets (the standard library's
+/// `TcpListener::bind` default).
+const MIN_BACKLOG: u32 = 128;
+
+/// The accept queue of each listener: room for every connection the cap
+/// admits, so a burst of connects is queued rather than overflowing.
+///
+/// An overflowing queue does not refuse clients: the kernel answers with
+/// SYN cookies and drops segments of handshakes it cannot queue, so the
+/// client believes it is connected. If a later segment (a FIN right after
+/// early data) is the one that arrives, its cookie no longer checks out and
+/// the kernel resets a connection the client already wrote to. A queue of
+/// `max_connections` never overflows below the cap; past the cap clients
+/// are accepted and closed at once. The kernel still caps the queue at
+/// `net.core.somaxconn`.
+fn backlog(max_connections: usize) -> u32 {
+    u32::try_from(max_connections)
+        .unwrap_or(u32::MAX)
+        .max(MIN_BACKLOG)
+}
+
+/// Binds 127.0.0.1 port 0 with an accept queue of `backlog`.
+fn bind(which: &'static str, backlog: u32) -> Result<TcpListener, Error> {
+    let error = |e: std::io::Error| {
+        Error::from(ErrorKind::Bind {
+            which,
+            message: e.to_string(),
         })
+    };
+    let socket = TcpSocket::new_v4().map_err(error)?;
+    // What `TcpListener::bind` sets on Unix.
+    #[cfg(unix)]
+    socket.set_reuseaddr(true).map_err(error)?;
+    socket
+        .bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .map_err(error)?;
+    socket.listen(backlog).map_err(error)
 }
 
 fn local(listener: &TcpListener, which: &'static str) -> Result<SocketAddr, Error> {

@@ -21,6 +21,17 @@ const fn c(entry: &'static str, reason: &'static str) -> Curated {
     Curated { entry, reason }
 }
 
+/// The secret directories a sandboxed terminal cannot read (R-SEATBELT-8,
+/// R-TERMINAL-1): the terminal profile is fixed and smaller than the
+/// dispatch one.
+pub const TERMINAL_SECRET_DIRS: &[&str] = &[
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.config/gh",
+    "~/Library/Keychains",
+];
+
 /// Secrets the sandbox may not read (R-PATHS-2).
 pub const SECRET_READ_DENY: &[Curated] = &[
     c("~/.ssh", "SSH private keys, agent sockets and known hosts"),

@@ -6,14 +6,9 @@ use crate::policy::{ancestors, device_filters, resolve_dirs, subpath_filters};
 use sandbox_core::{HostView, PathSet};
 use std::path::Path;
 
-/// The secret directories a sandboxed terminal cannot read.
-pub const TERMINAL_SECRET_DIRS: &[&str] = &[
-    "~/.ssh",
-    "~/.aws",
-    "~/.gnupg",
-    "~/.config/gh",
-    "~/Library/Keychains",
-];
+/// The secret directories a sandboxed terminal cannot read (shared with the
+/// Linux terminal profile through sandbox-core).
+pub use sandbox_core::defaults::TERMINAL_SECRET_DIRS;
 
 /// Builds the terminal profile: `$HOME` and the session workdir writable,
 /// the network open, the five [`TERMINAL_SECRET_DIRS`] unreadable and

@@ -9,19 +9,49 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
 /// Every socket operation in a test is bounded by this.
 pub(crate) const GUARD: Duration = Duration::from_secs(10);
 
 pub(crate) const LOCAL: &str = "127.0.0.1";
 
+/// Accept queue of the fixture servers. `TcpListener::bind` queues only
+/// 128 connections; past that the kernel falls back to SYN cookies and
+/// drops handshakes it cannot queue, and a tunnel whose data and FIN then
+/// arrive out of step is reset by the kernel (seen as an empty echo). The
+/// 1,000-tunnel test dials this many at once through the proxies.
+pub(crate) const BACKLOG: u32 = 4096;
+
+/// A listener on 127.0.0.1, port 0, with room for [`BACKLOG`] pending
+/// connections.
+pub(crate) fn listen() -> TcpListener {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket
+        .bind((LOCAL.parse::<IpAddr>().unwrap(), 0).into())
+        .unwrap();
+    socket.listen(BACKLOG).unwrap()
+}
+
+/// The next connection; transient accept errors (a reset before accept,
+/// out of descriptors) are waited out instead of ending the server, which
+/// would reset every connection still queued.
+async fn accept(listener: &TcpListener) -> TcpStream {
+    loop {
+        match listener.accept().await {
+            Ok((s, _)) => return s,
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
 /// Answers each request with `200` and the request head as the body.
 pub(crate) async fn origin() -> SocketAddr {
-    let listener = TcpListener::bind((LOCAL, 0)).await.unwrap();
+    let listener = listen();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
+        loop {
+            let mut s = accept(&listener).await;
             tokio::spawn(async move {
                 let mut head = Vec::new();
                 let mut b = [0u8; 1024];
@@ -46,10 +76,11 @@ pub(crate) async fn origin() -> SocketAddr {
 
 /// Echoes every byte until the client half-closes, then closes.
 pub(crate) async fn echo() -> SocketAddr {
-    let listener = TcpListener::bind((LOCAL, 0)).await.unwrap();
+    let listener = listen();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
+        loop {
+            let mut s = accept(&listener).await;
             tokio::spawn(async move {
                 let (mut r, mut w) = s.split();
                 let _ = tokio::io::copy(&mut r, &mut w).await;
