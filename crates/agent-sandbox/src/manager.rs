@@ -408,19 +408,7 @@ impl SandboxManager {
         let guest = |port| std::net::SocketAddr::from(([127, 0, 0, 1], port));
         let proxies_inside = Some((guest(GUEST_HTTP_PORT), guest(GUEST_SOCKS_PORT)));
         let sanitized = sanitized_env(&inner.base_env, inner.home.as_os_str(), proxies_inside)?;
-        if !sanitized.dropped.is_empty() {
-            let names: Vec<String> = sanitized
-                .dropped
-                .iter()
-                .map(|d| format!("{}({})", d.name.to_string_lossy(), d.rule))
-                .collect();
-            (inner.log)(&format!(
-                "session {}: environment: dropped {}: {}",
-                spec.session_id,
-                names.len(),
-                names.join(" ")
-            ));
-        }
+        log_env_drops(&inner.log, &spec.session_id, &sanitized);
         let env = sanitized.vars;
         let egress = Egress {
             bridges,
@@ -689,6 +677,34 @@ impl SandboxPort for SandboxManager {
         handle.transition(SandboxState::Destroyed)?;
         Ok(())
     }
+}
+
+/// Logs what the environment policy removed: variables outside the inherited
+/// set by count, every other drop (secrets, loader and injection variables,
+/// ...) by name and rule. Values are never logged.
+fn log_env_drops(log: &LogSink, session_id: &str, sanitized: &env_guard::Sanitized) {
+    let mut not_inherited = 0usize;
+    let mut named: Vec<String> = Vec::new();
+    for d in &sanitized.dropped {
+        match d.rule {
+            env_guard::Rule::NotInherited
+            | env_guard::Rule::ReplacedBySet
+            | env_guard::Rule::ReplacedByProxy => not_inherited += 1,
+            _ => named.push(format!("{}({})", d.name.to_string_lossy(), d.rule)),
+        }
+    }
+    if named.is_empty() && not_inherited == 0 {
+        return;
+    }
+    let named = if named.is_empty() {
+        String::new()
+    } else {
+        format!("; removed {}", named.join(" "))
+    };
+    log(&format!(
+        "session {session_id}: environment: {} variables passed, {not_inherited} not inherited{named}",
+        sanitized.vars.len()
+    ));
 }
 
 /// Clears the environment to the session's and pipes the output.
