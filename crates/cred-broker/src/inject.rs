@@ -1,0 +1,180 @@
+//! The upstream head: the client's credentials out, exactly one real
+//! credential header in.
+
+use crate::credential::Credential;
+use crate::error::{Error, ErrorKind, truncate};
+use crate::field::HeaderField;
+use crate::head_parser::is_host_port;
+use crate::host_pattern::canonical_host;
+use crate::lease::Lease;
+use crate::parser::Request;
+use crate::reframe::write_head;
+use crate::secret::WipeBuf;
+use std::fmt;
+use std::time::SystemTime;
+
+/// The connection's target (the host and port of the `CONNECT` the proxy
+/// allowed). It is authoritative: a request whose `Host` disagrees gets no
+/// credential.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Target {
+    host: String,
+    port: u16,
+}
+
+impl Target {
+    /// A target; the host is a name or an IP literal (IPv6 in brackets).
+    pub fn new(host: &str, port: u16) -> Result<Target, Error> {
+        if !is_host_port(host) || (host.contains(':') && !host.starts_with('[')) || port == 0 {
+            return Err(ErrorKind::InvalidConfig {
+                name: "target",
+                value: truncate(&format!("{host}:{port}")),
+                reason: "give a host name or IP literal and a port from 1 to 65535",
+            }
+            .into());
+        }
+        Ok(Target {
+            host: canonical_host(host),
+            port,
+        })
+    }
+
+    /// The host, canonical (lower case, no trailing dot).
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Whether a `Host` value names this target: the same host, and the
+    /// same port (a `Host` without a port means 443, as the broker speaks
+    /// HTTPS).
+    pub fn agrees_with(&self, host_header: &str) -> bool {
+        let port = if host_header.starts_with('[') {
+            host_header
+                .rsplit_once("]:")
+                .map(|(_, p)| p.parse::<u16>().ok())
+        } else {
+            host_header
+                .rsplit_once(':')
+                .map(|(_, p)| p.parse::<u16>().ok())
+        };
+        let port_ok = match port {
+            None => self.port == 443,
+            Some(Some(p)) => p == self.port,
+            Some(None) => false,
+        };
+        port_ok && canonical_host(host_header) == self.host
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
+
+/// A request head ready for the upstream, holding the real credential.
+/// Its buffer is wiped when dropped; `Debug` shows the request line and
+/// header names only.
+pub struct UpstreamHead {
+    bytes: WipeBuf,
+    line_end: usize,
+}
+
+impl UpstreamHead {
+    /// The head bytes to write upstream (through the empty line); the
+    /// request's decoded body follows them.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.as_slice()
+    }
+}
+
+impl fmt::Debug for UpstreamHead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bytes = self.bytes.as_slice();
+        let line = String::from_utf8_lossy(&bytes[..self.line_end]);
+        let names: Vec<String> = bytes[self.line_end..]
+            .split(|&b| b == b'\n')
+            .filter_map(|l| l.iter().position(|&b| b == b':').map(|i| &l[..i]))
+            .map(|n| String::from_utf8_lossy(n).trim().to_owned())
+            .collect();
+        f.debug_struct("UpstreamHead")
+            .field("request_line", &line)
+            .field("header_names", &names)
+            .finish()
+    }
+}
+
+/// Builds the upstream head for `request` on a connection to `target`.
+///
+/// Refused (403, nothing injected) when the lease is revoked or expired at
+/// `now`, was granted for another credential, when the request's `Host`
+/// disagrees with `target`, or when the credential may not go to `target`.
+/// Otherwise: the request line as sent, the forwarded fields without any
+/// client `Authorization`, `Proxy-Authorization` or field of the
+/// credential's own header name, exactly one credential header, and a
+/// `Content-Length` of our own for the body. Nothing is written into the
+/// target or the body.
+pub fn upstream_head(
+    request: &Request,
+    target: &Target,
+    lease: &Lease,
+    credential: &Credential,
+    now: SystemTime,
+) -> Result<UpstreamHead, Error> {
+    lease.check(now)?;
+    if lease.credential() != credential.name {
+        return Err(ErrorKind::CredentialMismatch {
+            lease: truncate(lease.credential()),
+            credential: truncate(&credential.name),
+        }
+        .into());
+    }
+    let head = request.head();
+    if !target.agrees_with(head.host()) {
+        return Err(ErrorKind::TargetMismatch {
+            host: truncate(head.host()),
+            target: target.to_string(),
+        }
+        .into());
+    }
+    if !credential.allows_host(&target.host) {
+        return Err(ErrorKind::HostNotAllowed {
+            credential: truncate(&credential.name),
+            host: target.host.clone(),
+        }
+        .into());
+    }
+    let own = credential.template.header_name();
+    let skip = |f: &HeaderField| f.is("authorization") || f.is("proxy-authorization") || f.is(own);
+    // The part without the credential holds no secret; build it first to
+    // size the wiped buffer exactly.
+    let mut plain = Vec::with_capacity(256);
+    write_head(head, request.body().len(), Some(&skip), &mut plain);
+    let secret = credential.secret.expose();
+    let value_len = credential.template.value_len(secret.len());
+    let total = plain.len() + own.len() + 2 + value_len + 4;
+    let mut out = WipeBuf::with_capacity(total);
+    let line_end = plain.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let ok = out.push(&plain)
+        && out.push(own.as_bytes())
+        && out.push(b": ")
+        && credential.template.write_value(secret, &mut out)
+        && out.push(b"\r\n\r\n");
+    if !ok {
+        return Err(ErrorKind::InvalidConfig {
+            name: "upstream head",
+            value: format!("{total} bytes"),
+            reason: "the head did not fit its computed size",
+        }
+        .into());
+    }
+    Ok(UpstreamHead {
+        bytes: out,
+        line_end,
+    })
+}

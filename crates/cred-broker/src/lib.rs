@@ -1,0 +1,197 @@
+//! The credential broker's request side: a strict HTTP/1.1 request parser,
+//! a fail-closed rule engine, and credentials lent to a session through
+//! leases.
+//!
+//! The sandbox never holds a real credential. For chosen hosts the
+//! session's proxy hands the client stream to the broker, which reads each
+//! request with [`RequestParser`], asks a [`RuleEngine`], and builds the
+//! upstream head with [`upstream_head`]: the agent's own credentials
+//! (a [`PhantomToken`] or anything else) removed, exactly one real
+//! credential header added, the body re-framed with a length of our own.
+//!
+//! - **Parser.** [`RequestParser`] reads requests from a byte stream in
+//!   whatever slices they arrive, one at a time (pipelined bytes stay for
+//!   the next call), and refuses every framing that two readers could
+//!   disagree on (RFC 9112): bare LF or CR, obsolete line folding,
+//!   whitespace before a colon, bad header names or values, a missing,
+//!   repeated or malformed `Host`, `Content-Length` with
+//!   `Transfer-Encoding`, repeated or non-digit lengths, any
+//!   `Transfer-Encoding` but one `chunked` (and any in HTTP/1.0), chunk
+//!   sizes with signs, prefixes, underscores or spaces, bad chunk
+//!   terminators, framing or credential fields in trailers, a body on
+//!   `CONNECT`. Each refusal is an [`Error`] whose [`Error::response`] is
+//!   400-and-close. [`ChunkedDecoder`] is the streaming chunked decoder on
+//!   its own. [`Request::reframe`] writes a request with the client's
+//!   framing and hop-by-hop fields replaced by a `Content-Length` of ours.
+//! - **Rules.** A [`RuleFile`] (TOML or JSON) of [`RuleSpec`]s, compiled
+//!   once by [`RuleEngine::builder`]: host patterns ([`HostPattern`]),
+//!   methods, path globs ([`PathGlob`]) and request classes. Classes come
+//!   from [`RequestClassifier`]s asked in order, with [`RestClassifier`]
+//!   (`rest-read` / `rest-write` by method) last. An explicit deny beats
+//!   any allow; no match is deny; an unclassifiable request or an
+//!   ambiguous path (dot segments, encoded `/`, `//`, `;`, `\`) is deny.
+//!   Every [`Decision`] says which rule made it.
+//! - **Credentials.** A [`Secret`] given by the host program (never shown
+//!   by `Debug` or `Display`, wiped on drop), in a [`Credential`] with the
+//!   hosts it may go to and a [`HeaderTemplate`] (`Bearer`, `token`, git's
+//!   Basic `x-access-token`). A [`Lease`] lends it to one session with a
+//!   random [`PhantomToken`]; [`Lease::revoke`] reaches every clone, so
+//!   open keep-alive connections are refused (403) from then on.
+//! - **Session CA.** [`SessionCa`] makes an ECDSA P-256 CA per session,
+//!   keys in memory only, and mints short-lived leaf certificates (DNS or
+//!   IP subject alternative name, authority key identifier, one leaf key
+//!   per CA) for intercepted hosts, kept in a bounded least-recently-used
+//!   cache.
+//!
+//! # Example
+//!
+//! ```
+//! use cred_broker::*;
+//! use std::time::SystemTime;
+//!
+//! let rules = RuleFile::from_toml(r#"
+//!     [[rule]]
+//!     name = "read-only"
+//!     decision = "allow"
+//!     hosts = ["api.example.com"]
+//!     classes = ["rest-read"]
+//! "#).unwrap();
+//! let engine = RuleEngine::builder().rules(rules).build().unwrap();
+//!
+//! let cred = Credential::builder("code-host")
+//!     .secret(Secret::new(b"real-token".to_vec()).unwrap())
+//!     .host("api.example.com")
+//!     .template(HeaderTemplate::Bearer)
+//!     .build()
+//!     .unwrap();
+//! let lease = Lease::builder("session-1", &cred).build().unwrap();
+//!
+//! // The agent sends its phantom token.
+//! let wire = format!(
+//!     "GET /user HTTP/1.1\r\nHost: api.example.com\r\nAuthorization: Bearer {}\r\n\r\n",
+//!     lease.phantom(),
+//! );
+//! let mut parser = RequestParser::new(Limits::default());
+//! let Ok(Status::Complete { request, .. }) = parser.feed(wire.as_bytes()) else {
+//!     unreachable!("a complete request")
+//! };
+//! let target = Target::new("api.example.com", 443).unwrap();
+//! let decision = engine.decide_head(request.head(), target.host());
+//! assert_eq!((decision.verdict(), decision.rule()), (Verdict::Allow, Some("read-only")));
+//!
+//! let head = upstream_head(&request, &target, &lease, &cred, SystemTime::now()).unwrap();
+//! assert_eq!(
+//!     head.as_bytes(),
+//!     b"GET /user HTTP/1.1\r\nHost: api.example.com\r\nAuthorization: Bearer real-token\r\n\r\n",
+//! );
+//!
+//! // A write is denied by default; after revoke nothing is injected.
+//! let mut parser = RequestParser::new(Limits::default());
+//! let Ok(Status::Complete { request: post, .. }) =
+//!     parser.feed(b"POST /user HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: 0\r\n\r\n")
+//! else {
+//!     unreachable!("a complete request")
+//! };
+//! assert_eq!(engine.decide_head(post.head(), "api.example.com").verdict(), Verdict::Deny);
+//! lease.revoke();
+//! let refused = upstream_head(&request, &target, &lease, &cred, SystemTime::now()).unwrap_err();
+//! assert_eq!(refused.response().status(), Some(403));
+//! ```
+//!
+//! # Input safety
+//!
+//! - Request heads are limited to [`Limits::max_head`] bytes (default
+//!   [`DEFAULT_MAX_HEAD`], 64 KiB), each line (request line, field line,
+//!   chunk-size line, trailer line) to [`Limits::max_line`] (default
+//!   [`DEFAULT_MAX_LINE`], 8 KiB), header lines and, separately, trailer
+//!   lines to [`Limits::max_headers`] (default [`DEFAULT_MAX_HEADERS`],
+//!   100), decoded bodies to [`Limits::max_body`] (default
+//!   [`DEFAULT_MAX_BODY`], 8 MiB; a larger `Content-Length` is refused
+//!   before any body byte is read). The parser never buffers more than one
+//!   byte past the head limit.
+//! - `Content-Length` is at most 19 digits and must fit in 64 bits; chunk
+//!   sizes are at most [`MAX_CHUNK_SIZE_DIGITS`] hex digits; chunk
+//!   extensions must be `;name` or `;name=value` tokens without spaces.
+//! - An empty line before the request line, an empty `Host`, and a
+//!   `Content-Length` list of equal values are refused, although RFC 9112
+//!   lets servers accept them.
+//! - Rule files are at most [`MAX_RULE_FILE_LEN`] bytes with at most
+//!   [`MAX_RULES`] rules of at most [`MAX_RULE_ENTRIES`] entries per list;
+//!   host patterns at most [`MAX_HOST_PATTERN_LEN`] bytes, path globs at
+//!   most [`MAX_GLOB_LEN`] bytes. Globs run as a set of positions, in time
+//!   linear in path length times glob length, never by backtracking. Path
+//!   matching ignores ASCII case and decodes percent-encoded unreserved
+//!   bytes first, so a deny rule cannot be passed by spelling a path
+//!   differently.
+//! - Secrets are 1 to [`MAX_SECRET_LEN`] bytes of visible ASCII. Error
+//!   messages echo offending values truncated to 256 characters, and never
+//!   a secret.
+//! - The session CA lives 1 minute to 30 days (default one day), a leaf 1
+//!   minute to 7 days and never past the CA (default one hour, renewed
+//!   past half its life); at most 1 to 65 536 leaves are cached (default
+//!   [`DEFAULT_LEAF_CACHE`]). Leaves are minted only for DNS names
+//!   (letters, digits, `-`, `_`; no wildcard) and IP addresses.
+//! - Nothing here panics on input; the fuzz targets under `fuzz/`
+//!   (`broker_request_head`, `broker_chunked`, `broker_rules`) check it.
+//!
+//! # What is not here yet
+//!
+//! Protocol upgrades are refused ([`RestClassifier`] does not classify
+//! them and re-framing drops `Upgrade`). Trailer fields are checked and
+//! then dropped, not forwarded. TLS in and out and the connection loop
+//! are not part of this crate yet; [`SessionCa`] provides the certificates
+//! and the leaf key the TLS side will serve.
+//!
+//! # Crate features
+//!
+//! This crate has no optional features.
+
+mod ca;
+mod chunked;
+mod classify;
+mod credential;
+mod engine;
+mod error;
+mod field;
+#[doc(hidden)]
+pub mod fuzzing;
+mod head;
+mod head_parser;
+mod host_pattern;
+mod inject;
+mod leaf_cache;
+mod lease;
+mod limits;
+mod parser;
+mod path_glob;
+mod reframe;
+mod rules;
+mod secret;
+
+pub use ca::{
+    CLOCK_SKEW, DEFAULT_CA_LIFETIME, DEFAULT_LEAF_CACHE, DEFAULT_LEAF_LIFETIME, Leaf, SessionCa,
+    SessionCaBuilder,
+};
+pub use chunked::{ChunkedDecoder, MAX_CHUNK_SIZE_DIGITS};
+pub use classify::{
+    Classification, ClassifyInput, RequestClass, RequestClassifier, RestClassifier,
+};
+pub use credential::{Credential, CredentialBuilder, HeaderTemplate};
+pub use engine::{Decision, DecisionReason, RestFallback, RuleEngine, RuleEngineBuilder};
+pub use error::{Error, ErrorKind, Response};
+pub use field::HeaderField;
+pub use head::{BodyFraming, RequestHead, TargetForm, Version};
+pub use host_pattern::{HostPattern, MAX_HOST_PATTERN_LEN};
+pub use inject::{Target, UpstreamHead, upstream_head};
+pub use lease::{Lease, LeaseBuilder, LeaseState, PHANTOM_BYTES, PhantomToken};
+pub use limits::{
+    DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD, DEFAULT_MAX_HEADERS, DEFAULT_MAX_LINE, Limits,
+    LimitsBuilder,
+};
+pub use parser::{Request, RequestParser, Status};
+pub use path_glob::{MAX_GLOB_LEN, PathGlob, PathProblem};
+pub use rules::{MAX_RULE_ENTRIES, MAX_RULE_FILE_LEN, MAX_RULES, RuleFile, RuleSpec, Verdict};
+pub use secret::{MAX_SECRET_LEN, Secret};
+
+#[cfg(test)]
+mod proptests;

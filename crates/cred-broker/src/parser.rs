@@ -1,0 +1,216 @@
+//! The streaming request parser: bytes in, whole checked requests out, one
+//! at a time.
+
+use crate::chunked::ChunkedDecoder;
+use crate::error::{Error, ErrorKind};
+use crate::field::HeaderField;
+use crate::head::{BodyFraming, RequestHead};
+use crate::head_parser::{HeadScanner, parse_head};
+use crate::limits::Limits;
+
+/// One complete request: the checked head, the decoded body and any
+/// trailer fields. The client's framing is not kept; see
+/// [`Request::reframe`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub(crate) head: RequestHead,
+    pub(crate) body: Vec<u8>,
+    pub(crate) trailers: Vec<HeaderField>,
+}
+
+impl Request {
+    /// The head.
+    pub fn head(&self) -> &RequestHead {
+        &self.head
+    }
+
+    /// The decoded body (empty when there is none).
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// The trailer fields of a chunked body (already checked; they are not
+    /// forwarded).
+    pub fn trailers(&self) -> &[HeaderField] {
+        &self.trailers
+    }
+}
+
+/// What [`RequestParser::feed`] got to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Status {
+    /// The request is not complete; feed more bytes.
+    Incomplete,
+    /// A request is complete. `consumed` bytes of the last input belong to
+    /// it; feed the rest again for the next (pipelined) request.
+    Complete {
+        /// The request.
+        request: Box<Request>,
+        /// How many bytes of the last input were used.
+        consumed: usize,
+    },
+}
+
+#[derive(Debug, Clone)]
+enum State {
+    Head,
+    Length {
+        head: Box<RequestHead>,
+        remaining: u64,
+    },
+    Chunked {
+        head: Box<RequestHead>,
+        decoder: Box<ChunkedDecoder>,
+    },
+    Failed(Error),
+}
+
+/// Reads requests from a byte stream, one at a time, in whatever slices
+/// the bytes arrive. Every check of the crate runs here; the first problem
+/// is an [`Error`] and the parser stays failed (answer 400 and close).
+///
+/// ```
+/// use cred_broker::{Limits, RequestParser, Status};
+/// let mut parser = RequestParser::new(Limits::default());
+/// assert_eq!(parser.feed(b"GET / HTTP/1.1\r\nHo").unwrap(), Status::Incomplete);
+/// let Status::Complete { request, consumed } = parser.feed(b"st: a.test\r\n\r\n").unwrap() else {
+///     panic!("complete")
+/// };
+/// assert_eq!((request.head().host(), consumed), ("a.test", 14));
+/// ```
+#[derive(Debug, Clone)]
+pub struct RequestParser {
+    limits: Limits,
+    state: State,
+    buf: Vec<u8>,
+    scanner: HeadScanner,
+    body: Vec<u8>,
+}
+
+impl RequestParser {
+    /// A parser bounded by `limits`.
+    pub fn new(limits: Limits) -> RequestParser {
+        RequestParser {
+            limits,
+            state: State::Head,
+            buf: Vec::new(),
+            scanner: HeadScanner::default(),
+            body: Vec::new(),
+        }
+    }
+
+    /// Whether no byte of a next request has been read yet.
+    pub fn is_idle(&self) -> bool {
+        matches!(self.state, State::Head) && self.buf.is_empty()
+    }
+
+    /// Tells the parser the stream ended: an error unless it was idle.
+    pub fn finish(&mut self) -> Result<(), Error> {
+        match &self.state {
+            State::Failed(e) => Err(e.clone()),
+            _ if self.is_idle() => Ok(()),
+            _ => Err(self.fail(ErrorKind::Truncated.into())),
+        }
+    }
+
+    /// Feeds the next bytes of the stream.
+    pub fn feed(&mut self, input: &[u8]) -> Result<Status, Error> {
+        match self.step(input) {
+            Ok(s) => Ok(s),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    fn fail(&mut self, e: Error) -> Error {
+        self.state = State::Failed(e.clone());
+        self.buf = Vec::new();
+        self.body = Vec::new();
+        e
+    }
+
+    fn step(&mut self, input: &[u8]) -> Result<Status, Error> {
+        let mut used = 0;
+        if let State::Failed(e) = &self.state {
+            return Err(e.clone());
+        }
+        if let State::Head = self.state {
+            // Never buffer more than one byte past the head limit.
+            let room = (self.limits.max_head + 1).saturating_sub(self.buf.len());
+            let take = input.len().min(room);
+            let before = self.buf.len();
+            self.buf.extend_from_slice(&input[..take]);
+            let Some(end) = self.scanner.scan(&self.buf, &self.limits)? else {
+                return Ok(Status::Incomplete);
+            };
+            used = end - before;
+            let head = parse_head(&self.buf[..end])?;
+            self.buf = Vec::new();
+            self.scanner = HeadScanner::default();
+            self.state = match head.framing {
+                BodyFraming::None | BodyFraming::Length(0) => {
+                    return Ok(self.complete(head, Vec::new(), used));
+                }
+                BodyFraming::Length(n) if n > self.limits.max_body => {
+                    return Err(ErrorKind::BodyTooLarge {
+                        limit: self.limits.max_body,
+                    }
+                    .into());
+                }
+                BodyFraming::Length(n) => State::Length {
+                    head: Box::new(head),
+                    remaining: n,
+                },
+                BodyFraming::Chunked => State::Chunked {
+                    head: Box::new(head),
+                    decoder: Box::new(ChunkedDecoder::new(self.limits)),
+                },
+            };
+        }
+        let rest = &input[used..];
+        match &mut self.state {
+            State::Length { remaining, .. } => {
+                let take = usize::try_from(*remaining).map_or(rest.len(), |r| r.min(rest.len()));
+                self.body.extend_from_slice(&rest[..take]);
+                *remaining -= take as u64;
+                used += take;
+                if *remaining > 0 {
+                    return Ok(Status::Incomplete);
+                }
+            }
+            State::Chunked { decoder, .. } => {
+                used += decoder.decode(rest, &mut self.body)?;
+                if !decoder.is_done() {
+                    return Ok(Status::Incomplete);
+                }
+            }
+            State::Head | State::Failed(_) => return Ok(Status::Incomplete),
+        }
+        let state = std::mem::replace(&mut self.state, State::Head);
+        let body = std::mem::take(&mut self.body);
+        Ok(match state {
+            State::Length { head, .. } => self.complete(*head, body, used),
+            State::Chunked { head, mut decoder } => {
+                let trailers = decoder.take_trailers();
+                let mut status = self.complete(*head, body, used);
+                if let Status::Complete { request, .. } = &mut status {
+                    request.trailers = trailers;
+                }
+                status
+            }
+            State::Head | State::Failed(_) => Status::Incomplete,
+        })
+    }
+
+    fn complete(&mut self, head: RequestHead, body: Vec<u8>, consumed: usize) -> Status {
+        self.state = State::Head;
+        Status::Complete {
+            request: Box::new(Request {
+                head,
+                body,
+                trailers: Vec::new(),
+            }),
+            consumed,
+        }
+    }
+}
