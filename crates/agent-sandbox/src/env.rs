@@ -16,10 +16,33 @@ pub fn sanitized_env(
     home: &OsStr,
     proxies: Option<(SocketAddr, SocketAddr)>,
 ) -> Result<Sanitized, Error> {
+    sanitized_env_with(base, home, proxies, &EnvExtras::default())
+}
+
+/// What a brokered session adds: the CA bundle the sandbox trusts and the
+/// phantom-token variables.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct EnvExtras {
+    pub(crate) ca_bundle: Option<std::path::PathBuf>,
+    pub(crate) set: Vec<(String, String)>,
+}
+
+pub(crate) fn sanitized_env_with(
+    base: &[(OsString, OsString)],
+    home: &OsStr,
+    proxies: Option<(SocketAddr, SocketAddr)>,
+    extras: &EnvExtras,
+) -> Result<Sanitized, Error> {
     let mut b = EnvGuard::builder();
     b.inherit(Inherit::Core).set("HOME", home.to_owned());
     if let Some((http, socks)) = proxies {
         b.proxy(ProxyEnv { http, socks });
+    }
+    if let Some(ca) = &extras.ca_bundle {
+        b.ca_bundle(ca.clone());
+    }
+    for (k, v) in &extras.set {
+        b.set(k.clone(), OsString::from(v));
     }
     Ok(b.build()?.apply(base.iter().cloned()))
 }

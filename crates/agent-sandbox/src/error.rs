@@ -22,6 +22,9 @@ pub enum ErrorKind {
     /// The session's proxies could not be configured or started.
     #[error("egress proxy: {0}")]
     Proxy(#[from] connect_proxy::Error),
+    /// The credential broker could not be set up.
+    #[error("credential broker: {0}")]
+    Broker(#[from] cred_broker::Error),
     /// The environment policy could not be built.
     #[error("environment: {0}")]
     Env(#[from] env_guard::Error),

@@ -58,12 +58,14 @@
 //! This crate has no optional features. It needs a tokio runtime.
 
 mod bridge;
+mod broker;
 mod env;
 mod error;
 mod events;
 mod manager;
 mod netns;
 
+pub use broker::{BrokerSettings, SYSTEM_CA_BUNDLES, broker_intercept};
 pub use bwrap_spec::FilenameRules;
 pub use env::sanitized_env;
 pub use error::{Error, ErrorKind};

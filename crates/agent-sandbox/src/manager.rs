@@ -2,7 +2,8 @@
 //! `none`.
 
 use crate::bridge::{SocketDir, spawn_forwarder};
-use crate::env::sanitized_env;
+use crate::broker::{BrokerSettings, SessionBroker};
+use crate::env::{EnvExtras, sanitized_env, sanitized_env_with};
 use crate::events::ReceiverStream;
 use crate::netns;
 use crate::{Error, ErrorKind};
@@ -16,7 +17,7 @@ use connect_proxy::{
 use sandbox_core::{
     AmbientHost, BackendRequest, EventStream, KillReason, ProbeReport, SandboxBackend,
     SandboxCommand, SandboxEvent, SandboxHandle, SandboxPort, SandboxSpec, SandboxState,
-    SandboxSwitch, Selection, Surface, select_backend,
+    SandboxSwitch, SandboxViolation, Selection, Surface, select_backend,
 };
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -66,6 +67,7 @@ pub struct ManagerBuilder {
     temp_dir: Option<PathBuf>,
     log: Option<LogSink>,
     inner_bridge: InnerBridge,
+    broker: Option<BrokerSettings>,
 }
 
 impl std::fmt::Debug for ManagerBuilder {
@@ -138,6 +140,13 @@ impl ManagerBuilder {
     /// temp dir).
     pub fn temp_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
         self.temp_dir = Some(dir.into());
+        self
+    }
+    /// Brokers chosen hosts through the credential broker (R-BROKER): every
+    /// session gets its own CA, lease and phantom token; the lease is
+    /// revoked at `destroy`.
+    pub fn broker(&mut self, settings: BrokerSettings) -> &mut Self {
+        self.broker = Some(settings);
         self
     }
     /// How the proxies are reached inside (default
@@ -223,6 +232,7 @@ impl ManagerBuilder {
                 socat,
                 log,
                 inner_bridge: self.inner_bridge,
+                broker: self.broker.clone(),
                 sessions: Mutex::new(HashMap::new()),
             }),
         })
@@ -260,6 +270,7 @@ struct Inner {
     socat: Option<PathBuf>,
     log: LogSink,
     inner_bridge: InnerBridge,
+    broker: Option<BrokerSettings>,
     sessions: Mutex<HashMap<String, Session>>,
 }
 
@@ -279,6 +290,7 @@ struct NativeSession {
 
 /// The proxies and bridges of a dispatch session (terminals have none).
 struct Egress {
+    broker: Option<SessionBroker>,
     bridges: BridgePlan,
     proxies: ProxyPair,
     forwarders: Vec<JoinHandle<()>>,
@@ -303,6 +315,7 @@ impl SandboxManager {
             temp_dir: None,
             log: None,
             inner_bridge: InnerBridge::HostSideListeners,
+            broker: None,
         }
     }
 
@@ -342,10 +355,22 @@ impl SandboxManager {
                 env,
             ));
         }
+        let sockets = SocketDir::create_in(&inner.temp_dir)?;
+        let broker = match &inner.broker {
+            Some(settings) => Some(SessionBroker::start(
+                settings,
+                &spec.session_id,
+                &sockets.path().join("ca.pem"),
+            )?),
+            None => None,
+        };
         let mut list = AllowList::builder();
         list.network(Network::from_enabled(spec.network_enabled))
             .allow_all(spec.egress_allowlist.iter().cloned())
             .allow_all(inner.extra_allow.iter().cloned());
+        if let Some(b) = &broker {
+            list.allow_all(b.hosts.iter().cloned());
+        }
         for d in &inner.deny {
             list.deny(d.clone());
         }
@@ -354,13 +379,15 @@ impl SandboxManager {
             Some(r) => r.clone(),
             None => Arc::new(SystemResolver::from_ambient()),
         };
-        let config = ProxyConfig::builder()
+        let mut config = ProxyConfig::builder();
+        config
             .allowlist(list)
             .ip_policy(inner.ip_policy.clone())
-            .resolver(resolver)
-            .build()?;
-        let proxies = ProxyPair::start(config).await?;
-        let sockets = SocketDir::create_in(&inner.temp_dir)?;
+            .resolver(resolver);
+        if let Some(b) = &broker {
+            config.intercept(b.intercept());
+        }
+        let proxies = ProxyPair::start(config.build()?).await?;
         let mut bridges = BridgePlan::new(sockets.path())?;
         bridges
             .add("http", GUEST_HTTP_PORT, proxies.http_addr())?
@@ -407,10 +434,25 @@ impl SandboxManager {
         let placeholders = PlaceholderGuard::create_on_host(plan.placeholders())?;
         let guest = |port| std::net::SocketAddr::from(([127, 0, 0, 1], port));
         let proxies_inside = Some((guest(GUEST_HTTP_PORT), guest(GUEST_SOCKS_PORT)));
-        let sanitized = sanitized_env(&inner.base_env, inner.home.as_os_str(), proxies_inside)?;
+        let mut extras = EnvExtras::default();
+        if let Some(b) = &broker {
+            extras.ca_bundle = Some(crate::broker::guest_bundle_path());
+            for name in &b.phantom_env {
+                extras
+                    .set
+                    .push((name.clone(), b.lease.phantom().as_str().to_string()));
+            }
+        }
+        let sanitized = sanitized_env_with(
+            &inner.base_env,
+            inner.home.as_os_str(),
+            proxies_inside,
+            &extras,
+        )?;
         log_env_drops(&inner.log, &spec.session_id, &sanitized);
         let env = sanitized.vars;
         let egress = Egress {
+            broker,
             bridges,
             proxies,
             forwarders,
@@ -567,7 +609,10 @@ impl SandboxPort for SandboxManager {
             )));
             return Ok(Box::pin(ReceiverStream(rx)));
         };
-        let violations = Some(e.proxies.subscribe_violations());
+        let violations = Some(Violations {
+            proxy: e.proxies.subscribe_violations(),
+            broker: e.broker.as_ref().map(|b| b.broker.subscribe_violations()),
+        });
         let upstreams = [e.proxies.http_addr(), e.proxies.socks_addr()];
         // The socat bridges, for when the host-side listeners cannot be made.
         let mut fallback = tokio::process::Command::new(bwrap);
@@ -665,6 +710,11 @@ impl SandboxPort for SandboxManager {
             let _ = runner.await;
         }
         if let Some(e) = session.native.take().and_then(|n| n.egress) {
+            if let Some(b) = &e.broker {
+                // From now on every request on this lease is refused, on open
+                // keep-alive connections too.
+                b.lease.revoke();
+            }
             for f in &e.forwarders {
                 f.abort();
             }
@@ -792,11 +842,54 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(
     }
 }
 
+/// The session's violation sources: the proxies and, when hosts are
+/// brokered, the broker.
+struct Violations {
+    proxy: connect_proxy::Subscription<SandboxViolation>,
+    broker: Option<tokio::sync::broadcast::Receiver<SandboxViolation>>,
+}
+
+impl Violations {
+    async fn recv(&mut self) -> Option<SandboxViolation> {
+        let broker = async {
+            match self.broker.as_mut() {
+                Some(b) => loop {
+                    match b.recv().await {
+                        Ok(v) => break Some(v),
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                },
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            v = self.proxy.recv() => v,
+            v = broker => v,
+        }
+    }
+
+    fn try_recv(&mut self) -> Option<SandboxViolation> {
+        if let Some(v) = self.proxy.try_recv() {
+            return Some(v);
+        }
+        loop {
+            match self.broker.as_mut()?.try_recv() {
+                Ok(v) => return Some(v),
+                Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => continue,
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
 async fn run_child(
     mut child: tokio::process::Child,
     tx: mpsc::Sender<SandboxEvent>,
     mut kill_rx: oneshot::Receiver<()>,
-    mut violations: Option<connect_proxy::Subscription<sandbox_core::SandboxViolation>>,
+    mut violations: Option<Violations>,
     forwarders: Vec<JoinHandle<()>>,
 ) {
     let out = child

@@ -27,6 +27,9 @@ pub enum Response {
     /// Not a request error: a configuration value was refused when it was
     /// loaded. Fix the configuration.
     NotARequest,
+    /// `502 Bad Gateway`, then close the connection: the upstream could not
+    /// be reached, did not prove its identity, or answered unreadably.
+    BadGatewayAndClose,
 }
 
 impl Response {
@@ -36,6 +39,7 @@ impl Response {
             Response::BadRequestAndClose => Some(400),
             Response::Forbidden => Some(403),
             Response::NotARequest => None,
+            Response::BadGatewayAndClose => Some(502),
         }
     }
 }
@@ -302,6 +306,47 @@ pub enum ErrorKind {
         /// The generator's message.
         message: String,
     },
+    /// The TLS server name the client sent disagrees with the connection
+    /// target.
+    #[error("TLS server name {sni:?} disagrees with the connection target {target:?}")]
+    SniMismatch {
+        /// The server name (truncated).
+        sni: String,
+        /// The connection target.
+        target: String,
+    },
+    /// The rule engine denied the request.
+    #[error("request {method} {path:?} {decision}")]
+    RuleDenied {
+        /// The method (truncated).
+        method: String,
+        /// The path (truncated).
+        path: String,
+        /// The decision, as text (`denied by rule "name"`, ...).
+        decision: String,
+    },
+    /// No credential is granted for the connection's target.
+    #[error("no credential is granted for {host:?}")]
+    NoCredential {
+        /// The target host.
+        host: String,
+    },
+    /// The client side of a brokered connection failed (TLS handshake or
+    /// I/O).
+    #[error("client connection failed: {message}")]
+    Client {
+        /// What failed.
+        message: String,
+    },
+    /// The upstream could not be reached, did not prove its identity, or
+    /// answered unreadably.
+    #[error("upstream {target} failed: {message}")]
+    Upstream {
+        /// The connection target.
+        target: String,
+        /// What failed.
+        message: String,
+    },
     /// A host pattern that cannot be compiled.
     #[error("host pattern {pattern:?} is refused: {reason}")]
     InvalidHostPattern {
@@ -309,6 +354,53 @@ pub enum ErrorKind {
         pattern: String,
         /// Why.
         reason: &'static str,
+    },
+    /// A git pkt-line that a strict reader refuses.
+    #[error("pkt-line at body byte {offset} is refused: {reason}")]
+    PktLine {
+        /// Body offset of the packet's length prefix.
+        offset: usize,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A line of a `git-receive-pack` command list that is refused.
+    #[error("push command at body byte {offset} is refused: {reason} ({value:?})")]
+    GitCommand {
+        /// Body offset of the packet.
+        offset: usize,
+        /// Why.
+        reason: &'static str,
+        /// The offending text (truncated).
+        value: String,
+    },
+    /// A ref name git would refuse, or one that is not UTF-8.
+    #[error("ref name {refname:?} is refused: {reason}")]
+    InvalidRefName {
+        /// The name (lossily decoded, truncated).
+        refname: String,
+        /// Which rule it breaks.
+        reason: &'static str,
+    },
+    /// A pushed pack that cannot be read within its limits.
+    #[error("pack at byte {offset} is refused: {reason}")]
+    Pack {
+        /// Offset in the pack.
+        offset: u64,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A `Content-Encoding` that is refused or does not inflate within its
+    /// bound.
+    #[error("request body encoding refused: {reason}")]
+    ContentEncoding {
+        /// Why.
+        reason: &'static str,
+    },
+    /// Spooling a pushed pack failed.
+    #[error("spooling the pushed pack failed: {message}")]
+    Spool {
+        /// The I/O error's message.
+        message: String,
     },
 }
 
@@ -326,7 +418,11 @@ impl Error {
             | K::LeaseExpired { .. }
             | K::CredentialMismatch { .. }
             | K::HostNotAllowed { .. }
-            | K::TargetMismatch { .. } => Response::Forbidden,
+            | K::TargetMismatch { .. }
+            | K::SniMismatch { .. }
+            | K::RuleDenied { .. }
+            | K::NoCredential { .. } => Response::Forbidden,
+            K::Upstream { .. } => Response::BadGatewayAndClose,
             K::InvalidConfig { .. }
             | K::RuleSyntax { .. }
             | K::InvalidRule { .. }

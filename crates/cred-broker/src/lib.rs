@@ -1,6 +1,6 @@
-//! The credential broker's request side: a strict HTTP/1.1 request parser,
-//! a fail-closed rule engine, and credentials lent to a session through
-//! leases.
+//! The credential broker: a strict HTTP/1.1 request parser, a fail-closed
+//! rule engine, credentials lent to a session through leases, and the TLS
+//! connection loop that puts them between the sandbox and the upstream.
 //!
 //! The sandbox never holds a real credential. For chosen hosts the
 //! session's proxy hands the client stream to the broker, which reads each
@@ -42,6 +42,30 @@
 //!   IP subject alternative name, authority key identifier, one leaf key
 //!   per CA) for intercepted hosts, kept in a bounded least-recently-used
 //!   cache.
+//! - **TLS.** A [`Broker`] (built once per session by [`Broker::builder`]
+//!   from the session CA, the rule engine, [`BrokerBuilder::grant`]s of a
+//!   credential and its lease, and upstream roots) serves each intercepted
+//!   connection with [`Broker::serve`]: TLS in with rustls (ring), ALPN
+//!   `http/1.1` only, the session CA's leaf for the `CONNECT` host, an SNI
+//!   for any other host refused; then request by request: `Host` must name
+//!   the `CONNECT` target, the rules must allow, the lease must be active;
+//!   the re-framed request with the real credential goes over one upstream
+//!   TLS connection per client connection, dialed at the address the proxy
+//!   vetted and verified for the `CONNECT` host (bundled web roots plus
+//!   extra roots, or [`UpstreamRoots::ExtraOnly`]); a failed verification
+//!   is 502, never a bypass. Responses stream back by their own framing
+//!   (length, chunked or close-delimited), never buffered whole. Refusals
+//!   are 403 on the same connection (a denied rule, a `Host` mismatch, a
+//!   revoked or expired lease) or 400 and close (malformed framing), and
+//!   each is a [`sandbox_core::SandboxViolation`] (action [`BROKER_DENY`],
+//!   target `host:port path`) on [`Broker::subscribe_violations`].
+//!
+//!   The proxy crate's `Intercept` hook is adapted by the host program:
+//!   `claims` picks the brokered hosts, `take` calls [`Broker::serve`]
+//!   with the handed-over stream (the proxy's already-read bytes chained
+//!   in front with [`tokio::io::AsyncReadExt::chain`] and
+//!   [`tokio::io::join`]), the target's host and port and its first
+//!   vetted address. `tests/tls.rs` holds such an adapter.
 //!
 //! # Example
 //!
@@ -131,30 +155,79 @@
 //!   past half its life); at most 1 to 65 536 leaves are cached (default
 //!   [`DEFAULT_LEAF_CACHE`]). Leaves are minted only for DNS names
 //!   (letters, digits, `-`, `_`; no wildcard) and IP addresses.
+//! - Upstream response heads are limited to 64 KiB and response chunk
+//!   lines to 8 KiB; a response over a bad framing ends the connection
+//!   (502 when nothing of it was sent yet). The client's TLS handshake
+//!   has [`DEFAULT_HANDSHAKE_TIMEOUT`], each wait for request or response
+//!   bytes [`DEFAULT_IDLE_TIMEOUT`], the upstream connect and handshake
+//!   [`DEFAULT_UPSTREAM_TIMEOUT`]; all are settable on [`BrokerBuilder`].
+//! - Git pushes: pkt-lines are exactly four hex digits and at most
+//!   [`MAX_PKT_LEN`] bytes; [`GitLimits`] bounds ref updates (1000),
+//!   `shallow` lines (1000), push options (100), the command section
+//!   (4 MiB), the inflated body (512 MiB), the spool (8 MiB in memory,
+//!   then a private temporary file, 512 MiB hard cap), pack objects
+//!   (1 000 000), one object (64 MiB) and one commit (1 MiB) inflated,
+//!   delta chains (64) and commits walked (100 000); at most
+//!   [`MAX_CAPABILITIES`] capabilities and ref names of
+//!   [`MAX_REFNAME_LEN`] bytes. Nothing recurses.
 //! - Nothing here panics on input; the fuzz targets under `fuzz/`
-//!   (`broker_request_head`, `broker_chunked`, `broker_rules`) check it.
+//!   (`broker_request_head`, `broker_chunked`, `broker_rules`,
+//!   `broker_pktline`, `broker_commands`, `broker_pack_walk`) check it.
 //!
 //! # What is not here yet
 //!
 //! Protocol upgrades are refused ([`RestClassifier`] does not classify
 //! them and re-framing drops `Upgrade`). Trailer fields are checked and
-//! then dropped, not forwarded. TLS in and out and the connection loop
-//! are not part of this crate yet; [`SessionCa`] provides the certificates
-//! and the leaf key the TLS side will serve.
+//! then dropped, not forwarded. Interim `100 Continue` responses are
+//! relayed; a `101` ends the connection. An upstream that closes its
+//! keep-alive connection between requests is not redialed: the next
+//! request on that client connection gets 502 and the client reconnects.
+//! Requests to a brokered host that no granted credential may go to are
+//! refused (403), not forwarded bare.
+//!
+//! # Git pushes and GraphQL
+//!
+//! [`GitClassifier`] classifies git's smart HTTP: ref discovery and
+//! `git-upload-pack` as `git-fetch`, `git-receive-pack` as `git-push`, any
+//! other request on a git path refused. A push body is read by
+//! [`parse_receive_pack`] (strict pkt-lines from [`read_pkt`], ref-update
+//! commands with SHA-1 or SHA-256 ids, capabilities from every line,
+//! `shallow` lines, push options only when negotiated, `push-cert`
+//! refused; gzip bodies inflated within a bound by [`inflate_gzip`]). The
+//! pack that follows is held in a [`PackSpool`] ([`PushBody`] does all
+//! of this as the body arrives) and judged by a
+//! [`PushRule`] (ref patterns; deletes, tags, duplicate refs and
+//! unproven fast-forwards refused unless allowed; one refused ref refuses
+//! the push), which proves a fast-forward by walking the pack with
+//! [`read_pack`]; what that proves, and what it does not, is set out on
+//! [`PushRule`]. A refused push is answered by
+//! [`report_status`] in git's own report format. With the `graphql`
+//! feature, [`GraphqlClassifier`] classifies `/graphql` and
+//! `/api/graphql` requests and [`graphql_error_body`] shapes a refusal.
+//! Every git parser is bounded by [`GitLimits`]; pkt-lines by
+//! [`MAX_PKT_LEN`].
 //!
 //! # Crate features
 //!
-//! This crate has no optional features.
+//! - `graphql` (default): [`GraphqlClassifier`], backed by
+//!   `graphql-classifier`.
 
+mod broker;
 mod ca;
 mod chunked;
 mod classify;
+mod connection;
 mod credential;
 mod engine;
 mod error;
 mod field;
 #[doc(hidden)]
 pub mod fuzzing;
+mod git;
+#[doc(hidden)]
+pub mod git_fuzzing;
+#[cfg(feature = "graphql")]
+mod graphql_rule;
 mod head;
 mod head_parser;
 mod host_pattern;
@@ -165,9 +238,15 @@ mod limits;
 mod parser;
 mod path_glob;
 mod reframe;
+mod response;
 mod rules;
 mod secret;
+mod tls;
 
+pub use broker::{
+    BROKER_DENY, Broker, BrokerBuilder, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_UPSTREAM_TIMEOUT, DEFAULT_VIOLATION_CAPACITY, UpstreamRoots,
+};
 pub use ca::{
     CLOCK_SKEW, DEFAULT_CA_LIFETIME, DEFAULT_LEAF_CACHE, DEFAULT_LEAF_LIFETIME, Leaf, SessionCa,
     SessionCaBuilder,
@@ -180,6 +259,24 @@ pub use credential::{Credential, CredentialBuilder, HeaderTemplate};
 pub use engine::{Decision, DecisionReason, RestFallback, RuleEngine, RuleEngineBuilder};
 pub use error::{Error, ErrorKind, Response};
 pub use field::HeaderField;
+pub use git::classifier::{GIT_FETCH, GIT_PUSH, GitClassifier, GitRequest, decoded_body};
+pub use git::commands::{
+    MAX_CAPABILITIES, MAX_REFNAME_LEN, ObjectFormat, ObjectId, ReceivePack, RefUpdate, UpdateKind,
+    check_refname, inflate_gzip, parse_receive_pack, try_parse_receive_pack,
+};
+pub use git::limits::GitLimits;
+pub use git::pack::{Ancestry, PackCommits, apply_delta, read_pack};
+pub use git::pktline::{MAX_PKT_LEN, MAX_PKT_PAYLOAD, Pkt, PktRead, read_all, read_pkt, write_pkt};
+pub use git::push_body::{BodyEncoding, PushBody, SpooledPush};
+pub use git::push_rule::{
+    MAX_REF_PATTERNS, Permission, PushDecision, PushRule, PushRuleSpec, RefVerdict, Refusal,
+};
+pub use git::report::{RECEIVE_PACK_RESULT, report_status};
+pub use git::spool::{PackSpool, SpoolReader};
+#[cfg(feature = "graphql")]
+pub use graphql_rule::{
+    GRAPHQL_MUTATION, GRAPHQL_QUERY, GRAPHQL_SUBSCRIPTION, GraphqlClassifier, graphql_error_body,
+};
 pub use head::{BodyFraming, RequestHead, TargetForm, Version};
 pub use host_pattern::{HostPattern, MAX_HOST_PATTERN_LEN};
 pub use inject::{Target, UpstreamHead, upstream_head};

@@ -653,3 +653,6 @@ mod session_ca {
         assert!(!format!("{ca:?}").contains("PRIVATE"));
     }
 }
+
+#[path = "testdata_git/mod.rs"]
+mod git_tables;

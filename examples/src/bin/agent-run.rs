@@ -6,7 +6,7 @@
 //! `violation: ACTION TARGET`, and exits with CMD's status (128+signal when
 //! killed).
 
-use agent_sandbox::{FilenameRules, SandboxManager, next_event};
+use agent_sandbox::{BrokerSettings, FilenameRules, SandboxManager, next_event};
 use connect_proxy::{Cidr, IpPolicy};
 use sandbox_core::{
     Access, BackendRequest, Mode, SANDBOX_SWITCH_ENV, SandboxBackend, SandboxBindMount,
@@ -18,7 +18,9 @@ use std::sync::Arc;
 
 const USAGE: &str = "usage: agent-run [--allow ENTRY]... [--allow-cidr CIDR]... [--no-filename-rules] \
 [--network on|off] [--mode chat|review|plan|orchestrate] [--mount PATH[:ro]]... [--protect PATH]... \
-[--workdir DIR] [--sandbox on|off] [--backend native|none] [--terminal] -- CMD [ARG...]";
+[--workdir DIR] [--sandbox on|off] [--backend native|none] [--terminal] \
+[--broker HOST]... [--broker-rules FILE] [--broker-credential-env NAME] \
+[--broker-template bearer|token|git-basic] [--upstream-ca FILE]... -- CMD [ARG...]";
 
 struct Options {
     allow: Vec<String>,
@@ -32,6 +34,11 @@ struct Options {
     switch: Option<String>,
     backend: Option<SandboxBackend>,
     terminal: bool,
+    broker_hosts: Vec<String>,
+    broker_rules: Option<String>,
+    broker_credential_env: Option<String>,
+    broker_template: String,
+    upstream_ca: Vec<String>,
     command: Vec<String>,
 }
 
@@ -48,6 +55,11 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         switch: None,
         backend: None,
         terminal: false,
+        broker_hosts: Vec::new(),
+        broker_rules: None,
+        broker_credential_env: None,
+        broker_template: "bearer".into(),
+        upstream_ca: Vec::new(),
         command: Vec::new(),
     };
     let mut it = args.into_iter();
@@ -95,6 +107,13 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
                 });
             }
             "--terminal" => o.terminal = true,
+            "--broker" => o.broker_hosts.push(value("--broker")?),
+            "--broker-rules" => o.broker_rules = Some(value("--broker-rules")?),
+            "--broker-credential-env" => {
+                o.broker_credential_env = Some(value("--broker-credential-env")?)
+            }
+            "--broker-template" => o.broker_template = value("--broker-template")?,
+            "--upstream-ca" => o.upstream_ca.push(value("--upstream-ca")?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -142,6 +161,63 @@ fn main() -> ExitCode {
     }
 }
 
+/// The broker settings from the flags. The real credential is read from the
+/// named variable of this process's own environment; the sandbox never
+/// receives it (env-guard inherits only core variables, and it is removed
+/// from the base environment besides).
+fn broker_settings(o: &Options) -> Result<BrokerSettings, String> {
+    use cred_broker::{Credential, HeaderTemplate, RuleEngine, RuleFile, Secret};
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject;
+    let rules_path = o
+        .broker_rules
+        .as_deref()
+        .ok_or("--broker needs --broker-rules FILE")?;
+    let text = std::fs::read_to_string(rules_path).map_err(|e| format!("{rules_path}: {e}"))?;
+    let file = if rules_path.ends_with(".json") {
+        RuleFile::from_json(&text)
+    } else {
+        RuleFile::from_toml(&text)
+    }
+    .map_err(|e| format!("{rules_path}: {e}"))?;
+    let engine = RuleEngine::builder()
+        .rules(file)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let env_name = o
+        .broker_credential_env
+        .as_deref()
+        .ok_or("--broker needs --broker-credential-env NAME")?;
+    let value = std::env::var(env_name)
+        .map_err(|_| format!("--broker-credential-env: {env_name} is not set"))?;
+    let template = match o.broker_template.as_str() {
+        "bearer" => HeaderTemplate::Bearer,
+        "token" => HeaderTemplate::Token,
+        "git-basic" => HeaderTemplate::git_basic(),
+        other => {
+            return Err(format!(
+                "--broker-template takes bearer, token or git-basic, not {other:?}"
+            ));
+        }
+    };
+    let mut cred = Credential::builder(env_name);
+    cred.secret(Secret::from_string(value).map_err(|e| e.to_string())?)
+        .template(template);
+    for h in &o.broker_hosts {
+        cred.host(h);
+    }
+    let mut settings = BrokerSettings::new(engine, cred.build().map_err(|e| e.to_string())?);
+    for h in &o.broker_hosts {
+        settings.host(h);
+    }
+    for path in &o.upstream_ca {
+        for cert in CertificateDer::pem_file_iter(path).map_err(|e| format!("{path}: {e}"))? {
+            settings.extra_root_der(cert.map_err(|e| format!("{path}: {e}"))?.to_vec());
+        }
+    }
+    Ok(settings)
+}
+
 async fn run(o: Options) -> Result<u8, String> {
     let env_switch = std::env::var_os(SANDBOX_SWITCH_ENV);
     let switch = SandboxSwitch::from_sources(o.switch.as_deref(), env_switch.as_deref())
@@ -176,10 +252,17 @@ async fn run(o: Options) -> Result<u8, String> {
         .request(request, surface)
         .home(&home)
         .ip_policy(ip)
-        .base_env(std::env::vars_os().collect())
+        .base_env(
+            std::env::vars_os()
+                .filter(|(k, _)| o.broker_credential_env.as_deref().is_none_or(|n| k != n))
+                .collect(),
+        )
         .log(Arc::new(|line: &str| eprintln!("agent-run: {line}")));
     if o.no_filename_rules {
         builder.filename_rules(FilenameRules::DropFilenameGlobDenies);
+    }
+    if !o.broker_hosts.is_empty() {
+        builder.broker(broker_settings(&o)?);
     }
     let manager = builder.build().map_err(|e| e.to_string())?;
     let sel = manager.selection();

@@ -1,0 +1,199 @@
+//! Brokered hosts (R-BROKER): the session's proxies hand chosen hosts to the
+//! credential broker, which terminates TLS with the session CA, applies the
+//! rules and injects the real credential; the sandbox holds only a phantom
+//! token and trusts the session CA through env-guard's trust variables.
+
+use crate::Error;
+use connect_proxy::{BoxFuture, Intercept, Intercepted, Target};
+use cred_broker::{Broker, Credential, Lease, RuleEngine, SessionCa, UpstreamRoots};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::io::AsyncReadExt;
+
+/// Where the host's public roots are read from to build the sandbox's CA
+/// bundle (the session CA is appended).
+pub const SYSTEM_CA_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+];
+
+/// What every session of a manager brokers: the hosts, the rules, the real
+/// credential, the variables that receive the phantom token, and the
+/// upstream trust.
+#[derive(Clone)]
+pub struct BrokerSettings {
+    hosts: Vec<String>,
+    engine: RuleEngine,
+    credential: Credential,
+    phantom_env: Vec<String>,
+    extra_roots_der: Vec<Vec<u8>>,
+    roots: UpstreamRoots,
+}
+
+impl std::fmt::Debug for BrokerSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrokerSettings")
+            .field("hosts", &self.hosts)
+            .field("credential", &self.credential.name())
+            .field("phantom_env", &self.phantom_env)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BrokerSettings {
+    /// Settings with these rules and this credential; add hosts with
+    /// [`BrokerSettings::host`]. The phantom token goes into `GH_TOKEN` and
+    /// `GITHUB_TOKEN` unless [`BrokerSettings::phantom_env`] says otherwise.
+    pub fn new(engine: RuleEngine, credential: Credential) -> BrokerSettings {
+        BrokerSettings {
+            hosts: Vec::new(),
+            engine,
+            credential,
+            phantom_env: vec!["GH_TOKEN".into(), "GITHUB_TOKEN".into()],
+            extra_roots_der: Vec::new(),
+            roots: UpstreamRoots::default(),
+        }
+    }
+
+    /// Brokers `host` (exact, any case; connections to it on any port go
+    /// through the broker). It is added to the session's allowlist.
+    pub fn host(&mut self, host: &str) -> &mut BrokerSettings {
+        let h = host.trim_end_matches('.').to_ascii_lowercase();
+        if !self.hosts.contains(&h) {
+            self.hosts.push(h);
+        }
+        self
+    }
+
+    /// Replaces the variables that receive the phantom token.
+    pub fn phantom_env<I, S>(&mut self, names: I) -> &mut BrokerSettings
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.phantom_env = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Trusts an extra upstream root (DER).
+    pub fn extra_root_der(&mut self, der: Vec<u8>) -> &mut BrokerSettings {
+        self.extra_roots_der.push(der);
+        self
+    }
+
+    /// Chooses the upstream trust (default: public roots plus extra roots).
+    pub fn upstream_roots(&mut self, roots: UpstreamRoots) -> &mut BrokerSettings {
+        self.roots = roots;
+        self
+    }
+
+    /// The brokered hosts.
+    pub fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+}
+
+/// One session's broker: its CA, lease and the bundle file inside.
+pub(crate) struct SessionBroker {
+    pub(crate) broker: Arc<Broker>,
+    pub(crate) lease: Lease,
+    pub(crate) phantom_env: Vec<String>,
+    pub(crate) hosts: Vec<String>,
+}
+
+impl SessionBroker {
+    /// Makes the session CA, the lease and the broker, and writes the CA
+    /// bundle (host roots + session CA) to `bundle`, read-only.
+    pub(crate) fn start(
+        settings: &BrokerSettings,
+        session_id: &str,
+        bundle: &Path,
+    ) -> Result<SessionBroker, Error> {
+        let ca = SessionCa::builder(session_id).build()?;
+        let lease = Lease::builder(session_id, &settings.credential).build()?;
+        let mut b = Broker::builder(Arc::new(ca), settings.engine.clone());
+        b.grant(settings.credential.clone(), lease.clone())
+            .upstream_roots(settings.roots);
+        for der in &settings.extra_roots_der {
+            b.extra_root_der(der);
+        }
+        let broker = b.build()?;
+        let mut pem = String::new();
+        for path in SYSTEM_CA_BUNDLES {
+            if let Ok(text) = std::fs::read_to_string(path) {
+                pem.push_str(&text);
+                if !pem.ends_with('\n') {
+                    pem.push('\n');
+                }
+                break;
+            }
+        }
+        pem.push_str(broker.ca().ca_cert_pem());
+        write_read_only(bundle, pem.as_bytes())?;
+        Ok(SessionBroker {
+            broker: Arc::new(broker),
+            lease,
+            phantom_env: settings.phantom_env.clone(),
+            hosts: settings.hosts.clone(),
+        })
+    }
+
+    /// The proxy hook that hands the brokered hosts to the broker.
+    pub(crate) fn intercept(&self) -> Arc<dyn Intercept> {
+        broker_intercept(self.broker.clone(), self.hosts.clone())
+    }
+}
+
+fn write_read_only(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o444)
+        .open(path)
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+    f.write_all(bytes)
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))
+}
+
+/// The connect-proxy hook that hands connections for `hosts` (exact,
+/// canonical lower-case names) to `broker`, with the address the proxy
+/// already vetted. Use it to put a broker behind any proxy pair.
+pub fn broker_intercept(broker: Arc<Broker>, hosts: Vec<String>) -> Arc<dyn Intercept> {
+    Arc::new(BrokerIntercept { broker, hosts })
+}
+
+struct BrokerIntercept {
+    broker: Arc<Broker>,
+    hosts: Vec<String>,
+}
+
+impl Intercept for BrokerIntercept {
+    fn claims(&self, target: &Target) -> bool {
+        let host = target.host.to_string();
+        self.hosts.contains(&host)
+    }
+
+    fn take(&self, conn: Intercepted) -> BoxFuture<'static, ()> {
+        let broker = self.broker.clone();
+        Box::pin(async move {
+            let Some(upstream) = conn.addrs.first().copied() else {
+                return;
+            };
+            let host = conn.target.host.to_string();
+            let port = conn.target.port;
+            let _ = conn.client.set_nodelay(true);
+            let (read, write) = tokio::io::split(conn.client);
+            let read = std::io::Cursor::new(conn.buffered).chain(read);
+            let stream = tokio::io::join(read, write);
+            // Refusals are answered and reported by the broker itself.
+            let _ = broker.serve(stream, &host, port, upstream).await;
+        })
+    }
+}
+
+/// The path of the CA bundle inside the sandbox.
+pub(crate) fn guest_bundle_path() -> PathBuf {
+    PathBuf::from(format!("{}/ca.pem", bwrap_spec::BRIDGE_GUEST_DIR))
+}

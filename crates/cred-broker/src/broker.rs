@@ -1,0 +1,282 @@
+//! The broker: everything one session needs to serve intercepted
+//! connections (session CA, rules, credentials and their leases, upstream
+//! trust, limits), compiled once by [`BrokerBuilder::build`].
+
+use crate::ca::SessionCa;
+use crate::credential::Credential;
+use crate::engine::RuleEngine;
+use crate::error::{Error, ErrorKind};
+use crate::lease::Lease;
+use crate::limits::Limits;
+use crate::tls;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::CertificateDer;
+use rustls::sign::SigningKey;
+use rustls::{ClientConfig, RootCertStore};
+use sandbox_core::SandboxViolation;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast;
+
+/// The `action` of a violation for a request the broker refused.
+pub const BROKER_DENY: &str = "broker-deny";
+/// Default time for the client's TLS handshake.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time a client connection may wait between requests, and an
+/// upstream between reads of a response.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default time to connect to the upstream and finish its TLS handshake.
+pub const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(15);
+/// Default number of violations kept for slow subscribers.
+pub const DEFAULT_VIOLATION_CAPACITY: usize = 1024;
+
+/// Where the upstream's trust comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum UpstreamRoots {
+    /// The bundled public web roots plus any extra roots (the default).
+    #[default]
+    WebPkiAndExtra,
+    /// Only the extra roots given to the builder.
+    ExtraOnly,
+}
+
+/// A credential and the lease that lends it to this session.
+#[derive(Debug, Clone)]
+pub(crate) struct Grant {
+    pub(crate) credential: Credential,
+    pub(crate) lease: Lease,
+}
+
+/// The TLS half of the credential broker for one session.
+///
+/// [`Broker::serve`] takes one intercepted client connection (the bytes
+/// after the proxy's `200` to `CONNECT`): it terminates TLS with a leaf of
+/// the session CA for the `CONNECT` host, reads each request with the
+/// strict [`crate::RequestParser`], checks `Host` against the `CONNECT`
+/// target, asks the [`RuleEngine`], checks the lease, injects the real
+/// credential with [`crate::upstream_head`], and forwards the re-framed
+/// request over one verified upstream TLS connection. Refusals are
+/// answered (403 keeps the connection, 400 and 502 close it) and reported
+/// to [`Broker::subscribe_violations`].
+pub struct Broker {
+    pub(crate) ca: Arc<SessionCa>,
+    pub(crate) engine: Arc<RuleEngine>,
+    pub(crate) grants: Vec<Grant>,
+    pub(crate) limits: Limits,
+    pub(crate) provider: Arc<CryptoProvider>,
+    pub(crate) leaf_key: Arc<dyn SigningKey>,
+    /// TLS sessions shared by every client connection, so a client that
+    /// resumes skips the full handshake.
+    pub(crate) sessions: Arc<dyn rustls::server::StoresServerSessions>,
+    pub(crate) client_config: Arc<ClientConfig>,
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) upstream_timeout: Duration,
+    pub(crate) violations: broadcast::Sender<SandboxViolation>,
+}
+
+impl fmt::Debug for Broker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let grants: Vec<&str> = self.grants.iter().map(|g| g.credential.name()).collect();
+        f.debug_struct("Broker")
+            .field("ca", &self.ca)
+            .field("rules", &self.engine.len())
+            .field("grants", &grants)
+            .field("limits", &self.limits)
+            .field("handshake_timeout", &self.handshake_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("upstream_timeout", &self.upstream_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Broker {
+    /// A builder for a broker with this session CA and rule engine.
+    pub fn builder(ca: Arc<SessionCa>, engine: RuleEngine) -> BrokerBuilder {
+        BrokerBuilder {
+            ca,
+            engine: Arc::new(engine),
+            grants: Vec::new(),
+            extra_roots: Vec::new(),
+            roots: UpstreamRoots::default(),
+            limits: Limits::default(),
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            upstream_timeout: DEFAULT_UPSTREAM_TIMEOUT,
+            violation_capacity: DEFAULT_VIOLATION_CAPACITY,
+        }
+    }
+
+    /// The session CA (its PEM goes into the sandbox's trust variables).
+    pub fn ca(&self) -> &Arc<SessionCa> {
+        &self.ca
+    }
+
+    /// Violations from now on: one per refused request or connection,
+    /// action [`BROKER_DENY`], target `host:port path` (or `host:port`
+    /// when there is no request), the reason in `raw`; never a secret.
+    pub fn subscribe_violations(&self) -> broadcast::Receiver<SandboxViolation> {
+        self.violations.subscribe()
+    }
+
+    /// Reports one refusal.
+    pub(crate) fn report(&self, target: String, reason: &Error) {
+        let v = SandboxViolation::new(BROKER_DENY, target).with_raw(reason.to_string());
+        // Nobody listening is fine.
+        let _ = self.violations.send(v);
+    }
+}
+
+/// Builds a [`Broker`]; [`BrokerBuilder::build`] checks it and loads the
+/// TLS configuration.
+pub struct BrokerBuilder {
+    ca: Arc<SessionCa>,
+    engine: Arc<RuleEngine>,
+    grants: Vec<Grant>,
+    extra_roots: Vec<Vec<u8>>,
+    roots: UpstreamRoots,
+    limits: Limits,
+    handshake_timeout: Duration,
+    idle_timeout: Duration,
+    upstream_timeout: Duration,
+    violation_capacity: usize,
+}
+
+impl fmt::Debug for BrokerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let grants: Vec<&str> = self.grants.iter().map(|g| g.credential.name()).collect();
+        f.debug_struct("BrokerBuilder")
+            .field("grants", &grants)
+            .field("extra_roots", &self.extra_roots.len())
+            .field("roots", &self.roots)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BrokerBuilder {
+    /// Lends `credential` through `lease` (checked to name it) to every
+    /// host the credential may go to. For a target several credentials
+    /// may go to, the first granted is used.
+    pub fn grant(&mut self, credential: Credential, lease: Lease) -> &mut BrokerBuilder {
+        self.grants.push(Grant { credential, lease });
+        self
+    }
+
+    /// Trusts one more root certificate (DER) for upstream connections.
+    pub fn extra_root_der(&mut self, der: &[u8]) -> &mut BrokerBuilder {
+        self.extra_roots.push(der.to_vec());
+        self
+    }
+
+    /// Chooses where upstream trust comes from.
+    pub fn upstream_roots(&mut self, roots: UpstreamRoots) -> &mut BrokerBuilder {
+        self.roots = roots;
+        self
+    }
+
+    /// The request parser's limits.
+    pub fn limits(&mut self, limits: Limits) -> &mut BrokerBuilder {
+        self.limits = limits;
+        self
+    }
+
+    /// Time for the client's TLS handshake.
+    pub fn handshake_timeout(&mut self, t: Duration) -> &mut BrokerBuilder {
+        self.handshake_timeout = t;
+        self
+    }
+
+    /// Time a connection may wait for the next request or response bytes.
+    pub fn idle_timeout(&mut self, t: Duration) -> &mut BrokerBuilder {
+        self.idle_timeout = t;
+        self
+    }
+
+    /// Time to connect to the upstream and finish its TLS handshake.
+    pub fn upstream_timeout(&mut self, t: Duration) -> &mut BrokerBuilder {
+        self.upstream_timeout = t;
+        self
+    }
+
+    /// How many violations are kept for slow subscribers (1 to 65 536).
+    pub fn violation_capacity(&mut self, n: usize) -> &mut BrokerBuilder {
+        self.violation_capacity = n;
+        self
+    }
+
+    /// Checks the grants and roots and loads the TLS configuration.
+    pub fn build(&self) -> Result<Broker, Error> {
+        if !(1..=65_536).contains(&self.violation_capacity) {
+            return Err(ErrorKind::InvalidConfig {
+                name: "violation capacity",
+                value: self.violation_capacity.to_string(),
+                reason: "give 1 to 65536",
+            }
+            .into());
+        }
+        for t in [
+            self.handshake_timeout,
+            self.idle_timeout,
+            self.upstream_timeout,
+        ] {
+            if t.is_zero() {
+                return Err(ErrorKind::InvalidConfig {
+                    name: "timeout",
+                    value: "0s".to_owned(),
+                    reason: "give a positive duration",
+                }
+                .into());
+            }
+        }
+        for g in &self.grants {
+            if g.lease.credential() != g.credential.name() {
+                return Err(ErrorKind::CredentialMismatch {
+                    lease: g.lease.credential().to_owned(),
+                    credential: g.credential.name().to_owned(),
+                }
+                .into());
+            }
+        }
+        let mut roots = RootCertStore::empty();
+        if self.roots == UpstreamRoots::WebPkiAndExtra {
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        }
+        for der in &self.extra_roots {
+            roots.add(CertificateDer::from(der.clone())).map_err(|e| {
+                Error::from(ErrorKind::InvalidConfig {
+                    name: "extra root",
+                    value: e.to_string(),
+                    reason: "give a CA certificate in DER",
+                })
+            })?;
+        }
+        if roots.is_empty() {
+            return Err(ErrorKind::InvalidConfig {
+                name: "upstream roots",
+                value: "none".to_owned(),
+                reason: "give at least one root certificate",
+            }
+            .into());
+        }
+        let provider = tls::provider();
+        let leaf_key = tls::signing_key(&provider, self.ca.leaf_key_pkcs8_der())?;
+        let client_config = tls::client_config(&provider, roots)?;
+        let (violations, _) = broadcast::channel(self.violation_capacity);
+        Ok(Broker {
+            ca: Arc::clone(&self.ca),
+            engine: Arc::clone(&self.engine),
+            grants: self.grants.clone(),
+            limits: self.limits,
+            provider,
+            leaf_key,
+            sessions: rustls::server::ServerSessionMemoryCache::new(tls::SESSION_CACHE),
+            client_config,
+            handshake_timeout: self.handshake_timeout,
+            idle_timeout: self.idle_timeout,
+            upstream_timeout: self.upstream_timeout,
+            violations,
+        })
+    }
+}

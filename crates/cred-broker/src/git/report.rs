@@ -1,0 +1,50 @@
+//! Refusing a push in git's own report format, so `git push` prints
+//! `[remote rejected] <ref> (<reason>)` for each ref.
+
+use super::commands::ReceivePack;
+use super::pktline::{MAX_PKT_PAYLOAD, Pkt, write_pkt};
+use super::push_rule::PushDecision;
+use crate::error::Error;
+
+/// The `Content-Type` of a `git-receive-pack` response.
+pub const RECEIVE_PACK_RESULT: &str = "application/x-git-receive-pack-result";
+
+fn clean(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect()
+}
+
+/// The response body for `decision`: `unpack ok`, then `ok <ref>` or
+/// `ng <ref> <reason>` per ref, then a flush; wrapped in side-band 1
+/// packets and a final flush when the client asked for `side-band-64k`
+/// (or `side-band`).
+pub fn report_status(decision: &PushDecision, push: &ReceivePack) -> Result<Vec<u8>, Error> {
+    let mut report = Vec::new();
+    write_pkt(&mut report, Pkt::Data(b"unpack ok\n"))?;
+    for r in decision.refs() {
+        let line = match r.refusal() {
+            Some(why) => format!("ng {} {}\n", r.refname(), clean(&why.to_string())),
+            None => format!("ok {}\n", r.refname()),
+        };
+        write_pkt(&mut report, Pkt::Data(line.as_bytes()))?;
+    }
+    write_pkt(&mut report, Pkt::Flush)?;
+    let band = if push.has_capability("side-band-64k") {
+        MAX_PKT_PAYLOAD - 1
+    } else if push.has_capability("side-band") {
+        999
+    } else {
+        return Ok(report);
+    };
+    let mut out = Vec::new();
+    for chunk in report.chunks(band) {
+        let mut data = Vec::with_capacity(chunk.len() + 1);
+        data.push(1);
+        data.extend_from_slice(chunk);
+        write_pkt(&mut out, Pkt::Data(&data))?;
+    }
+    write_pkt(&mut out, Pkt::Flush)?;
+    Ok(out)
+}

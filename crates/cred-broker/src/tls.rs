@@ -1,0 +1,98 @@
+//! TLS configuration of both sides: the server side speaks to the sandbox
+//! with a leaf of the session CA, the client side verifies the upstream.
+
+use crate::error::{Error, ErrorKind};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::{CertifiedKey, SigningKey};
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use std::fmt;
+use std::sync::Arc;
+
+/// The only application protocol spoken on either side.
+pub(crate) const HTTP11: &[u8] = b"http/1.1";
+
+fn config_error(name: &'static str, e: impl fmt::Display) -> Error {
+    ErrorKind::InvalidConfig {
+        name,
+        value: e.to_string(),
+        reason: "the TLS library refused it",
+    }
+    .into()
+}
+
+/// The ring provider, shared by both sides.
+pub(crate) fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Loads the session CA's leaf key once.
+pub(crate) fn signing_key(
+    provider: &CryptoProvider,
+    pkcs8: &[u8],
+) -> Result<Arc<dyn SigningKey>, Error> {
+    let der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pkcs8.to_vec()));
+    provider
+        .key_provider
+        .load_private_key(der)
+        .map_err(|e| config_error("leaf key", e))
+}
+
+/// Serves one certified key whatever the client asks (the server name was
+/// checked before the handshake continues).
+#[derive(Debug)]
+struct OneKey(Arc<CertifiedKey>);
+
+impl ResolvesServerCert for OneKey {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(Arc::clone(&self.0))
+    }
+}
+
+/// TLS sessions kept for resumption across client connections.
+pub(crate) const SESSION_CACHE: usize = 4096;
+
+/// The server configuration for one client connection: the leaf for the
+/// connection target, ALPN `http/1.1` only, sessions from the broker's
+/// shared store.
+pub(crate) fn server_config(
+    provider: &Arc<CryptoProvider>,
+    leaf_der: &[u8],
+    key: &Arc<dyn SigningKey>,
+    sessions: &Arc<dyn rustls::server::StoresServerSessions>,
+) -> Result<Arc<ServerConfig>, Error> {
+    let certified = CertifiedKey::new(
+        vec![CertificateDer::from(leaf_der.to_vec())],
+        Arc::clone(key),
+    );
+    let mut config = ServerConfig::builder_with_provider(Arc::clone(provider))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| config_error("tls versions", e))?
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(OneKey(Arc::new(certified))));
+    config.alpn_protocols = vec![HTTP11.to_vec()];
+    config.session_storage = Arc::clone(sessions);
+    Ok(Arc::new(config))
+}
+
+/// The upstream client configuration: the given roots, ALPN `http/1.1`.
+pub(crate) fn client_config(
+    provider: &Arc<CryptoProvider>,
+    roots: RootCertStore,
+) -> Result<Arc<ClientConfig>, Error> {
+    let mut config = ClientConfig::builder_with_provider(Arc::clone(provider))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| config_error("tls versions", e))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![HTTP11.to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// The name the upstream must prove: the connection target's host (an IP
+/// literal without its brackets).
+pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, Error> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    ServerName::try_from(bare.to_owned()).map_err(|e| config_error("upstream server name", e))
+}

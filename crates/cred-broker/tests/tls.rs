@@ -1,0 +1,748 @@
+//! The broker over real loopback sockets: a local HTTPS origin with a test
+//! CA, clients speaking TLS through `Broker::serve` (directly, and curl
+//! through connect-proxy's proxy pair with an `Intercept` adapter).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use connect_proxy::{
+    AllowList, Baseline, BoxFuture, Cidr, Intercept, Intercepted, IpPolicy, ProxyConfig, ProxyPair,
+    StaticResolver,
+};
+use cred_broker::{
+    BROKER_DENY, Broker, Credential, HeaderTemplate, Lease, RuleEngine, RuleFile, Secret,
+    SessionCa, UpstreamRoots,
+};
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use sandbox_core::SandboxViolation;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::broadcast;
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+const SECRET: &str = "real-secret-7f3c9a1e";
+const HOST: &str = "origin.test";
+/// Only a guard against a hung test; nothing asserts on time.
+const GUARD: Duration = Duration::from_secs(20);
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A test CA and a leaf for `origin.test` it signed.
+struct TestPki {
+    ca_der: Vec<u8>,
+    leaf_der: Vec<u8>,
+    leaf_key: Vec<u8>,
+}
+
+fn test_pki() -> TestPki {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "test origin CA");
+    let ca = params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::from_params(&params, &ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec![HOST.to_owned(), "127.0.0.1".to_owned()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    TestPki {
+        ca_der: ca.der().to_vec(),
+        leaf_der: leaf.der().to_vec(),
+        leaf_key: leaf_key.serialize_der(),
+    }
+}
+
+/// A local HTTPS origin: answers every request with its path, and records
+/// every request it receives (head and body).
+struct Origin {
+    addr: SocketAddr,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Origin {
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+async fn origin(pki: &TestPki) -> Origin {
+    let config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(pki.leaf_der.clone())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pki.leaf_key.clone())),
+        )
+        .unwrap();
+    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            let log = log.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let mut buf = Vec::new();
+                while let Some((head, body)) = read_message(&mut tls, &mut buf).await {
+                    let text = format!("{head}{}", String::from_utf8_lossy(&body));
+                    log.lock().unwrap().push(text);
+                    let path = head.split(' ').nth(1).unwrap_or("").to_owned();
+                    let reply = format!("origin saw {path}");
+                    let out = match path.as_str() {
+                        "/chunked" => format!(
+                            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n{:x}\r\n{reply}\r\n0\r\n\r\n",
+                            reply.len()
+                        ),
+                        "/close" => format!("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{reply}"),
+                        _ => format!(
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{reply}",
+                            reply.len()
+                        ),
+                    };
+                    if tls.write_all(out.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    if path == "/close" {
+                        let _ = tls.shutdown().await;
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Origin { addr, seen }
+}
+
+/// Reads one HTTP message (head as text, body by Content-Length or, when
+/// the head says `Connection: close` without a length, to the end).
+async fn read_message<S: AsyncRead + Unpin>(
+    s: &mut S,
+    buf: &mut Vec<u8>,
+) -> Option<(String, Vec<u8>)> {
+    let mut chunk = [0u8; 4096];
+    let end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+    buf.drain(..end);
+    let lower = head.to_ascii_lowercase();
+    let length = lower
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map(|v| v.trim().parse::<usize>().unwrap());
+    let chunked = lower.contains("transfer-encoding: chunked");
+    let to_end = length.is_none() && !chunked && lower.starts_with("http/");
+    loop {
+        let done = if let Some(n) = length {
+            buf.len() >= n
+        } else if chunked {
+            buf.windows(5).any(|w| w == b"0\r\n\r\n")
+        } else {
+            !to_end
+        };
+        if done {
+            break;
+        }
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let take = length.unwrap_or(buf.len()).min(buf.len());
+    let body: Vec<u8> = buf.drain(..take).collect();
+    Some((head, body))
+}
+
+const RULES: &str = r#"
+    [[rule]]
+    name = "read-only"
+    decision = "allow"
+    hosts = ["origin.test", "127.0.0.1"]
+    classes = ["rest-read"]
+
+    [[rule]]
+    name = "uploads"
+    decision = "allow"
+    hosts = ["origin.test"]
+    methods = ["POST"]
+    paths = ["/upload"]
+"#;
+
+struct Setup {
+    origin: Origin,
+    ca: Arc<SessionCa>,
+    broker: Arc<Broker>,
+    lease: Lease,
+    violations: broadcast::Receiver<SandboxViolation>,
+}
+
+fn credential() -> Credential {
+    Credential::builder("code-host")
+        .secret(Secret::new(SECRET.as_bytes().to_vec()).unwrap())
+        .host(HOST)
+        .host("127.0.0.1")
+        .template(HeaderTemplate::Bearer)
+        .build()
+        .unwrap()
+}
+
+async fn setup(pki: TestPki, trust: &[u8], expires: Option<SystemTime>) -> Setup {
+    let origin = origin(&pki).await;
+    let ca = Arc::new(SessionCa::builder("s-tls").build().unwrap());
+    let engine = RuleEngine::builder()
+        .rules(RuleFile::from_toml(RULES).unwrap())
+        .build()
+        .unwrap();
+    let cred = credential();
+    let mut lease_builder = Lease::builder("s-tls", &cred);
+    if let Some(at) = expires {
+        lease_builder.expires_at(at);
+    }
+    let lease = lease_builder.build().unwrap();
+    let broker = Broker::builder(ca.clone(), engine)
+        .extra_root_der(trust)
+        .upstream_roots(UpstreamRoots::ExtraOnly)
+        .grant(cred, lease.clone())
+        .build()
+        .unwrap();
+    let broker = Arc::new(broker);
+    let violations = broker.subscribe_violations();
+    Setup {
+        origin,
+        ca,
+        broker,
+        lease,
+        violations,
+    }
+}
+
+async fn trusted() -> Setup {
+    let pki = test_pki();
+    let der = pki.ca_der.clone();
+    setup(pki, &der, None).await
+}
+
+/// Listens on loopback and serves every accepted connection with the
+/// broker for `origin.test:<origin port>`; returns the address and the
+/// results of finished `serve` calls.
+async fn broker_listener(
+    s: &Setup,
+) -> (SocketAddr, Arc<Mutex<Vec<Result<(), cred_broker::Error>>>>) {
+    broker_listener_for(s, HOST).await
+}
+
+async fn broker_listener_for(
+    s: &Setup,
+    connect_host: &'static str,
+) -> (SocketAddr, Arc<Mutex<Vec<Result<(), cred_broker::Error>>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let broker = s.broker.clone();
+    let upstream = s.origin.addr;
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let out = results.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            tcp.set_nodelay(true).unwrap();
+            let broker = broker.clone();
+            let out = out.clone();
+            tokio::spawn(async move {
+                let r = broker
+                    .serve(tcp, connect_host, upstream.port(), upstream)
+                    .await;
+                out.lock().unwrap().push(r);
+            });
+        }
+    });
+    (addr, results)
+}
+
+async fn client(
+    addr: SocketAddr,
+    ca: &SessionCa,
+    sni: &str,
+) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    client_alpn(addr, ca, sni, &[b"h2", b"http/1.1"]).await
+}
+
+async fn client_alpn(
+    addr: SocketAddr,
+    ca: &SessionCa,
+    sni: &str,
+    alpn: &[&[u8]],
+) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from(ca.ca_cert_der().to_vec()))
+        .unwrap();
+    let mut config = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let tcp = TcpStream::connect(addr).await?;
+    tcp.set_nodelay(true)?;
+    TlsConnector::from(Arc::new(config))
+        .connect(ServerName::try_from(sni.to_owned()).unwrap(), tcp)
+        .await
+}
+
+/// Sends one request, reads one response: (status, head, body).
+async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    buf: &mut Vec<u8>,
+    request: &str,
+) -> (u16, String, String) {
+    s.write_all(request.as_bytes()).await.unwrap();
+    let (head, body) = tokio::time::timeout(GUARD, read_message(s, buf))
+        .await
+        .expect("a response in time")
+        .expect("a response");
+    let status = head[9..12].parse().unwrap();
+    (status, head, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn drain(rx: &mut broadcast::Receiver<SandboxViolation>) -> Vec<SandboxViolation> {
+    let mut out = Vec::new();
+    while let Ok(v) = rx.try_recv() {
+        out.push(v);
+    }
+    out
+}
+
+fn get(path: &str, extra: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nHost: {HOST}:PORT\r\n{extra}\r\n")
+}
+
+fn with_port(req: String, port: u16) -> String {
+    req.replace("PORT", &port.to_string())
+}
+
+/// Every string collected during a test, searched for the secret.
+fn assert_no_secret(texts: &[String]) {
+    for t in texts {
+        assert!(!t.contains(SECRET), "the secret leaked into: {t}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_session_through_the_broker() {
+    let mut s = trusted().await;
+    let port = s.origin.addr.port();
+    let (addr, results) = broker_listener(&s).await;
+    let mut tls = client(addr, &s.ca, HOST).await.unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
+    let mut buf = Vec::new();
+    let mut collected = Vec::new();
+    let phantom = s.lease.phantom().to_string();
+
+    // GET with the phantom token: allowed, the origin sees the real token only.
+    let req = with_port(
+        get("/user", &format!("Authorization: Bearer {phantom}\r\n")),
+        port,
+    );
+    let (status, head, body) = exchange(&mut tls, &mut buf, &req).await;
+    assert_eq!((status, body.as_str()), (200, "origin saw /user"));
+    collected.extend([head, body]);
+    let seen = s.origin.seen();
+    assert_eq!(seen.len(), 1);
+    let auth: Vec<&str> = seen[0]
+        .lines()
+        .filter(|l| l.to_ascii_lowercase().starts_with("authorization:"))
+        .collect();
+    assert_eq!(auth, [format!("Authorization: Bearer {SECRET}")]);
+    assert!(!seen[0].contains(&phantom));
+
+    // No Authorization at all: exactly the real token.
+    let req = with_port(get("/repos/o/r", ""), port);
+    let (status, head, body) = exchange(&mut tls, &mut buf, &req).await;
+    assert_eq!(status, 200);
+    collected.extend([head, body]);
+    let seen = s.origin.seen();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[1].matches(SECRET).count(), 1);
+    assert_eq!(
+        seen[1]
+            .to_ascii_lowercase()
+            .matches("authorization:")
+            .count(),
+        1
+    );
+
+    // A chunked response streams through, on the same connection.
+    let req = with_port(get("/chunked", ""), port);
+    let (status, head, body) = exchange(&mut tls, &mut buf, &req).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("origin saw /chunked"), "{body}");
+    collected.extend([head, body]);
+
+    // POST is refused by the read-only rule; the origin sees nothing.
+    let req = format!(
+        "POST /repos/o/r/issues HTTP/1.1\r\nHost: {HOST}:{port}\r\nContent-Length: 2\r\n\r\n{{}}"
+    );
+    let (status, head, body) = exchange(&mut tls, &mut buf, &req).await;
+    assert_eq!(status, 403, "{head}{body}");
+    assert!(body.contains("denied: no rule matches"), "{body}");
+    assert!(!head.to_ascii_lowercase().contains("connection: close"));
+    collected.extend([head, body]);
+    assert_eq!(s.origin.seen().len(), 3);
+
+    // Host disagreeing with the CONNECT target: 403, nothing sent.
+    let req = get("/user", "").replace(&format!("{HOST}:PORT"), "other.test");
+    let (status, head, body) = exchange(&mut tls, &mut buf, &req).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains("disagrees with the connection target"),
+        "{body}"
+    );
+    collected.extend([head, body]);
+    assert_eq!(s.origin.seen().len(), 3);
+
+    // Still usable; then revoke: 403 on the same keep-alive connection.
+    let req = with_port(get("/user", ""), port);
+    let (status, _, _) = exchange(&mut tls, &mut buf, &req).await;
+    assert_eq!(status, 200);
+    s.lease.revoke();
+    let (status, head, body) = exchange(&mut tls, &mut buf, &req).await;
+    assert_eq!(status, 403);
+    assert!(body.contains("revoked"), "{body}");
+    collected.extend([head, body]);
+    assert_eq!(s.origin.seen().len(), 4);
+
+    // Malformed framing: 400 and the connection is closed.
+    let req = format!(
+        "POST / HTTP/1.1\r\nHost: {HOST}:{port}\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    );
+    let (status, head, body) = exchange(&mut tls, &mut buf, &req).await;
+    assert_eq!(status, 400);
+    assert!(head.contains("Connection: close"));
+    collected.extend([head, body]);
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(GUARD, tls.read_to_end(&mut rest))
+        .await
+        .unwrap();
+    assert!(rest.is_empty());
+    assert_eq!(s.origin.seen().len(), 4);
+
+    let violations = drain(&mut s.violations);
+    let targets: Vec<&str> = violations.iter().map(|v| v.target.as_str()).collect();
+    let t = |p: &str| format!("{HOST}:{port} {p}");
+    assert_eq!(
+        targets,
+        [
+            t("/repos/o/r/issues"),
+            t("/user"),
+            t("/user"),
+            format!("{HOST}:{port}")
+        ]
+    );
+    assert!(violations.iter().all(|v| v.action == BROKER_DENY));
+    tokio::time::timeout(GUARD, async {
+        while results.lock().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+    let results = results.lock().unwrap();
+    let err = results[0].as_ref().unwrap_err();
+    assert_eq!(err.response().status(), Some(400));
+    collected.extend(violations.iter().map(|v| format!("{v} {v:?}")));
+    collected.push(format!("{err} {err:?}"));
+    collected.push(format!("{:?} {:?} {:?}", s.broker, s.lease, credential()));
+    assert_no_secret(&collected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_delimited_response_closes_the_client() {
+    let s = trusted().await;
+    let port = s.origin.addr.port();
+    let (addr, _) = broker_listener(&s).await;
+    let mut tls = client(addr, &s.ca, HOST).await.unwrap();
+    let mut buf = Vec::new();
+    let (status, _, body) = exchange(&mut tls, &mut buf, &with_port(get("/close", ""), port)).await;
+    assert_eq!((status, body.as_str()), (200, "origin saw /close"));
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(GUARD, tls.read_to_end(&mut rest))
+        .await
+        .unwrap();
+    assert!(rest.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sni_mismatch_is_refused() {
+    let mut s = trusted().await;
+    let (addr, results) = broker_listener(&s).await;
+    assert!(client(addr, &s.ca, "evil.test").await.is_err());
+    tokio::time::timeout(GUARD, async {
+        while results.lock().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+    let err = results.lock().unwrap()[0].clone().unwrap_err();
+    assert!(err.to_string().contains("\"evil.test\""), "{err}");
+    let v = drain(&mut s.violations);
+    assert_eq!(v.len(), 1);
+    assert_eq!(v[0].target, format!("{HOST}:{}", s.origin.addr.port()));
+    assert!(s.origin.seen().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn untrusted_upstream_is_502() {
+    // The broker trusts only an unrelated CA, so the origin cannot prove
+    // its identity.
+    let other = test_pki();
+    let mut s = setup(test_pki(), &other.ca_der, None).await;
+    let port = s.origin.addr.port();
+    let (addr, _) = broker_listener(&s).await;
+    let mut tls = client(addr, &s.ca, HOST).await.unwrap();
+    let mut buf = Vec::new();
+    let (status, head, body) =
+        exchange(&mut tls, &mut buf, &with_port(get("/user", ""), port)).await;
+    assert_eq!(status, 502, "{body}");
+    assert!(head.contains("Connection: close"));
+    assert!(body.contains("certificate"), "{body}");
+    assert!(s.origin.seen().is_empty());
+    let v = drain(&mut s.violations);
+    assert_eq!(v.len(), 1);
+    assert_no_secret(&[head, body, format!("{v:?}")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_lease_is_refused() {
+    let pki = test_pki();
+    let der = pki.ca_der.clone();
+    let expired = SystemTime::now() - Duration::from_secs(1);
+    let mut s = setup(pki, &der, Some(expired)).await;
+    let port = s.origin.addr.port();
+    let (addr, _) = broker_listener(&s).await;
+    let mut tls = client(addr, &s.ca, HOST).await.unwrap();
+    let mut buf = Vec::new();
+    let (status, _, body) = exchange(&mut tls, &mut buf, &with_port(get("/user", ""), port)).await;
+    assert_eq!(status, 403);
+    assert!(body.contains("expired"), "{body}");
+    assert!(s.origin.seen().is_empty());
+    assert_eq!(drain(&mut s.violations).len(), 1);
+}
+
+/// The facade's adapter, as a test: connect-proxy hands a claimed
+/// connection over, the broker serves it.
+struct BrokerHook {
+    broker: Arc<Broker>,
+}
+
+impl Intercept for BrokerHook {
+    fn claims(&self, target: &connect_proxy::Target) -> bool {
+        target.host.as_name() == Some(HOST)
+    }
+
+    fn take(&self, conn: Intercepted) -> BoxFuture<'static, ()> {
+        let broker = self.broker.clone();
+        Box::pin(async move {
+            let Some(&upstream) = conn.addrs.first() else {
+                return;
+            };
+            let _ = conn.client.set_nodelay(true);
+            let host = conn.target.host.to_string();
+            let port = conn.target.port;
+            let (read, write) = tokio::io::split(conn.client);
+            let client = tokio::io::join(std::io::Cursor::new(conn.buffered).chain(read), write);
+            let _ = broker.serve(client, &host, port, upstream).await;
+        })
+    }
+}
+
+async fn proxy_pair(s: &Setup) -> ProxyPair {
+    let resolver = Arc::new(StaticResolver::new());
+    resolver.insert(HOST, ["127.0.0.1".parse().unwrap()]);
+    let mut ip = IpPolicy::new();
+    ip.allow_cidr("127.0.0.1/32".parse::<Cidr>().unwrap());
+    ProxyPair::start(
+        ProxyConfig::builder()
+            .allowlist(
+                AllowList::builder()
+                    .baseline(Baseline::Exclude)
+                    .allow(HOST)
+                    .build()
+                    .unwrap(),
+            )
+            .ip_policy(ip)
+            .resolver(resolver)
+            .intercept(Arc::new(BrokerHook {
+                broker: s.broker.clone(),
+            }))
+            .build()
+            .unwrap(),
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curl_through_proxy_and_broker() {
+    let mut s = trusted().await;
+    let port = s.origin.addr.port();
+    let pair = proxy_pair(&s).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_pem = dir.path().join("ca.pem");
+    std::fs::write(&ca_pem, s.ca.ca_cert_pem()).unwrap();
+    let phantom = s.lease.phantom().to_string();
+    let url = |p: &str| format!("https://{HOST}:{port}{p}");
+    let curl = |args: Vec<String>| {
+        let mut cmd = tokio::process::Command::new("curl");
+        cmd.args(["-sS", "--max-time", "15", "-x"])
+            .arg(format!("http://{}", pair.http_addr()))
+            .arg("--cacert")
+            .arg(&ca_pem)
+            .args(["-w", "\\n%{http_code}\\n"])
+            .args(args);
+        cmd
+    };
+    let out = match curl(vec![
+        "-H".into(),
+        format!("Authorization: Bearer {phantom}"),
+        url("/user"),
+        url("/repos/o/r"),
+    ])
+    .output()
+    .await
+    {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("SKIPPED: curl is not installed; the curl test did not run");
+            return;
+        }
+        Err(e) => panic!("curl: {e}"),
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert_eq!(
+        stdout,
+        "origin saw /user\n200\norigin saw /repos/o/r\n200\n"
+    );
+    let seen = s.origin.seen();
+    assert_eq!(seen.len(), 2);
+    for request in &seen {
+        let auth: Vec<&str> = request
+            .lines()
+            .filter(|l| l.to_ascii_lowercase().starts_with("authorization:"))
+            .collect();
+        assert_eq!(auth, [format!("Authorization: Bearer {SECRET}")]);
+        assert!(!request.contains(&phantom));
+    }
+
+    let post = curl(vec!["-d".into(), "{}".into(), url("/repos/o/r/issues")])
+        .output()
+        .await
+        .unwrap();
+    let post_out = String::from_utf8_lossy(&post.stdout).into_owned();
+    assert!(post_out.ends_with("\n403\n"), "{post_out}");
+    assert_eq!(s.origin.seen().len(), 2);
+
+    s.lease.revoke();
+    let revoked = curl(vec![url("/user")]).output().await.unwrap();
+    let revoked_out = String::from_utf8_lossy(&revoked.stdout).into_owned();
+    assert!(revoked_out.ends_with("\n403\n"), "{revoked_out}");
+    assert_eq!(s.origin.seen().len(), 2);
+
+    let v = drain(&mut s.violations);
+    assert_eq!(v.len(), 2, "{v:?}");
+    let post_err = String::from_utf8_lossy(&post.stderr).into_owned();
+    assert_no_secret(&[
+        stdout,
+        stderr,
+        post_out,
+        post_err,
+        revoked_out,
+        format!("{v:?}"),
+    ]);
+    pair.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_chunked_body_is_reframed() {
+    let mut s = trusted().await;
+    let port = s.origin.addr.port();
+    let (addr, _) = broker_listener(&s).await;
+    let mut tls = client(addr, &s.ca, HOST).await.unwrap();
+    let mut buf = Vec::new();
+    // Two requests in one write: a chunked upload, then a GET.
+    let both = format!(
+        "POST /upload HTTP/1.1\r\nHost: {HOST}:{port}\r\nTransfer-Encoding: chunked\r\nAuthorization: token agent-made-up\r\n\r\n3\r\nhel\r\n2\r\nlo\r\n0\r\n\r\nGET /user HTTP/1.1\r\nHost: {HOST}:{port}\r\n\r\n"
+    );
+    tls.write_all(both.as_bytes()).await.unwrap();
+    for expected in ["origin saw /upload", "origin saw /user"] {
+        let (head, body) = tokio::time::timeout(GUARD, read_message(&mut tls, &mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert_eq!(String::from_utf8_lossy(&body), expected);
+    }
+    let seen = s.origin.seen();
+    assert_eq!(seen.len(), 2);
+    let upload = seen[0].to_ascii_lowercase();
+    assert!(upload.contains("content-length: 5\r\n"), "{upload}");
+    assert!(!upload.contains("transfer-encoding"), "{upload}");
+    assert!(upload.ends_with("\r\n\r\nhello"), "{upload}");
+    assert!(!upload.contains("agent-made-up"), "{upload}");
+    for request in &seen {
+        assert_eq!(request.matches(SECRET).count(), 1, "{request}");
+    }
+    assert!(drain(&mut s.violations).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ip_literal_target() {
+    let s = trusted().await;
+    let port = s.origin.addr.port();
+    let (addr, _) = broker_listener_for(&s, "127.0.0.1").await;
+    // No SNI for an IP; the leaf carries an IP subject alternative name and
+    // the upstream must prove the IP.
+    let mut tls = client(addr, &s.ca, "127.0.0.1").await.unwrap();
+    let mut buf = Vec::new();
+    let req = format!("GET /ip HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    let (status, _, body) = exchange(&mut tls, &mut buf, &req).await;
+    assert_eq!((status, body.as_str()), (200, "origin saw /ip"));
+    assert_eq!(s.origin.seen()[0].matches(SECRET).count(), 1);
+    // The name form of the same origin is another target here.
+    let req = with_port(get("/user", ""), port);
+    let (status, _, _) = exchange(&mut tls, &mut buf, &req).await;
+    assert_eq!(status, 403);
+    assert_eq!(s.origin.seen().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_http11_is_spoken() {
+    let s = trusted().await;
+    let (addr, _) = broker_listener(&s).await;
+    assert!(client_alpn(addr, &s.ca, HOST, &[b"h2"]).await.is_err());
+    let tls = client_alpn(addr, &s.ca, HOST, &[]).await.unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), None);
+    assert!(s.origin.seen().is_empty());
+}

@@ -1,0 +1,189 @@
+//! `broker-proxy --rules FILE --ca-out FILE --broker HOST... --credential-env NAME
+//! [--template bearer|token|git-basic] [--upstream-ca FILE]... [--allow ENTRY]...
+//! [--allow-cidr CIDR]...`: the session proxy pair on 127.0.0.1 with the
+//! credential broker on the chosen hosts. Writes the session CA to
+//! `--ca-out`, prints one JSON line `{"http":..,"socks":..,"ca":..,"phantom":..}`
+//! and runs until stdin closes or SIGINT/SIGTERM. Refusals are logged on
+//! stderr. The real credential is read from the named variable of this
+//! process's environment.
+
+use agent_sandbox::broker_intercept;
+use connect_proxy::{AllowList, Cidr, IpPolicy, ProxyConfig, ProxyPair, SystemResolver};
+use cred_broker::{
+    Broker, Credential, HeaderTemplate, Lease, RuleEngine, RuleFile, Secret, SessionCa,
+};
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+const USAGE: &str = "usage: broker-proxy --rules FILE --ca-out FILE --broker HOST... --credential-env NAME \
+[--template bearer|token|git-basic] [--upstream-ca FILE]... [--allow ENTRY]... [--allow-cidr CIDR]...";
+
+#[derive(Default)]
+struct Options {
+    rules: Option<String>,
+    ca_out: Option<String>,
+    hosts: Vec<String>,
+    credential_env: Option<String>,
+    template: Option<String>,
+    upstream_ca: Vec<String>,
+    allow: Vec<String>,
+    cidrs: Vec<Cidr>,
+}
+
+fn parse() -> Result<Options, String> {
+    let mut o = Options::default();
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut v = |n: &str| it.next().ok_or_else(|| format!("{n} needs a value"));
+        match a.as_str() {
+            "--rules" => o.rules = Some(v("--rules")?),
+            "--ca-out" => o.ca_out = Some(v("--ca-out")?),
+            "--broker" => o.hosts.push(v("--broker")?),
+            "--credential-env" => o.credential_env = Some(v("--credential-env")?),
+            "--template" => o.template = Some(v("--template")?),
+            "--upstream-ca" => o.upstream_ca.push(v("--upstream-ca")?),
+            "--allow" => o.allow.push(v("--allow")?),
+            "--allow-cidr" => {
+                let c = v("--allow-cidr")?;
+                o.cidrs
+                    .push(c.parse().map_err(|e| format!("--allow-cidr {c}: {e}"))?);
+            }
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if o.rules.is_none() || o.ca_out.is_none() || o.hosts.is_empty() || o.credential_env.is_none() {
+        return Err("--rules, --ca-out, --broker and --credential-env are required".into());
+    }
+    Ok(o)
+}
+
+fn main() -> ExitCode {
+    let o = match parse() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("broker-proxy: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("broker-proxy: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match rt.block_on(run(o)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("broker-proxy: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(o: Options) -> Result<(), String> {
+    let s = |e: &dyn std::fmt::Display| e.to_string();
+    let rules = o.rules.as_deref().unwrap_or_default();
+    let text = std::fs::read_to_string(rules).map_err(|e| format!("{rules}: {e}"))?;
+    let file = if rules.ends_with(".json") {
+        RuleFile::from_json(&text)
+    } else {
+        RuleFile::from_toml(&text)
+    }
+    .map_err(|e| format!("{rules}: {e}"))?;
+    let engine = RuleEngine::builder()
+        .rules(file)
+        .build()
+        .map_err(|e| s(&e))?;
+    let env_name = o.credential_env.as_deref().unwrap_or_default();
+    let value = std::env::var(env_name).map_err(|_| format!("{env_name} is not set"))?;
+    let template = match o.template.as_deref().unwrap_or("bearer") {
+        "bearer" => HeaderTemplate::Bearer,
+        "token" => HeaderTemplate::Token,
+        "git-basic" => HeaderTemplate::git_basic(),
+        other => {
+            return Err(format!(
+                "--template takes bearer, token or git-basic, not {other:?}"
+            ));
+        }
+    };
+    let mut cred = Credential::builder(env_name);
+    cred.secret(Secret::from_string(value).map_err(|e| s(&e))?)
+        .template(template);
+    for h in &o.hosts {
+        cred.host(h);
+    }
+    let cred = cred.build().map_err(|e| s(&e))?;
+    let session = format!("broker-proxy-{}", std::process::id());
+    let ca = SessionCa::builder(&session).build().map_err(|e| s(&e))?;
+    let lease = Lease::builder(&session, &cred).build().map_err(|e| s(&e))?;
+    let mut b = Broker::builder(Arc::new(ca), engine);
+    b.grant(cred, lease.clone());
+    for path in &o.upstream_ca {
+        for c in CertificateDer::pem_file_iter(path).map_err(|e| format!("{path}: {e}"))? {
+            b.extra_root_der(&c.map_err(|e| format!("{path}: {e}"))?);
+        }
+    }
+    let broker = Arc::new(b.build().map_err(|e| s(&e))?);
+    let ca_out = o.ca_out.as_deref().unwrap_or_default();
+    std::fs::write(ca_out, broker.ca().ca_cert_pem()).map_err(|e| format!("{ca_out}: {e}"))?;
+
+    let hosts: Vec<String> = o
+        .hosts
+        .iter()
+        .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+        .collect();
+    let list = AllowList::builder()
+        .allow_all(o.allow.iter().cloned())
+        .allow_all(hosts.iter().cloned())
+        .build()
+        .map_err(|e| s(&e))?;
+    let mut ip = IpPolicy::new();
+    for c in &o.cidrs {
+        ip.allow_cidr(*c);
+    }
+    let config = ProxyConfig::builder()
+        .allowlist(list)
+        .ip_policy(ip)
+        .resolver(Arc::new(SystemResolver::from_ambient()))
+        .intercept(broker_intercept(broker.clone(), hosts))
+        .build()
+        .map_err(|e| s(&e))?;
+    let pair = ProxyPair::start(config).await.map_err(|e| s(&e))?;
+    println!(
+        "{}",
+        serde_json::json!({
+            "http": pair.http_addr().to_string(),
+            "socks": pair.socks_addr().to_string(),
+            "ca": ca_out,
+            "phantom": lease.phantom().as_str(),
+        })
+    );
+    let mut proxy_v = pair.subscribe_violations();
+    let mut broker_v = broker.subscribe_violations();
+    let stdin_closed = tokio::task::spawn_blocking(|| {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+    });
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| s(&e))?;
+    tokio::pin!(stdin_closed);
+    loop {
+        tokio::select! {
+            Some(v) = proxy_v.recv() => eprintln!("denied: {} {}", v.action, v.target),
+            Ok(v) = broker_v.recv() => eprintln!("denied: {} {}", v.action, v.target),
+            _ = tokio::signal::ctrl_c() => break,
+            _ = term.recv() => break,
+            _ = &mut stdin_closed => break,
+        }
+    }
+    lease.revoke();
+    pair.shutdown().await;
+    Ok(())
+}
