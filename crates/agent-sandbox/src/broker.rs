@@ -5,7 +5,7 @@
 
 use crate::Error;
 use connect_proxy::{BoxFuture, Intercept, Intercepted, Target};
-use cred_broker::{Broker, Credential, Lease, RuleEngine, SessionCa, UpstreamRoots};
+use cred_broker::{Broker, Credential, Lease, PushRuleSpec, RuleEngine, SessionCa, UpstreamRoots};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::io::AsyncReadExt;
@@ -28,6 +28,7 @@ pub struct BrokerSettings {
     phantom_env: Vec<String>,
     extra_roots_der: Vec<Vec<u8>>,
     roots: UpstreamRoots,
+    push_rule: Option<PushRuleSpec>,
 }
 
 impl std::fmt::Debug for BrokerSettings {
@@ -52,6 +53,7 @@ impl BrokerSettings {
             phantom_env: vec!["GH_TOKEN".into(), "GITHUB_TOKEN".into()],
             extra_roots_der: Vec::new(),
             roots: UpstreamRoots::default(),
+            push_rule: None,
         }
     }
 
@@ -87,6 +89,14 @@ impl BrokerSettings {
         self
     }
 
+    /// What git pushes through the broker may do (R-PUSH-1); `{session}` in
+    /// a ref pattern becomes the session id. Without a push rule every push
+    /// is refused.
+    pub fn push_rule(&mut self, spec: PushRuleSpec) -> &mut BrokerSettings {
+        self.push_rule = Some(spec);
+        self
+    }
+
     /// The brokered hosts.
     pub fn hosts(&self) -> &[String] {
         &self.hosts
@@ -116,6 +126,9 @@ impl SessionBroker {
             .upstream_roots(settings.roots);
         for der in &settings.extra_roots_der {
             b.extra_root_der(der);
+        }
+        if let Some(spec) = &settings.push_rule {
+            b.push_rule(spec.clone());
         }
         let broker = b.build()?;
         let mut pem = String::new();

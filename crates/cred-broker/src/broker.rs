@@ -6,6 +6,8 @@ use crate::ca::SessionCa;
 use crate::credential::Credential;
 use crate::engine::RuleEngine;
 use crate::error::{Error, ErrorKind};
+use crate::git::limits::GitLimits;
+use crate::git::push_rule::{PushRule, PushRuleSpec};
 use crate::lease::Lease;
 use crate::limits::Limits;
 use crate::tls;
@@ -75,6 +77,8 @@ pub struct Broker {
     pub(crate) idle_timeout: Duration,
     pub(crate) upstream_timeout: Duration,
     pub(crate) violations: broadcast::Sender<SandboxViolation>,
+    pub(crate) push_rule: Option<PushRule>,
+    pub(crate) git_limits: GitLimits,
 }
 
 impl fmt::Debug for Broker {
@@ -106,7 +110,15 @@ impl Broker {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             upstream_timeout: DEFAULT_UPSTREAM_TIMEOUT,
             violation_capacity: DEFAULT_VIOLATION_CAPACITY,
+            push_rule: None,
+            git_limits: GitLimits::default(),
         }
+    }
+
+    /// The compiled push rule, if one is configured (without one every
+    /// push is refused).
+    pub fn push_rule(&self) -> Option<&PushRule> {
+        self.push_rule.as_ref()
     }
 
     /// The session CA (its PEM goes into the sandbox's trust variables).
@@ -142,6 +154,15 @@ pub struct BrokerBuilder {
     idle_timeout: Duration,
     upstream_timeout: Duration,
     violation_capacity: usize,
+    push_rule: Option<PushRuleSource>,
+    git_limits: GitLimits,
+}
+
+/// A push rule as given to the builder.
+#[derive(Debug, Clone)]
+enum PushRuleSource {
+    Spec(PushRuleSpec),
+    Compiled(PushRule),
 }
 
 impl fmt::Debug for BrokerBuilder {
@@ -151,11 +172,44 @@ impl fmt::Debug for BrokerBuilder {
             .field("grants", &grants)
             .field("extra_roots", &self.extra_roots.len())
             .field("roots", &self.roots)
+            .field("push_rule", &self.push_rule.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl BrokerBuilder {
+    /// The push rule every `git-receive-pack` request must pass, compiled
+    /// by [`BrokerBuilder::build`] for the session the granted leases are
+    /// bound to (`{session}` is replaced by it; every grant must name the
+    /// same session). Without a push rule every push is refused.
+    ///
+    /// A push (`POST .../git-receive-pack`, as [`crate::GitClassifier`]
+    /// recognises it, whichever classifiers the rule engine has) is
+    /// handled apart from other requests: its head must pass the rule
+    /// engine, its body is read with [`crate::PushBody`] (inflated when
+    /// gzip-encoded, the pack spooled within [`GitLimits`]) and judged
+    /// with [`PushRule::check_spooled`]. A refused push is answered
+    /// `200 OK` with git's report ([`crate::report_status`]), so that
+    /// `git push` prints `[remote rejected]` with the reason per ref, and
+    /// nothing reaches the upstream; an allowed push is forwarded with
+    /// the real credential, identity-encoded, with a `Content-Length`.
+    pub fn push_rule(&mut self, spec: PushRuleSpec) -> &mut BrokerBuilder {
+        self.push_rule = Some(PushRuleSource::Spec(spec));
+        self
+    }
+
+    /// An already compiled push rule (see [`BrokerBuilder::push_rule`]).
+    pub fn compiled_push_rule(&mut self, rule: PushRule) -> &mut BrokerBuilder {
+        self.push_rule = Some(PushRuleSource::Compiled(rule));
+        self
+    }
+
+    /// The bounds for reading pushes (see [`GitLimits`]).
+    pub fn git_limits(&mut self, limits: GitLimits) -> &mut BrokerBuilder {
+        self.git_limits = limits;
+        self
+    }
+
     /// Lends `credential` through `lease` (checked to name it) to every
     /// host the credential may go to. For a target several credentials
     /// may go to, the first granted is used.
@@ -239,6 +293,30 @@ impl BrokerBuilder {
                 .into());
             }
         }
+        let push_rule = match &self.push_rule {
+            None => None,
+            Some(PushRuleSource::Compiled(rule)) => Some(rule.clone()),
+            Some(PushRuleSource::Spec(spec)) => {
+                let mut sessions = self.grants.iter().map(|g| g.lease.session());
+                let Some(session) = sessions.next() else {
+                    return Err(ErrorKind::InvalidConfig {
+                        name: "push rule",
+                        value: "no grant".to_owned(),
+                        reason: "grant a credential first: its lease names the session",
+                    }
+                    .into());
+                };
+                if sessions.any(|s| s != session) {
+                    return Err(ErrorKind::InvalidConfig {
+                        name: "push rule",
+                        value: "several sessions".to_owned(),
+                        reason: "every grant's lease must name the same session",
+                    }
+                    .into());
+                }
+                Some(PushRule::compile(spec, session)?)
+            }
+        };
         let mut roots = RootCertStore::empty();
         if self.roots == UpstreamRoots::WebPkiAndExtra {
             roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -277,6 +355,8 @@ impl BrokerBuilder {
             idle_timeout: self.idle_timeout,
             upstream_timeout: self.upstream_timeout,
             violations,
+            push_rule,
+            git_limits: self.git_limits,
         })
     }
 }

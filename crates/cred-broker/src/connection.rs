@@ -4,13 +4,18 @@
 use crate::broker::Broker;
 use crate::classify::ClassifyInput;
 use crate::error::{Error, ErrorKind, Response, truncate};
+use crate::git::classifier::{GitClassifier, GitRequest};
+use crate::git::push_body::{BodyEncoding, PushBody, SpooledPush};
+use crate::git::report::{RECEIVE_PACK_RESULT, report_status};
+use crate::head::RequestHead;
 use crate::head::Version;
 use crate::host_pattern::canonical_host;
-use crate::inject::{Target, upstream_head};
+use crate::inject::{Body, Target, upstream_head_for};
 use crate::parser::{Request, RequestParser, Status};
 use crate::response::{ChunkScanner, MAX_RESPONSE_HEAD, ResponseBody, head_end, parse_head};
 use crate::rules::Verdict;
 use crate::tls;
+use std::io::Read;
 use std::net::{Ipv6Addr, SocketAddr};
 use std::time::{Duration, SystemTime};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -99,6 +104,56 @@ impl Broker {
     }
 }
 
+/// Whether a request is a push (`POST .../git-receive-pack` as
+/// [`GitClassifier`] sees it): its body is streamed into [`PushBody`].
+fn is_push(head: &RequestHead) -> bool {
+    matches!(
+        GitClassifier::default().classify_git(&ClassifyInput::head(head)),
+        Some(Ok(GitRequest::Push(None)))
+    )
+}
+
+#[cfg(feature = "graphql")]
+fn is_graphql(head: &RequestHead) -> bool {
+    crate::graphql_rule::is_graphql_path(head.path())
+}
+
+#[cfg(not(feature = "graphql"))]
+fn is_graphql(_: &RequestHead) -> bool {
+    false
+}
+
+/// The body of a 403 on a GraphQL endpoint: GraphQL-shaped, so GraphQL
+/// clients show the reason.
+#[cfg(feature = "graphql")]
+fn graphql_refusal(status: u16, graphql: bool, e: &Error) -> Option<String> {
+    (graphql && status == 403)
+        .then(|| crate::graphql_rule::graphql_error_body(&format!("cred-broker: {e}")))
+}
+
+#[cfg(not(feature = "graphql"))]
+fn graphql_refusal(_: u16, _: bool, _: &Error) -> Option<String> {
+    None
+}
+
+/// How a request's body goes upstream.
+enum Outgoing {
+    /// The parser's buffered body.
+    Buffered,
+    /// A push read by [`PushBody`], forwarded only if the push rule
+    /// allows it.
+    Push(Box<SpooledPush>),
+}
+
+/// What [`Conn::prepare`] did.
+enum Prepared {
+    /// The request went upstream.
+    Sent,
+    /// The push rule refused the push: git's report for the client, and
+    /// the refusal for the violation.
+    Refused { report: Vec<u8>, why: Error },
+}
+
 /// The state of one client connection.
 struct Conn<'a, S> {
     broker: &'a Broker,
@@ -131,13 +186,18 @@ where
 {
     async fn run(&mut self) -> Result<(), Error> {
         let mut parser = RequestParser::new(self.broker.limits);
+        parser.stream_bodies(is_push, self.broker.git_limits.max_inflated_body);
         let mut pending: Vec<u8> = Vec::new();
         loop {
-            let Some(request) = self.next_request(&mut parser, &mut pending).await? else {
+            let Some((request, push)) = self.next_request(&mut parser, &mut pending).await? else {
                 let _ = self.client.shutdown().await;
                 return Ok(());
             };
-            match self.handle(&request).await? {
+            let body = match push {
+                Some(push) => Outgoing::Push(Box::new(push)),
+                None => Outgoing::Buffered,
+            };
+            match self.handle(&request, body).await? {
                 Next::KeepAlive => {}
                 Next::Close => {
                     let _ = self.client.shutdown().await;
@@ -148,23 +208,62 @@ where
     }
 
     /// The next complete request, or `None` when the client closed (or
-    /// went idle) between requests.
+    /// went idle) between requests. A push comes with its body read by
+    /// [`PushBody`] (the request's own body is then empty).
     async fn next_request(
         &mut self,
         parser: &mut RequestParser,
         pending: &mut Vec<u8>,
-    ) -> Result<Option<Request>, Error> {
+    ) -> Result<Option<(Request, Option<SpooledPush>)>, Error> {
+        let mut push: Option<PushBody> = None;
         loop {
             if !pending.is_empty() {
-                match parser.feed(pending) {
-                    Ok(Status::Complete { request, consumed }) => {
+                let fed = parser.feed(pending);
+                let fed = match fed {
+                    Ok(Status::Complete {
+                        mut request,
+                        consumed,
+                    }) => {
                         pending.drain(..consumed);
-                        return Ok(Some(*request));
+                        if push.is_none() && is_push(request.head()) {
+                            match self.start_push(request.head()).await {
+                                Ok(body) => push = Some(body),
+                                Err(()) => return Ok(None),
+                            }
+                        }
+                        match push.take() {
+                            None => return Ok(Some((*request, None))),
+                            Some(mut body) => {
+                                let rest = std::mem::take(&mut request.body);
+                                body.feed(&rest)
+                                    .and_then(|()| body.finish())
+                                    .map(|done| Some((*request, Some(done))))
+                            }
+                        }
                     }
-                    Ok(_) => pending.clear(),
+                    Ok(_) => {
+                        pending.clear();
+                        if push.is_none()
+                            && let Some(head) = parser.streaming_head()
+                        {
+                            match self.start_push(head).await {
+                                Ok(body) => push = Some(body),
+                                Err(()) => return Ok(None),
+                            }
+                        }
+                        match push.as_mut() {
+                            Some(body) => body.feed(&parser.take_body_part()).map(|()| None),
+                            None => Ok(None),
+                        }
+                    }
+                    Err(e) => Err(e),
+                };
+                match fed {
+                    Ok(Some(done)) => return Ok(Some(done)),
+                    Ok(None) => {}
                     Err(e) => {
                         self.broker.report(self.target.to_string(), &e);
-                        self.answer(&e, true).await;
+                        self.answer(&e, true, false).await;
                         return Err(e);
                     }
                 }
@@ -186,7 +285,7 @@ where
 
     /// Checks, decides, injects, forwards one request and relays its
     /// response.
-    async fn handle(&mut self, request: &Request) -> Result<Next, Error> {
+    async fn handle(&mut self, request: &Request, body: Outgoing) -> Result<Next, Error> {
         let head = request.head();
         let label = format!("{} {}", self.target, truncate(head.path()));
         let client_close = head.version() == Version::Http10
@@ -194,15 +293,25 @@ where
                 .header("connection")
                 .map(String::from_utf8_lossy)
                 .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")));
-        match self.prepare(request).await {
-            Ok(()) => {}
+        let graphql = is_graphql(head);
+        match self.prepare(request, body).await {
+            Ok(Prepared::Sent) => {}
+            Ok(Prepared::Refused { report, why }) => {
+                self.broker.report(label, &why);
+                self.answer_push_report(&report, client_close).await;
+                return Ok(if client_close {
+                    Next::Close
+                } else {
+                    Next::KeepAlive
+                });
+            }
             Err(e) => {
                 self.broker.report(label, &e);
                 return if e.response() == Response::Forbidden && !client_close {
-                    self.answer(&e, false).await;
+                    self.answer(&e, false, graphql).await;
                     Ok(Next::KeepAlive)
                 } else {
-                    self.answer(&e, true).await;
+                    self.answer(&e, true, graphql).await;
                     match e.response() {
                         Response::Forbidden => Ok(Next::Close),
                         _ => Err(e),
@@ -216,15 +325,16 @@ where
             Err(RelayError { error, started }) => {
                 self.broker.report(label, &error);
                 if !started {
-                    self.answer(&error, true).await;
+                    self.answer(&error, true, false).await;
                 }
                 Err(error)
             }
         }
     }
 
-    /// Every check, then the request written upstream.
-    async fn prepare(&mut self, request: &Request) -> Result<(), Error> {
+    /// Every check, then the request written upstream. A push also has
+    /// to pass the push rule; a refused push gets git's report instead.
+    async fn prepare(&mut self, request: &Request, body: Outgoing) -> Result<Prepared, Error> {
         let head = request.head();
         let target = &self.target;
         if !target.agrees_with(head.host()) {
@@ -234,7 +344,12 @@ where
             }
             .into());
         }
-        let input = ClassifyInput::with_body(head, request.body());
+        // A push's body is judged by the push rule below; the rule engine
+        // sees its head.
+        let input = match &body {
+            Outgoing::Buffered => ClassifyInput::with_body(head, request.body()),
+            Outgoing::Push(_) => ClassifyInput::head(head),
+        };
         let decision = self.broker.engine.decide(&input, target.host());
         if decision.verdict() != Verdict::Allow {
             return Err(ErrorKind::RuleDenied {
@@ -255,12 +370,41 @@ where
             }
             .into());
         };
-        let out = upstream_head(
-            request,
+        let now = SystemTime::now();
+        let (len, drop_encoding, mut push) = match body {
+            Outgoing::Buffered => (request.body().len(), false, None),
+            Outgoing::Push(mut push) => {
+                grant.lease.check(now)?;
+                let Some(rule) = self.broker.push_rule.as_ref() else {
+                    return Err(ErrorKind::NoPushRule.into());
+                };
+                let limits = &self.broker.git_limits;
+                let decision = rule.check_spooled(&push.request, &mut push.pack, limits);
+                if decision.verdict() != Verdict::Allow {
+                    let refs: Vec<String> = decision
+                        .refs()
+                        .iter()
+                        .filter_map(|r| r.refusal().map(|why| format!("{}: {why}", r.refname())))
+                        .collect();
+                    let why = ErrorKind::PushRefused {
+                        refs: truncate(&refs.join("; ")),
+                    }
+                    .into();
+                    let report = report_status(&decision, &push.request)?;
+                    return Ok(Prepared::Refused { report, why });
+                }
+                let len = usize::try_from(push.len())
+                    .map_err(|_| self.upstream_error("the push is too large to forward"))?;
+                (len, true, Some(push))
+            }
+        };
+        let out = upstream_head_for(
+            head,
+            Body { len, drop_encoding },
             target,
             &grant.lease,
             &grant.credential,
-            SystemTime::now(),
+            now,
         )?;
         if self.upstream.is_none() {
             self.upstream = Some(self.connect().await?);
@@ -270,14 +414,103 @@ where
         };
         let sent = async {
             up.write_all(out.as_bytes()).await?;
-            if !request.body().is_empty() {
-                up.write_all(request.body()).await?;
+            match push.as_deref_mut() {
+                None => {
+                    if !request.body().is_empty() {
+                        up.write_all(request.body()).await?;
+                    }
+                }
+                Some(push) => {
+                    up.write_all(&push.commands).await?;
+                    let mut reader = push.pack.reader().map_err(std::io::Error::other)?;
+                    let mut buf = vec![0u8; READ_CHUNK * 4];
+                    loop {
+                        // The spool is in memory or a local temporary file.
+                        let n = reader.read(&mut buf)?;
+                        if n == 0 {
+                            break;
+                        }
+                        up.write_all(&buf[..n]).await?;
+                    }
+                }
             }
             up.flush().await
         }
         .await;
         drop(out);
-        sent.map_err(|e| self.upstream_error(e))
+        sent.map_err(|e| self.upstream_error(e))?;
+        Ok(Prepared::Sent)
+    }
+
+    /// Starts reading a push once its head is complete: the head must
+    /// agree with the target, pass the rule engine, and a push rule must
+    /// be configured, before any body byte is read. A refusal is reported
+    /// and answered 403 with the connection closed (the body stays unread);
+    /// then `Err`.
+    async fn start_push(&mut self, head: &RequestHead) -> Result<PushBody, ()> {
+        let checked = if !self.target.agrees_with(head.host()) {
+            Err(ErrorKind::TargetMismatch {
+                host: truncate(head.host()),
+                target: self.target.to_string(),
+            })
+        } else {
+            let input = ClassifyInput::head(head);
+            let decision = self.broker.engine.decide(&input, self.target.host());
+            if decision.verdict() != Verdict::Allow {
+                Err(ErrorKind::RuleDenied {
+                    method: truncate(head.method()),
+                    path: truncate(head.path()),
+                    decision: decision.to_string(),
+                })
+            } else if self.broker.push_rule.is_none() {
+                Err(ErrorKind::NoPushRule)
+            } else {
+                Ok(())
+            }
+        };
+        if let Err(kind) = checked {
+            let e = Error::from(kind);
+            let label = format!("{} {}", self.target, truncate(head.path()));
+            self.broker.report(label, &e);
+            self.answer(&e, true, false).await;
+            return Err(());
+        }
+        // The client may wait for this before sending the body; the
+        // upstream gets the whole body at once and no `Expect`.
+        let expects = head
+            .header("expect")
+            .is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
+        if expects && head.version() != Version::Http10 {
+            let _ = self.write_client(b"HTTP/1.1 100 Continue\r\n\r\n").await;
+            let _ = self.client.flush().await;
+        }
+        let limits = &self.broker.git_limits;
+        Ok(
+            match BodyEncoding::from_header(head.header("content-encoding")) {
+                Some(encoding) => PushBody::new(encoding, limits),
+                None => PushBody::refusing(limits),
+            },
+        )
+    }
+
+    /// Answers a refused push with git's report, in a `200 OK` as
+    /// `git-receive-pack` itself would.
+    async fn answer_push_report(&mut self, report: &[u8], close: bool) {
+        let mut out = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: {RECEIVE_PACK_RESULT}\r\nCache-Control: no-cache\r\nContent-Length: {}\r\n",
+            report.len()
+        )
+        .into_bytes();
+        if close {
+            out.extend_from_slice(b"Connection: close\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(report);
+        let _ = self.client.write_all(&out).await;
+        let _ = self.client.flush().await;
+        if close {
+            let _ = self.client.shutdown().await;
+        }
     }
 
     fn upstream_error(&self, message: impl std::fmt::Display) -> Error {
@@ -396,8 +629,9 @@ where
         self.client.write_all(bytes).await.map_err(client_error)
     }
 
-    /// Answers a refusal with its status and a short reason.
-    async fn answer(&mut self, e: &Error, close: bool) {
+    /// Answers a refusal with its status and a short reason; a 403 on a
+    /// GraphQL endpoint carries a GraphQL-shaped error body.
+    async fn answer(&mut self, e: &Error, close: bool, graphql: bool) {
         let status = e.response().status().unwrap_or(500);
         let text = match status {
             400 => "Bad Request",
@@ -405,9 +639,12 @@ where
             502 => "Bad Gateway",
             _ => "Internal Server Error",
         };
-        let body = format!("cred-broker: {e}\n");
+        let (kind, body) = match graphql_refusal(status, graphql, e) {
+            Some(json) => ("application/json", json),
+            None => ("text/plain; charset=utf-8", format!("cred-broker: {e}\n")),
+        };
         let mut out = format!(
-            "HTTP/1.1 {status} {text}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n",
+            "HTTP/1.1 {status} {text}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n",
             body.len()
         );
         if close {

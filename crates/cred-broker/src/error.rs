@@ -402,6 +402,15 @@ pub enum ErrorKind {
         /// The I/O error's message.
         message: String,
     },
+    /// A `git-receive-pack` request reached a broker without a push rule.
+    #[error("git pushes are refused: no push rule is configured")]
+    NoPushRule,
+    /// The push rule refused a push (answered in git's report format).
+    #[error("push refused by the push rule: {refs}")]
+    PushRefused {
+        /// Each refused ref and why (truncated).
+        refs: String,
+    },
 }
 
 impl Error {
@@ -421,6 +430,8 @@ impl Error {
             | K::TargetMismatch { .. }
             | K::SniMismatch { .. }
             | K::RuleDenied { .. }
+            | K::NoPushRule
+            | K::PushRefused { .. }
             | K::NoCredential { .. } => Response::Forbidden,
             K::Upstream { .. } => Response::BadGatewayAndClose,
             K::InvalidConfig { .. }

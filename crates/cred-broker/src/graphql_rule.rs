@@ -37,6 +37,17 @@ impl GraphqlClassifier {
     }
 }
 
+/// Whether `path` is a GraphQL endpoint (`/graphql`, `/api/graphql`),
+/// matched in the rules' normal form, ignoring case and a final `/`, so
+/// that no spelling of the endpoint escapes the classifier.
+pub(crate) fn is_graphql_path(path: &str) -> bool {
+    let norm = normal_path(path)
+        .unwrap_or_else(|_| path.to_owned())
+        .to_ascii_lowercase();
+    let path = norm.trim_end_matches('/');
+    path == "/graphql" || path == "/api/graphql"
+}
+
 fn refused(reason: impl Into<String>) -> Classification {
     Classification::Refused {
         reason: reason.into(),
@@ -50,13 +61,7 @@ impl RequestClassifier for GraphqlClassifier {
 
     fn classify(&self, input: &ClassifyInput<'_>) -> Classification {
         let head = input.head;
-        // Matched in the rules' normal form, ignoring case and a final
-        // `/`, so that no spelling of the endpoint escapes this classifier.
-        let norm = normal_path(head.path())
-            .unwrap_or_else(|_| head.path().to_owned())
-            .to_ascii_lowercase();
-        let path = norm.trim_end_matches('/');
-        if path != "/graphql" && path != "/api/graphql" {
+        if !is_graphql_path(head.path()) {
             return Classification::NotMine;
         }
         if head.header("content-encoding").is_some() {

@@ -4,6 +4,7 @@
 use crate::credential::Credential;
 use crate::error::{Error, ErrorKind, truncate};
 use crate::field::HeaderField;
+use crate::head::RequestHead;
 use crate::head_parser::is_host_port;
 use crate::host_pattern::canonical_host;
 use crate::lease::Lease;
@@ -126,6 +127,31 @@ pub fn upstream_head(
     credential: &Credential,
     now: SystemTime,
 ) -> Result<UpstreamHead, Error> {
+    let body = Body {
+        len: request.body().len(),
+        drop_encoding: false,
+    };
+    upstream_head_for(request.head(), body, target, lease, credential, now)
+}
+
+/// The body an upstream head announces: its length, and whether it was
+/// read and decoded whole before forwarding (then the client's
+/// `Content-Encoding` and `Expect` are dropped).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Body {
+    pub(crate) len: usize,
+    pub(crate) drop_encoding: bool,
+}
+
+/// [`upstream_head`] for a head whose body is held elsewhere.
+pub(crate) fn upstream_head_for(
+    head: &RequestHead,
+    body: Body,
+    target: &Target,
+    lease: &Lease,
+    credential: &Credential,
+    now: SystemTime,
+) -> Result<UpstreamHead, Error> {
     lease.check(now)?;
     if lease.credential() != credential.name {
         return Err(ErrorKind::CredentialMismatch {
@@ -134,7 +160,6 @@ pub fn upstream_head(
         }
         .into());
     }
-    let head = request.head();
     if !target.agrees_with(head.host()) {
         return Err(ErrorKind::TargetMismatch {
             host: truncate(head.host()),
@@ -150,11 +175,16 @@ pub fn upstream_head(
         .into());
     }
     let own = credential.template.header_name();
-    let skip = |f: &HeaderField| f.is("authorization") || f.is("proxy-authorization") || f.is(own);
+    let skip = |f: &HeaderField| {
+        f.is("authorization")
+            || f.is("proxy-authorization")
+            || f.is(own)
+            || (body.drop_encoding && (f.is("content-encoding") || f.is("expect")))
+    };
     // The part without the credential holds no secret; build it first to
     // size the wiped buffer exactly.
     let mut plain = Vec::with_capacity(256);
-    write_head(head, request.body().len(), Some(&skip), &mut plain);
+    write_head(head, body.len, Some(&skip), &mut plain);
     let secret = credential.secret.expose();
     let value_len = credential.template.value_len(secret.len());
     let total = plain.len() + own.len() + 2 + value_len + 4;

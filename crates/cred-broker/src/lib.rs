@@ -204,6 +204,31 @@
 //! [`report_status`] in git's own report format. With the `graphql`
 //! feature, [`GraphqlClassifier`] classifies `/graphql` and
 //! `/api/graphql` requests and [`graphql_error_body`] shapes a refusal.
+//!
+//! In a [`Broker`], a request that [`GitClassifier`] sees as a push
+//! (`POST .../git-receive-pack`) is handled apart, whatever classifiers
+//! the rule engine was built with: its head must agree with the target,
+//! pass the rule engine (classes come from the head alone) and find a
+//! push rule configured ([`BrokerBuilder::push_rule`]; without one every
+//! push is refused), else it is answered 403 and the connection closed
+//! before any body byte is read. The body is then streamed into a
+//! [`PushBody`] (bounded by [`GitLimits`], not by [`Limits::max_body`])
+//! and judged by [`PushRule::check_spooled`]. A refused push is answered
+//! `200 OK`, `Content-Type: application/x-git-receive-pack-result`, with
+//! [`report_status`] (so `git push` prints `! [remote rejected] <ref>
+//! (<reason>)`), reported as a violation, and nothing of it reaches the
+//! upstream; an allowed push is forwarded after the lease check, with the
+//! real credential, identity-encoded (no `Content-Encoding`) and with a
+//! `Content-Length` of its own. A malformed push body is 400 and close.
+//! Add [`GitClassifier`] and [`GraphqlClassifier`] to the rule engine with
+//! [`RuleEngineBuilder::classifier`] so rules can name their classes
+//! (`git-fetch`, `git-push`, `graphql-query`, ...).
+//!
+//! GraphQL refusals are HTTP 403 with `Content-Type: application/json` and
+//! a [`graphql_error_body`] (`{"errors":[{"message":"cred-broker: ..."}]}`):
+//! a status that no client mistakes for success, and a body that GraphQL
+//! clients show. Every 403 on a GraphQL endpoint has this shape (a denied
+//! mutation, an ambiguous document, a revoked lease).
 //! Every git parser is bounded by [`GitLimits`]; pkt-lines by
 //! [`MAX_PKT_LEN`].
 //!

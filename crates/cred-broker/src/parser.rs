@@ -66,6 +66,9 @@ enum State {
     Failed(Error),
 }
 
+/// Chooses the requests whose bodies are streamed.
+type PickStreamed = fn(&RequestHead) -> bool;
+
 /// Reads requests from a byte stream, one at a time, in whatever slices
 /// the bytes arrive. Every check of the crate runs here; the first problem
 /// is an [`Error`] and the parser stays failed (answer 400 and close).
@@ -86,6 +89,12 @@ pub struct RequestParser {
     buf: Vec<u8>,
     scanner: HeadScanner,
     body: Vec<u8>,
+    /// Which requests have their bodies streamed (taken in parts with
+    /// `take_body_part`) instead of collected, and the bound on such a
+    /// decoded body.
+    stream: Option<(PickStreamed, u64)>,
+    /// Whether the request being read is streamed.
+    streaming: bool,
 }
 
 impl RequestParser {
@@ -97,7 +106,33 @@ impl RequestParser {
             buf: Vec::new(),
             scanner: HeadScanner::default(),
             body: Vec::new(),
+            stream: None,
+            streaming: false,
         }
+    }
+
+    /// Streams the bodies of the requests `pick` chooses: their body bytes
+    /// are bounded by `max` (instead of [`Limits::max_body`]) and taken in
+    /// parts with [`RequestParser::take_body_part`] while the request is
+    /// incomplete; the completed request holds only the part not yet
+    /// taken.
+    pub(crate) fn stream_bodies(&mut self, pick: PickStreamed, max: u64) {
+        self.stream = Some((pick, max));
+    }
+
+    /// The head of a streamed request whose body is being read.
+    pub(crate) fn streaming_head(&self) -> Option<&RequestHead> {
+        match &self.state {
+            State::Length { head, .. } | State::Chunked { head, .. } if self.streaming => {
+                Some(head)
+            }
+            _ => None,
+        }
+    }
+
+    /// Takes the body bytes of a streamed request decoded so far.
+    pub(crate) fn take_body_part(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.body)
     }
 
     /// Whether no byte of a next request has been read yet.
@@ -147,13 +182,21 @@ impl RequestParser {
             let head = parse_head(&self.buf[..end])?;
             self.buf = Vec::new();
             self.scanner = HeadScanner::default();
+            let mut limits = self.limits;
+            self.streaming = false;
+            if let Some((pick, max)) = self.stream
+                && pick(&head)
+            {
+                self.streaming = true;
+                limits.max_body = max;
+            }
             self.state = match head.framing {
                 BodyFraming::None | BodyFraming::Length(0) => {
                     return Ok(self.complete(head, Vec::new(), used));
                 }
-                BodyFraming::Length(n) if n > self.limits.max_body => {
+                BodyFraming::Length(n) if n > limits.max_body => {
                     return Err(ErrorKind::BodyTooLarge {
-                        limit: self.limits.max_body,
+                        limit: limits.max_body,
                     }
                     .into());
                 }
@@ -163,7 +206,7 @@ impl RequestParser {
                 },
                 BodyFraming::Chunked => State::Chunked {
                     head: Box::new(head),
-                    decoder: Box::new(ChunkedDecoder::new(self.limits)),
+                    decoder: Box::new(ChunkedDecoder::new(limits)),
                 },
             };
         }
@@ -204,6 +247,7 @@ impl RequestParser {
 
     fn complete(&mut self, head: RequestHead, body: Vec<u8>, consumed: usize) -> Status {
         self.state = State::Head;
+        self.streaming = false;
         Status::Complete {
             request: Box::new(Request {
                 head,
@@ -212,5 +256,58 @@ impl RequestParser {
             }),
             consumed,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+
+    fn big(head: &RequestHead) -> bool {
+        head.path() == "/big"
+    }
+
+    #[test]
+    fn streamed_bodies_come_in_parts_and_have_their_own_bound() {
+        let limits = Limits::builder().max_body(4).build().unwrap();
+        for chunked in [false, true] {
+            let mut p = RequestParser::new(limits);
+            p.stream_bodies(big, 100);
+            let wire: &[u8] = if chunked {
+                b"POST /big HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n5\r\nworld\r\n0\r\n\r\n"
+            } else {
+                b"POST /big HTTP/1.1\r\nHost: a.test\r\nContent-Length: 10\r\n\r\nhelloworld"
+            };
+            let mut body = Vec::new();
+            let mut done = None;
+            for b in wire.chunks(3) {
+                match p.feed(b).unwrap() {
+                    Status::Incomplete => {
+                        if p.streaming_head().is_some() {
+                            body.extend(p.take_body_part());
+                        }
+                    }
+                    Status::Complete { request, .. } => done = Some(request),
+                }
+            }
+            let request = done.unwrap();
+            body.extend_from_slice(request.body());
+            assert_eq!(body, b"helloworld", "chunked: {chunked}");
+            assert!(p.streaming_head().is_none());
+        }
+        // Past the stream's bound, and other requests keep the parser's.
+        let mut p = RequestParser::new(limits);
+        p.stream_bodies(big, 100);
+        assert!(
+            p.feed(b"POST /big HTTP/1.1\r\nHost: a.test\r\nContent-Length: 101\r\n\r\n")
+                .is_err()
+        );
+        let mut p = RequestParser::new(limits);
+        p.stream_bodies(big, 100);
+        assert!(
+            p.feed(b"POST /small HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\n\r\n")
+                .is_err()
+        );
     }
 }

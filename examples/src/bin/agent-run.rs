@@ -20,7 +20,8 @@ const USAGE: &str = "usage: agent-run [--allow ENTRY]... [--allow-cidr CIDR]... 
 [--network on|off] [--mode chat|review|plan|orchestrate] [--mount PATH[:ro]]... [--protect PATH]... \
 [--workdir DIR] [--sandbox on|off] [--backend native|none] [--terminal] \
 [--broker HOST]... [--broker-rules FILE] [--broker-credential-env NAME] \
-[--broker-template bearer|token|git-basic] [--upstream-ca FILE]... -- CMD [ARG...]";
+[--broker-template bearer|token|git-basic] [--broker-push-rule FILE] [--upstream-ca FILE]... \
+-- CMD [ARG...]";
 
 struct Options {
     allow: Vec<String>,
@@ -38,6 +39,7 @@ struct Options {
     broker_rules: Option<String>,
     broker_credential_env: Option<String>,
     broker_template: String,
+    broker_push_rule: Option<String>,
     upstream_ca: Vec<String>,
     command: Vec<String>,
 }
@@ -59,6 +61,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         broker_rules: None,
         broker_credential_env: None,
         broker_template: "bearer".into(),
+        broker_push_rule: None,
         upstream_ca: Vec::new(),
         command: Vec::new(),
     };
@@ -114,6 +117,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
             }
             "--broker-template" => o.broker_template = value("--broker-template")?,
             "--upstream-ca" => o.upstream_ca.push(value("--upstream-ca")?),
+            "--broker-push-rule" => o.broker_push_rule = Some(value("--broker-push-rule")?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -166,9 +170,13 @@ fn main() -> ExitCode {
 /// receives it (env-guard inherits only core variables, and it is removed
 /// from the base environment besides).
 fn broker_settings(o: &Options) -> Result<BrokerSettings, String> {
-    use cred_broker::{Credential, HeaderTemplate, RuleEngine, RuleFile, Secret};
+    use cred_broker::{
+        Credential, GitClassifier, GitLimits, GraphqlClassifier, HeaderTemplate, PushRuleSpec,
+        RuleEngine, RuleFile, Secret,
+    };
     use rustls_pki_types::CertificateDer;
     use rustls_pki_types::pem::PemObject;
+    use std::sync::Arc;
     let rules_path = o
         .broker_rules
         .as_deref()
@@ -182,6 +190,8 @@ fn broker_settings(o: &Options) -> Result<BrokerSettings, String> {
     .map_err(|e| format!("{rules_path}: {e}"))?;
     let engine = RuleEngine::builder()
         .rules(file)
+        .classifier(Arc::new(GitClassifier::new(GitLimits::default())))
+        .classifier(Arc::new(GraphqlClassifier::new()))
         .build()
         .map_err(|e| e.to_string())?;
     let env_name = o
@@ -209,6 +219,11 @@ fn broker_settings(o: &Options) -> Result<BrokerSettings, String> {
     let mut settings = BrokerSettings::new(engine, cred.build().map_err(|e| e.to_string())?);
     for h in &o.broker_hosts {
         settings.host(h);
+    }
+    if let Some(path) = &o.broker_push_rule {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+        let spec: PushRuleSpec = toml::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
+        settings.push_rule(spec);
     }
     for path in &o.upstream_ca {
         for cert in CertificateDer::pem_file_iter(path).map_err(|e| format!("{path}: {e}"))? {

@@ -83,6 +83,15 @@ impl Write for Collector {
 enum Decoder {
     Identity(Box<Collector>),
     Gzip(Box<flate2::write::GzDecoder<Collector>>),
+    /// A `Content-Encoding` other than gzip or identity: refused.
+    Refused(Box<Collector>),
+}
+
+fn refused_encoding() -> Error {
+    ErrorKind::ContentEncoding {
+        reason: "only gzip and identity are accepted",
+    }
+    .into()
 }
 
 /// Content encodings a push body may have.
@@ -183,9 +192,24 @@ impl PushBody {
         PushBody { decoder }
     }
 
+    /// A reader for a body whose `Content-Encoding` is neither gzip nor
+    /// identity: it refuses the body ([`PushBody::feed`] and
+    /// [`PushBody::finish`] fail).
+    pub fn refusing(limits: &GitLimits) -> PushBody {
+        let PushBody { decoder } = PushBody::new(BodyEncoding::Identity, limits);
+        match decoder {
+            Decoder::Identity(c) | Decoder::Refused(c) => PushBody {
+                decoder: Decoder::Refused(c),
+            },
+            Decoder::Gzip(d) => PushBody {
+                decoder: Decoder::Gzip(d),
+            },
+        }
+    }
+
     fn collector(&mut self) -> &mut Collector {
         match &mut self.decoder {
-            Decoder::Identity(c) => c,
+            Decoder::Identity(c) | Decoder::Refused(c) => c,
             Decoder::Gzip(d) => d.get_mut(),
         }
     }
@@ -202,6 +226,7 @@ impl PushBody {
         let r = match &mut self.decoder {
             Decoder::Identity(c) => c.write_all(data),
             Decoder::Gzip(d) => d.write_all(data),
+            Decoder::Refused(_) => return Err(refused_encoding()),
         };
         r.map_err(|_| self.fail("the gzip stream is corrupt"))
     }
@@ -212,6 +237,7 @@ impl PushBody {
     pub fn finish(self) -> Result<SpooledPush, Error> {
         let mut collector = match self.decoder {
             Decoder::Identity(c) => *c,
+            Decoder::Refused(_) => return Err(refused_encoding()),
             Decoder::Gzip(mut d) => {
                 if d.try_finish().is_err() {
                     return Err(d.get_mut().error.take().unwrap_or_else(|| {

@@ -1,0 +1,620 @@
+//! Real git through connect-proxy and the broker to a local HTTPS git
+//! server (`git http-backend` as CGI behind a small TLS server with its own
+//! CA): clone, pushes the push rule allows, pushes it refuses (answered in
+//! git's report format, nothing forwarded), and the credential swap.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use connect_proxy::{
+    AllowList, Baseline, BoxFuture, Cidr, Intercept, Intercepted, IpPolicy, ProxyConfig, ProxyPair,
+    StaticResolver,
+};
+use cred_broker::{
+    Broker, Credential, GitClassifier, GitLimits, HeaderTemplate, Lease, PushRuleSpec, RuleEngine,
+    RuleFile, Secret, SessionCa, UpstreamRoots,
+};
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+const SECRET: &str = "real-git-secret-5b81d2";
+const HOST: &str = "git.test";
+const SESSION: &str = "s-git";
+
+const RULES: &str = r#"
+[[rule]]
+name = "git"
+decision = "allow"
+hosts = ["git.test"]
+classes = ["git-fetch", "git-push"]
+"#;
+
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn basic(token: &str) -> String {
+    format!(
+        "Basic {}",
+        base64(format!("x-access-token:{token}").as_bytes())
+    )
+}
+
+/// A test CA and a leaf for `git.test`.
+fn test_pki() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "test git server CA");
+    let ca = params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::from_params(&params, &ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec![HOST.to_owned()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    (
+        ca.der().to_vec(),
+        leaf.der().to_vec(),
+        leaf_key.serialize_der(),
+    )
+}
+
+/// What the git server saw: each request line and its `Authorization`.
+#[derive(Debug, Clone)]
+struct Seen {
+    line: String,
+    auth: Option<String>,
+}
+
+struct GitServer {
+    addr: SocketAddr,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+/// Reads one request: head lines and a `Content-Length` body. `None` at
+/// the end of the stream or on anything else.
+async fn read_request<S: AsyncRead + Unpin>(
+    s: &mut S,
+    buf: &mut Vec<u8>,
+) -> Option<(String, Vec<(String, String)>, Vec<u8>)> {
+    let end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        let mut chunk = [0u8; 8192];
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8(buf[..end].to_vec()).ok()?;
+    buf.drain(..end + 4);
+    let mut lines = head.split("\r\n");
+    let line = lines.next()?.to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    if headers.iter().any(|(n, _)| n == "transfer-encoding") {
+        return None;
+    }
+    let len: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .map_or(Some(0), |(_, v)| v.parse().ok())?;
+    while buf.len() < len {
+        let mut chunk = [0u8; 65536];
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body = buf.drain(..len).collect();
+    Some((line, headers, body))
+}
+
+/// Runs `git http-backend` for one request; the CGI answer as HTTP.
+async fn cgi(root: &Path, line: &str, headers: &[(String, String)], body: Vec<u8>) -> Vec<u8> {
+    let mut parts = line.split(' ');
+    let method = parts.next().unwrap_or("");
+    let target = parts.next().unwrap_or("");
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    let mut cmd = tokio::process::Command::new("git");
+    cmd.arg("http-backend")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", root)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_PROJECT_ROOT", root)
+        .env("GIT_HTTP_EXPORT_ALL", "1")
+        .env("REQUEST_METHOD", method)
+        .env("PATH_INFO", path)
+        .env("QUERY_STRING", query)
+        .env("CONTENT_LENGTH", body.len().to_string())
+        .env("REMOTE_USER", "x-access-token")
+        .env("REMOTE_ADDR", "127.0.0.1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (name, var) in [
+        ("content-type", "CONTENT_TYPE"),
+        ("content-encoding", "HTTP_CONTENT_ENCODING"),
+        ("git-protocol", "HTTP_GIT_PROTOCOL"),
+    ] {
+        if let Some(v) = header(name) {
+            cmd.env(var, v);
+        }
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = tokio::spawn(async move {
+        let _ = stdin.write_all(&body).await;
+    });
+    let out = child.wait_with_output().await.unwrap();
+    let _ = writer.await;
+    let raw = out.stdout;
+    let (split, skip) = match raw.windows(4).position(|w| w == b"\r\n\r\n") {
+        Some(i) => (i, 4),
+        None => match raw.windows(2).position(|w| w == b"\n\n") {
+            Some(i) => (i, 2),
+            None => (raw.len(), 0),
+        },
+    };
+    let cgi_head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let cgi_body = &raw[(split + skip).min(raw.len())..];
+    let mut status = "200 OK".to_owned();
+    let mut fields = String::new();
+    for l in cgi_head.lines() {
+        let Some((n, v)) = l.split_once(':') else {
+            continue;
+        };
+        if n.eq_ignore_ascii_case("status") {
+            status = v.trim().to_owned();
+        } else {
+            fields.push_str(&format!("{}: {}\r\n", n.trim(), v.trim()));
+        }
+    }
+    let mut resp = format!(
+        "HTTP/1.1 {status}\r\n{fields}Content-Length: {}\r\n\r\n",
+        cgi_body.len()
+    )
+    .into_bytes();
+    resp.extend_from_slice(cgi_body);
+    resp
+}
+
+/// A local HTTPS git server that requires the real credential (401
+/// otherwise) and records every request line and `Authorization`.
+async fn git_server(root: PathBuf, leaf_der: Vec<u8>, leaf_key: Vec<u8>) -> GitServer {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(leaf_der)],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key)),
+        )
+        .unwrap();
+    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let want = basic(SECRET);
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            let log = log.clone();
+            let root = root.clone();
+            let want = want.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let mut buf = Vec::new();
+                while let Some((line, headers, body)) = read_request(&mut tls, &mut buf).await {
+                    let auths: Vec<String> = headers
+                        .iter()
+                        .filter(|(n, _)| n == "authorization")
+                        .map(|(_, v)| v.clone())
+                        .collect();
+                    log.lock().unwrap().push(Seen {
+                        line: line.clone(),
+                        auth: if auths.len() == 1 {
+                            Some(auths[0].clone())
+                        } else {
+                            Some(auths.join(" | ")).filter(|s| !s.is_empty())
+                        },
+                    });
+                    let resp = if auths == [want.clone()] {
+                        cgi(&root, &line, &headers, body).await
+                    } else {
+                        b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\nContent-Length: 0\r\n\r\n"
+                            .to_vec()
+                    };
+                    if tls.write_all(&resp).await.is_err() || tls.flush().await.is_err() {
+                        return;
+                    }
+                }
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    GitServer { addr, seen }
+}
+
+struct BrokerHook {
+    broker: Arc<Broker>,
+}
+
+impl Intercept for BrokerHook {
+    fn claims(&self, target: &connect_proxy::Target) -> bool {
+        target.host.as_name() == Some(HOST)
+    }
+
+    fn take(&self, conn: Intercepted) -> BoxFuture<'static, ()> {
+        let broker = self.broker.clone();
+        Box::pin(async move {
+            let Some(&upstream) = conn.addrs.first() else {
+                return;
+            };
+            let _ = conn.client.set_nodelay(true);
+            let host = conn.target.host.to_string();
+            let port = conn.target.port;
+            let (read, write) = tokio::io::split(conn.client);
+            let client = tokio::io::join(std::io::Cursor::new(conn.buffered).chain(read), write);
+            let _ = broker.serve(client, &host, port, upstream).await;
+        })
+    }
+}
+
+async fn proxy_pair(broker: Arc<Broker>) -> ProxyPair {
+    let resolver = Arc::new(StaticResolver::new());
+    resolver.insert(HOST, ["127.0.0.1".parse().unwrap()]);
+    let mut ip = IpPolicy::new();
+    ip.allow_cidr("127.0.0.1/32".parse::<Cidr>().unwrap());
+    ProxyPair::start(
+        ProxyConfig::builder()
+            .allowlist(
+                AllowList::builder()
+                    .baseline(Baseline::Exclude)
+                    .allow(HOST)
+                    .build()
+                    .unwrap(),
+            )
+            .ip_policy(ip)
+            .resolver(resolver)
+            .intercept(Arc::new(BrokerHook { broker }))
+            .build()
+            .unwrap(),
+    )
+    .await
+    .unwrap()
+}
+
+/// A git command with a clean configuration: no system or global config,
+/// no credential helper, no prompts, the proxy and the session CA set,
+/// and the phantom token (never the real one) as its credential.
+struct Git {
+    home: PathBuf,
+    proxy: String,
+    ca: PathBuf,
+    phantom: String,
+}
+
+impl Git {
+    fn cmd(&self, dir: &Path) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new("git");
+        cmd.current_dir(dir)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_AUTHOR_NAME", "agent")
+            .env("GIT_AUTHOR_EMAIL", "agent@example.invalid")
+            .env("GIT_COMMITTER_NAME", "agent")
+            .env("GIT_COMMITTER_EMAIL", "agent@example.invalid")
+            .env("HTTPS_PROXY", &self.proxy)
+            .env("https_proxy", &self.proxy)
+            .env("GIT_SSL_CAINFO", &self.ca)
+            .args(["-c", "credential.helper=", "-c", "init.defaultBranch=main"])
+            .arg("-c")
+            .arg(format!(
+                "http.extraHeader=Authorization: {}",
+                basic(&self.phantom)
+            ));
+        cmd
+    }
+
+    async fn run(&self, dir: &Path, args: &[&str]) -> Output {
+        self.cmd(dir).args(args).output().await.unwrap()
+    }
+
+    async fn ok(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.run(dir, args).await;
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+async fn refs(git: &Git, bare: &Path) -> String {
+    git.ok(
+        bare,
+        &[
+            "--git-dir",
+            bare.to_str().unwrap(),
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+        ],
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn real_git_through_proxy_and_broker() {
+    match std::process::Command::new("git").arg("--version").output() {
+        Ok(o) if o.status.success() => {}
+        _ => {
+            eprintln!("SKIPPED: git is not installed; the git end-to-end test did not run");
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("server");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let bare = root.join("repo.git");
+
+    let (ca_der, leaf_der, leaf_key) = test_pki();
+    let server = git_server(root.clone(), leaf_der, leaf_key).await;
+    let port = server.addr.port();
+
+    // The broker: the git classifier, a read-and-push rule, the push rule
+    // for the session's own branches (and tags, to show the tag refusal).
+    let session_ca = Arc::new(SessionCa::builder(SESSION).build().unwrap());
+    let engine = RuleEngine::builder()
+        .classifier(Arc::new(GitClassifier::default()))
+        .rules(RuleFile::from_toml(RULES).unwrap())
+        .build()
+        .unwrap();
+    let cred = Credential::builder("code-host")
+        .secret(Secret::new(SECRET.as_bytes().to_vec()).unwrap())
+        .host(HOST)
+        .template(HeaderTemplate::git_basic())
+        .build()
+        .unwrap();
+    let lease = Lease::builder(SESSION, &cred).build().unwrap();
+    let broker = Broker::builder(session_ca.clone(), engine)
+        .extra_root_der(&ca_der)
+        .upstream_roots(UpstreamRoots::ExtraOnly)
+        .grant(cred, lease.clone())
+        // A small in-memory spool, so the large push below is spooled to a
+        // temporary file.
+        .git_limits(GitLimits::default().spool_memory(64 * 1024))
+        .push_rule(PushRuleSpec::new([
+            "refs/heads/agent/{session}/**",
+            "refs/tags/**",
+        ]))
+        .build()
+        .unwrap();
+    let broker = Arc::new(broker);
+    let mut violations = broker.subscribe_violations();
+    let pair = proxy_pair(broker.clone()).await;
+    let ca_pem = dir.path().join("session-ca.pem");
+    std::fs::write(&ca_pem, session_ca.ca_cert_pem()).unwrap();
+    let phantom = lease.phantom().to_string();
+    assert_ne!(phantom, SECRET);
+    let git = Git {
+        home: home.clone(),
+        proxy: format!("http://{}", pair.http_addr()),
+        ca: ca_pem,
+        phantom: phantom.clone(),
+    };
+    let mut outputs: Vec<String> = Vec::new();
+
+    // The server's bare repository, seeded locally with one commit on main.
+    git.ok(
+        dir.path(),
+        &["init", "--bare", "-q", bare.to_str().unwrap()],
+    )
+    .await;
+    git.ok(&bare, &["config", "http.receivepack", "true"]).await;
+    let seed = dir.path().join("seed");
+    git.ok(dir.path(), &["init", "-q", seed.to_str().unwrap()])
+        .await;
+    std::fs::write(seed.join("README"), "seed\n").unwrap();
+    git.ok(&seed, &["add", "README"]).await;
+    git.ok(&seed, &["commit", "-q", "-m", "seed"]).await;
+    git.ok(&seed, &["push", "-q", bare.to_str().unwrap(), "main"])
+        .await;
+
+    // Clone through the proxy and the broker.
+    let url = format!("https://{HOST}:{port}/repo.git");
+    let work = dir.path().join("work");
+    git.ok(dir.path(), &["clone", "-q", &url, work.to_str().unwrap()])
+        .await;
+    assert_eq!(
+        std::fs::read_to_string(work.join("README")).unwrap(),
+        "seed\n"
+    );
+
+    // The run's branch: created, then fast-forwarded (twice).
+    let branch = format!("refs/heads/agent/{SESSION}/work");
+    let push_spec = format!("HEAD:{branch}");
+    std::fs::write(work.join("a.txt"), "one\n").unwrap();
+    git.ok(&work, &["add", "a.txt"]).await;
+    git.ok(&work, &["commit", "-q", "-m", "one"]).await;
+    git.ok(&work, &["push", "-q", "origin", &push_spec]).await;
+    let one = git.ok(&work, &["rev-parse", "HEAD"]).await;
+    std::fs::write(work.join("a.txt"), "two\n").unwrap();
+    git.ok(&work, &["commit", "-q", "-am", "two"]).await;
+    git.ok(&work, &["push", "-q", "origin", &push_spec]).await;
+    // A large, incompressible file: git sends the push chunked (past its
+    // 1 MiB post buffer) and the broker spools the pack to disk.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let big: Vec<u8> = (0..3 * 1024 * 1024)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()[0]
+        })
+        .collect();
+    std::fs::write(work.join("big.bin"), &big).unwrap();
+    git.ok(&work, &["add", "big.bin"]).await;
+    git.ok(&work, &["commit", "-q", "-m", "big"]).await;
+    git.ok(&work, &["push", "-q", "origin", &push_spec]).await;
+    let three = git.ok(&work, &["rev-parse", "HEAD"]).await;
+    let before = refs(&git, &bare).await;
+    assert!(before.contains(&format!("{branch} {three}")), "{before}");
+    assert!(before.contains("refs/heads/main "), "{before}");
+    assert_eq!(before.lines().count(), 2, "{before}");
+    let receive_posts = |s: &GitServer| {
+        s.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.line.starts_with("POST ") && r.line.contains("/git-receive-pack "))
+            .count()
+    };
+    // Three pushes, and the `0000` probe git sends before a chunked one.
+    assert_eq!(receive_posts(&server), 4);
+
+    // Refused pushes: each shows `[remote rejected]` with the reason, and
+    // the server's refs do not move.
+    git.ok(&work, &["tag", "v1"]).await;
+    let cases: Vec<(&str, Vec<String>, Vec<&str>)> = vec![
+        (
+            "main",
+            vec!["HEAD:refs/heads/main".into()],
+            vec!["main (ref not allowed by the push rule)"],
+        ),
+        (
+            "tag",
+            vec!["refs/tags/v1".into()],
+            vec!["v1 (pushing tags is not allowed)"],
+        ),
+        (
+            "delete",
+            vec![format!(":{branch}")],
+            vec!["(deleting refs is not allowed)"],
+        ),
+        (
+            "mixed",
+            vec![
+                format!("HEAD:refs/heads/agent/{SESSION}/other"),
+                "HEAD:refs/heads/main".into(),
+            ],
+            vec![
+                "(another ref in this push is refused)",
+                "main (ref not allowed by the push rule)",
+            ],
+        ),
+    ];
+    for (name, specs, reasons) in cases {
+        let mut args = vec!["push", "origin"];
+        args.extend(specs.iter().map(String::as_str));
+        let out = git.run(&work, &args).await;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "{name}: {stderr}");
+        assert!(stderr.contains("[remote rejected]"), "{name}: {stderr}");
+        for r in reasons {
+            assert!(stderr.contains(r), "{name}: {r:?} not in {stderr}");
+        }
+        assert_eq!(refs(&git, &bare).await, before, "{name}");
+        outputs.push(stderr);
+    }
+
+    // A forced update of the run's branch: history rewritten locally.
+    git.ok(&work, &["reset", "-q", "--hard", &one]).await;
+    std::fs::write(work.join("a.txt"), "rewritten\n").unwrap();
+    git.ok(&work, &["commit", "-q", "-am", "rewritten"]).await;
+    let out = git
+        .run(&work, &["push", "--force", "origin", &push_spec])
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "force: {stderr}");
+    assert!(stderr.contains("[remote rejected]"), "force: {stderr}");
+    assert!(
+        stderr.contains("not proven a fast-forward (forced updates are not allowed)"),
+        "force: {stderr}"
+    );
+    assert_eq!(refs(&git, &bare).await, before, "force");
+    outputs.push(stderr);
+
+    // Nothing of a refused push reached the server.
+    assert_eq!(receive_posts(&server), 4);
+    // Five refusals, each a violation.
+    let mut refused = 0;
+    while let Ok(v) = violations.try_recv() {
+        let text = format!("{v:?}");
+        assert!(!text.contains(SECRET), "{text}");
+        if text.contains("push refused by the push rule") {
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 5);
+
+    // The server saw exactly the real credential on every request, never
+    // the phantom; git's output never holds the real value.
+    let seen = server.seen.lock().unwrap().clone();
+    assert!(seen.len() >= 6, "{seen:?}");
+    let want = basic(SECRET);
+    for r in &seen {
+        assert_eq!(r.auth.as_deref(), Some(want.as_str()), "{}", r.line);
+        assert_ne!(r.auth.as_deref(), Some(basic(&phantom).as_str()));
+    }
+    for text in &outputs {
+        assert!(!text.contains(SECRET));
+    }
+    pair.shutdown().await;
+}
+
+#[test]
+fn base64_matches_known_values() {
+    assert_eq!(base64(b""), "");
+    assert_eq!(base64(b"f"), "Zg==");
+    assert_eq!(base64(b"fo"), "Zm8=");
+    assert_eq!(base64(b"foo"), "Zm9v");
+    assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+}

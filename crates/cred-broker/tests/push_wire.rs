@@ -1,0 +1,447 @@
+//! Pushes on the wire, through `Broker::serve` to a recording HTTPS origin:
+//! no push rule means every push is refused; an allowed push reaches the
+//! origin identity-encoded with a `Content-Length` whatever its client
+//! framing and encoding was; a refused push is answered in git's report
+//! format and reaches nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cred_broker::{
+    Broker, Credential, GitClassifier, HeaderTemplate, Lease, Pkt, PushRuleSpec, RuleEngine,
+    RuleFile, Secret, SessionCa, UpstreamRoots, write_pkt,
+};
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+const SECRET: &str = "real-push-secret-11d0e";
+const HOST: &str = "git.test";
+const SESSION: &str = "s-wire";
+/// Only a guard against a hung test; nothing asserts on time.
+const GUARD: Duration = Duration::from_secs(20);
+
+const RULES: &str = r#"
+[[rule]]
+name = "git"
+decision = "allow"
+hosts = ["git.test"]
+classes = ["git-fetch", "git-push"]
+"#;
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Reads one HTTP message with a `Content-Length` (or none): head, body.
+async fn read_message<S: AsyncRead + Unpin>(
+    s: &mut S,
+    buf: &mut Vec<u8>,
+) -> Option<(String, Vec<u8>)> {
+    let end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let mut chunk = [0u8; 4096];
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+    let len: usize = head
+        .to_ascii_lowercase()
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:").map(str::trim))
+        .map_or(0, |v| v.parse().unwrap());
+    while buf.len() < end + len {
+        let mut chunk = [0u8; 4096];
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body = buf[end..end + len].to_vec();
+    buf.drain(..end + len);
+    Some((head, body))
+}
+
+struct World {
+    broker: Arc<Broker>,
+    ca: Arc<SessionCa>,
+    lease: Lease,
+    origin: SocketAddr,
+    seen: Arc<Mutex<Vec<Message>>>,
+}
+
+/// A request the origin received: head and body.
+type Message = (String, Vec<u8>);
+
+async fn world(push_rule: Option<PushRuleSpec>) -> World {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "test origin CA");
+    let origin_ca = params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::from_params(&params, &ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec![HOST.to_owned()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(leaf.der().to_vec())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
+        )
+        .unwrap();
+    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            let log = log.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let mut buf = Vec::new();
+                while let Some(m) = read_message(&mut tls, &mut buf).await {
+                    log.lock().unwrap().push(m);
+                    let reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                    if tls.write_all(reply.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let ca = Arc::new(SessionCa::builder(SESSION).build().unwrap());
+    let engine = RuleEngine::builder()
+        .classifier(Arc::new(GitClassifier::default()))
+        .rules(RuleFile::from_toml(RULES).unwrap())
+        .build()
+        .unwrap();
+    let cred = Credential::builder("code-host")
+        .secret(Secret::new(SECRET.as_bytes().to_vec()).unwrap())
+        .host(HOST)
+        .template(HeaderTemplate::git_basic())
+        .build()
+        .unwrap();
+    let lease = Lease::builder(SESSION, &cred).build().unwrap();
+    let mut b = Broker::builder(ca.clone(), engine);
+    b.extra_root_der(origin_ca.der())
+        .upstream_roots(UpstreamRoots::ExtraOnly)
+        .grant(cred, lease.clone());
+    if let Some(spec) = push_rule {
+        b.push_rule(spec);
+    }
+    World {
+        broker: Arc::new(b.build().unwrap()),
+        ca,
+        lease,
+        origin,
+        seen,
+    }
+}
+
+/// A TLS client connection served by the broker for `git.test`.
+async fn connect(w: &World) -> tokio_rustls::client::TlsStream<TcpStream> {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let broker = w.broker.clone();
+    let upstream = w.origin;
+    tokio::spawn(async move {
+        if let Ok((tcp, _)) = listener.accept().await {
+            let _ = broker.serve(tcp, HOST, upstream.port(), upstream).await;
+        }
+    });
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from(w.ca.ca_cert_der().to_vec()))
+        .unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    TlsConnector::from(Arc::new(config))
+        .connect(ServerName::try_from(HOST).unwrap(), tcp)
+        .await
+        .unwrap()
+}
+
+/// A push body: one update command (capabilities on the first line), a
+/// flush, and the given pack bytes.
+fn push_body(old: &str, new: &str, refname: &str, pack: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    let line = format!("{old} {new} {refname}\0report-status side-band-64k");
+    write_pkt(&mut body, Pkt::Data(line.as_bytes())).unwrap();
+    write_pkt(&mut body, Pkt::Flush).unwrap();
+    body.extend_from_slice(pack);
+    body
+}
+
+fn head(w: &World, port: u16, extra: &str) -> String {
+    format!(
+        "POST /o/r.git/git-receive-pack HTTP/1.1\r\nHost: {HOST}:{port}\r\nAuthorization: Basic {}\r\nContent-Type: application/x-git-receive-pack-request\r\n{extra}\r\n",
+        w.lease.phantom()
+    )
+}
+
+const ZERO: &str = "0000000000000000000000000000000000000000";
+
+fn ids() -> (String, String) {
+    ("a".repeat(40), "b".repeat(40))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_without_a_push_rule_is_refused() {
+    let w = world(None).await;
+    let port = w.origin.port();
+    let mut c = connect(&w).await;
+    let body = push_body(ZERO, &ids().1, "refs/heads/agent/s-wire/x", b"PACK");
+    let mut req = head(&w, port, &format!("Content-Length: {}\r\n", body.len())).into_bytes();
+    req.extend_from_slice(&body);
+    c.write_all(&req).await.unwrap();
+    let mut buf = Vec::new();
+    let (h, b) = tokio::time::timeout(GUARD, read_message(&mut c, &mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(h.starts_with("HTTP/1.1 403 "), "{h}");
+    assert!(h.contains("Connection: close\r\n"), "{h}");
+    assert!(
+        String::from_utf8_lossy(&b).contains("no push rule is configured"),
+        "{h}"
+    );
+    // Refused at its head, before the body was read: the connection ends.
+    assert!(
+        tokio::time::timeout(GUARD, read_message(&mut c, &mut buf))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // A fetch is not a push and goes through.
+    let mut c = connect(&w).await;
+    let mut buf = Vec::new();
+    let get = format!(
+        "GET /o/r.git/info/refs?service=git-upload-pack HTTP/1.1\r\nHost: {HOST}:{port}\r\n\r\n"
+    );
+    c.write_all(get.as_bytes()).await.unwrap();
+    let (h, _) = tokio::time::timeout(GUARD, read_message(&mut c, &mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(h.starts_with("HTTP/1.1 200 "), "{h}");
+    let seen = w.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].0.starts_with("GET "));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allowed_pushes_are_forwarded_identity_encoded() {
+    let w = world(Some(PushRuleSpec::new(["refs/heads/agent/{session}/**"]))).await;
+    let port = w.origin.port();
+    let mut c = connect(&w).await;
+    let mut buf = Vec::new();
+    let pack = b"PACK-bytes-forwarded-as-they-came".repeat(100);
+    let body = push_body(ZERO, &ids().1, "refs/heads/agent/s-wire/x", &pack);
+
+    // Chunked, in small chunks.
+    let mut req = head(&w, port, "Transfer-Encoding: chunked\r\n").into_bytes();
+    for c in body.chunks(100) {
+        req.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+        req.extend_from_slice(c);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"0\r\n\r\n");
+    c.write_all(&req).await.unwrap();
+    let (h, b) = tokio::time::timeout(GUARD, read_message(&mut c, &mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(h.starts_with("HTTP/1.1 200 "), "{h}");
+    assert_eq!(b, b"ok");
+
+    // Gzip-encoded, with a length.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&body).unwrap();
+    let gz = gz.finish().unwrap();
+    let mut req = head(
+        &w,
+        port,
+        &format!("Content-Encoding: gzip\r\nContent-Length: {}\r\n", gz.len()),
+    )
+    .into_bytes();
+    req.extend_from_slice(&gz);
+    c.write_all(&req).await.unwrap();
+    let (h, _) = tokio::time::timeout(GUARD, read_message(&mut c, &mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(h.starts_with("HTTP/1.1 200 "), "{h}");
+
+    let seen = w.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    let want_auth = "authorization: basic ";
+    for (h, b) in &seen {
+        let lower = h.to_ascii_lowercase();
+        assert_eq!(b, &body, "the body as the client meant it");
+        assert!(
+            lower.contains(&format!("\r\ncontent-length: {}\r\n", body.len())),
+            "{h}"
+        );
+        assert!(!lower.contains("content-encoding"), "{h}");
+        assert!(!lower.contains("transfer-encoding"), "{h}");
+        assert_eq!(lower.matches(want_auth).count(), 1, "{h}");
+        assert!(!h.contains(&w.lease.phantom().to_string()), "{h}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_push_gets_git_report_and_reaches_nothing() {
+    let w = world(Some(PushRuleSpec::new(["refs/heads/agent/{session}/**"]))).await;
+    let mut violations = w.broker.subscribe_violations();
+    let port = w.origin.port();
+    let mut c = connect(&w).await;
+    let mut buf = Vec::new();
+    let (old, new) = ids();
+    let body = push_body(&old, &new, "refs/heads/main", b"PACK-not-forwarded");
+    let mut req = head(&w, port, &format!("Content-Length: {}\r\n", body.len())).into_bytes();
+    req.extend_from_slice(&body);
+    c.write_all(&req).await.unwrap();
+    let (h, b) = tokio::time::timeout(GUARD, read_message(&mut c, &mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(h.starts_with("HTTP/1.1 200 OK\r\n"), "{h}");
+    assert!(
+        h.contains("Content-Type: application/x-git-receive-pack-result\r\n"),
+        "{h}"
+    );
+    // Side-band 1 around the report.
+    let text = String::from_utf8_lossy(&b);
+    assert!(text.contains("\u{1}000eunpack ok\n"), "{text}");
+    assert!(
+        text.contains("ng refs/heads/main ref not allowed by the push rule\n"),
+        "{text}"
+    );
+    assert!(w.seen.lock().unwrap().is_empty());
+    let v = violations.try_recv().unwrap();
+    assert!(
+        format!("{v:?}").contains("push refused by the push rule"),
+        "{v:?}"
+    );
+    // The connection is kept: a later allowed push goes through.
+    let body = push_body(ZERO, &new, "refs/heads/agent/s-wire/y", b"PACK");
+    let mut req = head(&w, port, &format!("Content-Length: {}\r\n", body.len())).into_bytes();
+    req.extend_from_slice(&body);
+    c.write_all(&req).await.unwrap();
+    let (h, _) = tokio::time::timeout(GUARD, read_message(&mut c, &mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(h.starts_with("HTTP/1.1 200 "), "{h}");
+    assert_eq!(w.seen.lock().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_denied_by_the_rules_is_refused_before_its_body() {
+    let w = world(Some(PushRuleSpec::new(["refs/heads/agent/{session}/**"]))).await;
+    let port = w.origin.port();
+    let mut c = connect(&w).await;
+    let mut buf = Vec::new();
+    // A Host that disagrees with the connection's target; the body is
+    // announced but never sent, and the answer comes anyway.
+    let req = format!(
+        "POST /o/r.git/git-receive-pack HTTP/1.1\r\nHost: other.test:{port}\r\nContent-Length: 100000\r\n\r\n"
+    );
+    c.write_all(req.as_bytes()).await.unwrap();
+    let (h, _) = tokio::time::timeout(GUARD, read_message(&mut c, &mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(h.starts_with("HTTP/1.1 403 "), "{h}");
+    assert!(w.seen.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_push_body_is_400_and_reaches_nothing() {
+    let w = world(Some(PushRuleSpec::new(["refs/heads/agent/{session}/**"]))).await;
+    let port = w.origin.port();
+    for (extra, body) in [
+        ("", b"+00a not a pkt-line".to_vec()),
+        ("Content-Encoding: br\r\n", b"0000".to_vec()),
+    ] {
+        let mut c = connect(&w).await;
+        let mut buf = Vec::new();
+        let mut req = head(
+            &w,
+            port,
+            &format!("{extra}Content-Length: {}\r\n", body.len()),
+        )
+        .into_bytes();
+        req.extend_from_slice(&body);
+        c.write_all(&req).await.unwrap();
+        let (h, _) = tokio::time::timeout(GUARD, read_message(&mut c, &mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(h.starts_with("HTTP/1.1 400 "), "{h}");
+    }
+    assert!(w.seen.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_push_rule_is_compiled_for_the_one_session_of_the_grants() {
+    let ca = Arc::new(SessionCa::builder(SESSION).build().unwrap());
+    let engine = || RuleEngine::builder().build().unwrap();
+    let cred = Credential::builder("code-host")
+        .secret(Secret::new(SECRET.as_bytes().to_vec()).unwrap())
+        .host(HOST)
+        .build()
+        .unwrap();
+    let spec = PushRuleSpec::new(["refs/heads/agent/{session}/**"]);
+    // No grant: no session to substitute.
+    assert!(
+        Broker::builder(ca.clone(), engine())
+            .push_rule(spec.clone())
+            .build()
+            .is_err()
+    );
+    // Grants for two sessions.
+    let a = Lease::builder("a", &cred).build().unwrap();
+    let b = Lease::builder("b", &cred).build().unwrap();
+    assert!(
+        Broker::builder(ca.clone(), engine())
+            .grant(cred.clone(), a.clone())
+            .grant(cred.clone(), b)
+            .push_rule(spec.clone())
+            .build()
+            .is_err()
+    );
+    let broker = Broker::builder(ca, engine())
+        .grant(cred, a)
+        .push_rule(spec)
+        .build()
+        .unwrap();
+    let rule = broker.push_rule().unwrap();
+    assert!(rule.matches("refs/heads/agent/a/x"));
+    assert!(!rule.matches("refs/heads/agent/b/x"));
+}
