@@ -1,0 +1,57 @@
+//! The crate's error type.
+
+/// An error from the guard.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct Error(#[from] Box<ErrorKind>);
+
+impl Error {
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Self {
+        Error(Box::new(kind))
+    }
+}
+
+/// What went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The command line is malformed.
+    #[error("usage: {0}")]
+    Usage(String),
+    /// A rule cannot be used.
+    #[error("invalid rule {rule:?}: {reason}")]
+    InvalidRule {
+        /// The rule (at most 256 characters of it).
+        rule: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// More rules than the limit.
+    #[error("more than {limit} rules")]
+    TooManyRules {
+        /// The limit.
+        limit: usize,
+    },
+    /// The guard supports x86-64 Linux only.
+    #[error("the name guard supports x86-64 Linux only")]
+    UnsupportedPlatform,
+    /// Starting the guarded command failed (fork, filter, listener).
+    #[error("cannot start the guarded command (errno {errno})")]
+    Spawn {
+        /// The `errno` value.
+        errno: i32,
+    },
+    /// The supervisor failed.
+    #[error("the supervisor failed (errno {errno})")]
+    Supervise {
+        /// The `errno` value.
+        errno: i32,
+    },
+}

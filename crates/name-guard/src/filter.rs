@@ -1,0 +1,125 @@
+//! The seccomp program installed in the guarded process (x86-64).
+
+use crate::sys::{FILTER_FLAG_NEW_LISTENER, SockFilter};
+
+const LD_W_ABS: u16 = 0x20;
+const JEQ_K: u16 = 0x15;
+const JGE_K: u16 = 0x35;
+const JSET_K: u16 = 0x45;
+const RET_K: u16 = 0x06;
+
+const RET_ALLOW: u32 = 0x7fff_0000;
+const RET_USER_NOTIF: u32 = 0x7fc0_0000;
+const RET_ERRNO: u32 = 0x0005_0000;
+const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+
+const OFF_NR: u32 = 0;
+const OFF_ARCH: u32 = 4;
+const fn off_arg(i: u32) -> u32 {
+    16 + 8 * i
+}
+
+/// `O_CREAT | __O_TMPFILE`: an open with either bit may create a file.
+pub(crate) const CREATING_OPEN_BITS: u32 = 0o100 | 0o20_000_000;
+
+fn ins(code: u16, jt: u8, jf: u8, k: u32) -> SockFilter {
+    SockFilter { code, jt, jf, k }
+}
+
+fn nr(n: libc::c_long) -> u32 {
+    n as u32
+}
+
+/// System calls always sent to the supervisor.
+pub(crate) const NOTIFIED: &[libc::c_long] = &[
+    libc::SYS_creat,
+    libc::SYS_openat2,
+    libc::SYS_mknod,
+    libc::SYS_mknodat,
+    libc::SYS_rename,
+    libc::SYS_renameat,
+    libc::SYS_renameat2,
+    libc::SYS_link,
+    libc::SYS_linkat,
+    libc::SYS_symlink,
+    libc::SYS_symlinkat,
+];
+
+/// System calls refused with `EPERM`: ways around the supervisor.
+pub(crate) const REFUSED: &[libc::c_long] = &[
+    libc::SYS_io_uring_setup,
+    libc::SYS_open_by_handle_at,
+    libc::SYS_name_to_handle_at,
+    libc::SYS_pidfd_getfd,
+];
+
+/// Build the program. `supervisor` is the supervisor's pid as the guarded
+/// process sees it; `ptrace` and `process_vm_writev` aimed at it are
+/// refused, as is a nested filter asking for its own listener (which could
+/// answer "continue" in place of the supervisor).
+pub(crate) fn program(supervisor: i32) -> Vec<SockFilter> {
+    let eperm = RET_ERRNO | libc::EPERM as u32;
+    let sup = supervisor as u32;
+    let mut p = vec![
+        ins(LD_W_ABS, 0, 0, OFF_ARCH),
+        ins(JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
+        ins(RET_K, 0, 0, eperm),
+        ins(LD_W_ABS, 0, 0, OFF_NR),
+        ins(JGE_K, 0, 1, X32_SYSCALL_BIT),
+        ins(RET_K, 0, 0, eperm),
+    ];
+    // open(path, flags) and openat(dirfd, path, flags): notify only when
+    // the flags may create a file.
+    for (call, arg) in [(libc::SYS_open, 1), (libc::SYS_openat, 2)] {
+        p.extend([
+            ins(JEQ_K, 0, 4, nr(call)),
+            ins(LD_W_ABS, 0, 0, off_arg(arg)),
+            ins(JSET_K, 0, 1, CREATING_OPEN_BITS),
+            ins(RET_K, 0, 0, RET_USER_NOTIF),
+            ins(RET_K, 0, 0, RET_ALLOW),
+        ]);
+    }
+    for &call in NOTIFIED {
+        p.extend([ins(JEQ_K, 0, 1, nr(call)), ins(RET_K, 0, 0, RET_USER_NOTIF)]);
+    }
+    for &call in REFUSED {
+        p.extend([ins(JEQ_K, 0, 1, nr(call)), ins(RET_K, 0, 0, eperm)]);
+    }
+    // Calls refused only when aimed at the supervisor (or, for seccomp,
+    // asking for a listener): compare one argument's low word.
+    let aimed: [(libc::c_long, u32, u16, u32); 3] = [
+        (libc::SYS_ptrace, 1, JEQ_K, sup),
+        (libc::SYS_process_vm_writev, 0, JEQ_K, sup),
+        (libc::SYS_seccomp, 1, JSET_K, FILTER_FLAG_NEW_LISTENER),
+    ];
+    for (call, arg, test, k) in aimed {
+        p.extend([
+            ins(JEQ_K, 0, 4, nr(call)),
+            ins(LD_W_ABS, 0, 0, off_arg(arg)),
+            ins(test, 0, 1, k),
+            ins(RET_K, 0, 0, eperm),
+            ins(RET_K, 0, 0, RET_ALLOW),
+        ]);
+    }
+    p.push(ins(RET_K, 0, 0, RET_ALLOW));
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn program_is_well_formed() {
+        let p = program(7);
+        assert!(p.len() < 200);
+        // Every jump lands inside the program.
+        for (i, f) in p.iter().enumerate() {
+            if f.code & 0x07 == 0x05 {
+                assert!(i + 1 + usize::from(f.jt.max(f.jf)) < p.len());
+            }
+        }
+        assert_eq!(p.last().map(|f| f.k), Some(RET_ALLOW));
+    }
+}

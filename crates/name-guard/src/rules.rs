@@ -1,0 +1,156 @@
+//! Denied names: globs on the final path component, or absolute paths.
+
+use crate::{Error, ErrorKind};
+
+/// Most rules a guard accepts.
+pub const MAX_RULES: usize = 256;
+/// Longest rule, in bytes.
+pub const MAX_RULE_LEN: usize = 4096;
+
+/// The set of names no process under the guard may create.
+///
+/// A rule without `/` is a glob matched against the final component of the
+/// name being created (`.env`, `*.key`, `*.pem`); a rule starting with `/`
+/// is matched against the whole absolute path of that name. `*` matches any
+/// run of bytes except `/`, `?` one byte except `/`; every other byte is
+/// literal and matching is case-sensitive.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rules {
+    globs: Vec<Vec<u8>>,
+    paths: Vec<Vec<u8>>,
+}
+
+impl Rules {
+    /// Parse rules, refusing empty ones, relative ones containing `/`, NUL
+    /// bytes, `[` (character classes are not supported) and more than
+    /// [`MAX_RULES`] rules or [`MAX_RULE_LEN`] bytes each.
+    pub fn new<I, S>(rules: I) -> Result<Self, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut out = Rules::default();
+        for (count, r) in rules.into_iter().enumerate() {
+            if count >= MAX_RULES {
+                return Err(ErrorKind::TooManyRules { limit: MAX_RULES }.into());
+            }
+            let r = r.as_ref();
+            let bad = |reason: &'static str| -> Error {
+                ErrorKind::InvalidRule {
+                    rule: r.chars().take(256).collect(),
+                    reason,
+                }
+                .into()
+            };
+            if r.is_empty() {
+                return Err(bad("empty"));
+            }
+            if r.len() > MAX_RULE_LEN {
+                return Err(bad("longer than the limit"));
+            }
+            if r.contains('\0') {
+                return Err(bad("contains a NUL byte"));
+            }
+            if r.contains('[') {
+                return Err(bad("character classes are not supported"));
+            }
+            if r.starts_with('/') {
+                out.paths.push(r.as_bytes().to_vec());
+            } else if r.contains('/') {
+                return Err(bad("a relative rule may not contain '/'"));
+            } else {
+                out.globs.push(r.as_bytes().to_vec());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether no rule is set.
+    pub fn is_empty(&self) -> bool {
+        self.globs.is_empty() && self.paths.is_empty()
+    }
+
+    /// Whether some rule has the form of an absolute path.
+    pub fn has_path_rules(&self) -> bool {
+        !self.paths.is_empty()
+    }
+
+    /// Whether creating the final component `name` is denied by a glob.
+    pub fn denies_name(&self, name: &[u8]) -> bool {
+        self.globs.iter().any(|g| glob_match(g, name))
+    }
+
+    /// Whether creating the absolute path `path` is denied by a path rule.
+    pub fn denies_path(&self, path: &[u8]) -> bool {
+        self.paths.iter().any(|g| glob_match(g, path))
+    }
+}
+
+/// Iterative glob match with `*` and `?`, neither crossing `/`; linear
+/// backtracking on the last `*` only, so the cost is O(len(p) * len(s)).
+fn glob_match(p: &[u8], s: &[u8]) -> bool {
+    let (mut pi, mut si) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        match p.get(pi) {
+            Some(b'*') => {
+                star = Some((pi, si));
+                pi += 1;
+            }
+            Some(&c) if (c == b'?' && s[si] != b'/') || c == s[si] => {
+                pi += 1;
+                si += 1;
+            }
+            _ => match star {
+                Some((sp, ss)) if s[ss] != b'/' => {
+                    pi = sp + 1;
+                    si = ss + 1;
+                    star = Some((sp, ss + 1));
+                }
+                _ => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|&c| c == b'*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn curated_globs() {
+        let r = Rules::new([".env", "*.key", "*.pem"]).unwrap();
+        for n in [".env", "x.pem", "id.key", ".key", "a.b.pem"] {
+            assert!(r.denies_name(n.as_bytes()), "{n}");
+        }
+        for n in [
+            "env",
+            ".env.example",
+            "x.pem.bak",
+            "key",
+            "x.PEM",
+            "a.keys",
+            ".",
+        ] {
+            assert!(!r.denies_name(n.as_bytes()), "{n}");
+        }
+    }
+
+    #[test]
+    fn path_rules_and_star_does_not_cross_slash() {
+        let r = Rules::new(["/w/.git/hooks/*"]).unwrap();
+        assert!(r.denies_path(b"/w/.git/hooks/pre-commit"));
+        assert!(!r.denies_path(b"/w/.git/hooks/a/b"));
+        assert!(r.has_path_rules());
+    }
+
+    #[test]
+    fn refusals() {
+        assert!(Rules::new([""]).is_err());
+        assert!(Rules::new(["a/b"]).is_err());
+        assert!(Rules::new(["[ab]"]).is_err());
+        assert!(Rules::new(std::iter::repeat_n("a", MAX_RULES + 1)).is_err());
+        assert!(Rules::new(Vec::<String>::new()).unwrap().is_empty());
+    }
+}

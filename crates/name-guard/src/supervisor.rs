@@ -1,0 +1,565 @@
+//! The supervisor: receive a notification, read the path arguments once,
+//! decide on the final component, perform the call itself and answer.
+
+use crate::rules::Rules;
+use crate::sys::{self, Notif};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+/// Longest path read from the guarded process, terminating NUL included.
+pub const PATH_MAX: usize = 4096;
+/// Most symbolic links followed for one creating open.
+pub const MAX_SYMLINK_HOPS: usize = 40;
+/// Most times a creating open is retried when a symbolic link appears at
+/// its final component while it is being performed.
+pub const MAX_RETRIES: usize = 8;
+/// Largest `struct open_how` accepted from `openat2`.
+const MAX_OPEN_HOW: usize = 512;
+const OPEN_HOW_SIZE: usize = 24;
+
+const AT_FDCWD: i32 = libc::AT_FDCWD;
+const O_TMPFILE_BITS: i32 = 0o20_000_000;
+const DENIED: i32 = libc::EACCES;
+
+/// What to answer.
+enum Reply {
+    Val(i64),
+    Fd(OwnedFd, bool),
+}
+
+type Res = Result<Reply, i32>;
+
+/// Counters of what the supervisor did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Notifications answered.
+    pub handled: u64,
+    /// Calls refused because a rule matched.
+    pub denied: u64,
+}
+
+/// Facts about the calling thread, read from `/proc` on demand.
+struct Target {
+    tid: u32,
+    status: Option<(u32, u32)>,
+}
+
+impl Target {
+    fn status(&mut self) -> Result<(u32, u32), i32> {
+        if let Some(s) = self.status {
+            return Ok(s);
+        }
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.tid))
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::ESRCH))?;
+        let mut tgid = None;
+        let mut umask = None;
+        for line in text.lines().take(64) {
+            if let Some(v) = line.strip_prefix("Tgid:") {
+                tgid = v.trim().parse::<u32>().ok();
+            } else if let Some(v) = line.strip_prefix("Umask:") {
+                umask = u32::from_str_radix(v.trim(), 8).ok();
+            }
+        }
+        let s = (tgid.ok_or(libc::ESRCH)?, umask.unwrap_or(0o022));
+        self.status = Some(s);
+        Ok(s)
+    }
+
+    fn umask(&mut self) -> Result<u32, i32> {
+        self.status().map(|s| s.1)
+    }
+
+    /// `/proc/self` and `/proc/thread-self` name the caller, not the
+    /// supervisor: rewrite that prefix. The final component is unchanged.
+    fn rewrite(&mut self, path: Vec<u8>) -> Result<Vec<u8>, i32> {
+        for (prefix, thread) in [
+            (&b"/proc/self"[..], false),
+            (&b"/proc/thread-self"[..], true),
+        ] {
+            if path.starts_with(prefix)
+                && (path.len() == prefix.len() || path[prefix.len()] == b'/')
+            {
+                let tgid = self.status()?.0;
+                let mut out = if thread {
+                    format!("/proc/{tgid}/task/{}", self.tid).into_bytes()
+                } else {
+                    format!("/proc/{tgid}").into_bytes()
+                };
+                out.extend_from_slice(&path[prefix.len()..]);
+                return Ok(out);
+            }
+        }
+        Ok(path)
+    }
+}
+
+fn cstring(b: &[u8]) -> Result<CString, i32> {
+    CString::new(b).map_err(|_| libc::EINVAL)
+}
+
+fn open_path(path: &str, dir: bool) -> Result<OwnedFd, i32> {
+    let flags = libc::O_PATH | if dir { libc::O_DIRECTORY } else { 0 };
+    sys::openat(AT_FDCWD, &cstring(path.as_bytes())?, flags, 0)
+}
+
+/// A directory to resolve a path from, and the path relative to it.
+struct Anchor {
+    base: OwnedFd,
+    rel: Vec<u8>,
+}
+
+/// The parent directory of a name and the name itself (with a trailing
+/// slash kept for the kernel, not for the decision).
+struct Resolved {
+    parent: OwnedFd,
+    name: Vec<u8>,
+    call_name: CString,
+}
+
+/// Split a path into the directory part and the final component.
+fn split(path: &[u8]) -> (Vec<u8>, Vec<u8>, bool) {
+    let mut end = path.len();
+    while end > 1 && path[end - 1] == b'/' {
+        end -= 1;
+    }
+    let trimmed = &path[..end];
+    let slash = end != path.len();
+    if trimmed == b"/" {
+        return (b"/".to_vec(), b".".to_vec(), false);
+    }
+    match trimmed.iter().rposition(|&c| c == b'/') {
+        Some(i) => (trimmed[..=i].to_vec(), trimmed[i + 1..].to_vec(), slash),
+        None => (b".".to_vec(), trimmed.to_vec(), slash),
+    }
+}
+
+/// Read a NUL-terminated string of at most [`PATH_MAX`] bytes from the
+/// caller's memory, one page at a time (a string may end just before an
+/// unmapped page).
+fn read_c_string(tid: u32, addr: u64) -> Result<Vec<u8>, i32> {
+    if addr == 0 {
+        return Err(libc::EFAULT);
+    }
+    let mut out = Vec::new();
+    let mut at = addr;
+    while out.len() < PATH_MAX {
+        let page_left = 4096 - (at % 4096) as usize;
+        let want = page_left.min(PATH_MAX - out.len());
+        let chunk = sys::read_target(tid, at, want)?;
+        if let Some(i) = chunk.iter().position(|&c| c == 0) {
+            out.extend_from_slice(&chunk[..i]);
+            return Ok(out);
+        }
+        out.extend_from_slice(&chunk);
+        at = at.checked_add(want as u64).ok_or(libc::EFAULT)?;
+    }
+    Err(libc::ENAMETOOLONG)
+}
+
+/// The guard's state for one guarded process tree.
+pub(crate) struct Supervisor<'a> {
+    listener: RawFd,
+    rules: &'a Rules,
+    pub(crate) stats: Stats,
+    refused: std::cell::Cell<u64>,
+}
+
+impl<'a> Supervisor<'a> {
+    pub(crate) fn new(listener: RawFd, rules: &'a Rules) -> Self {
+        Supervisor {
+            listener,
+            rules,
+            stats: Stats::default(),
+            refused: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Handle one notification completely.
+    pub(crate) fn handle(&mut self, n: &Notif) {
+        let mut t = Target {
+            tid: n.pid,
+            status: None,
+        };
+        let reply = self.dispatch(n, &mut t);
+        self.stats.handled += 1;
+        self.stats.denied += self.refused.take();
+        let sent = match reply {
+            Ok(Reply::Val(v)) => sys::notif_send(self.listener, n.id, Ok(v)),
+            Err(e) => sys::notif_send(self.listener, n.id, Err(e)),
+            Ok(Reply::Fd(fd, cloexec)) => {
+                match sys::notif_addfd_send(self.listener, n.id, &fd, cloexec) {
+                    Ok(_) => Ok(()),
+                    Err(libc::ENOENT) => Ok(()),
+                    Err(e) => sys::notif_send(self.listener, n.id, Err(e)),
+                }
+            }
+        };
+        // ENOENT: the caller is gone or was interrupted; nothing to answer.
+        let _ = sent;
+    }
+
+    fn read_path(&self, t: &mut Target, addr: u64) -> Result<Vec<u8>, i32> {
+        let raw = read_c_string(t.tid, addr)?;
+        t.rewrite(raw)
+    }
+
+    /// The starting directory of `path` for `dirfd` in the caller.
+    fn anchor(&self, t: &Target, dirfd: i32, path: Vec<u8>) -> Result<Anchor, i32> {
+        if path.first() == Some(&b'/') {
+            let rel: Vec<u8> = path.iter().copied().skip_while(|&c| c == b'/').collect();
+            let rel = if rel.is_empty() { b".".to_vec() } else { rel };
+            return Ok(Anchor {
+                base: open_path(&format!("/proc/{}/root", t.tid), true)?,
+                rel,
+            });
+        }
+        let base = if dirfd == AT_FDCWD {
+            open_path(&format!("/proc/{}/cwd", t.tid), true)?
+        } else if dirfd < 0 {
+            return Err(libc::EBADF);
+        } else {
+            open_path(&format!("/proc/{}/fd/{dirfd}", t.tid), false)?
+        };
+        Ok(Anchor { base, rel: path })
+    }
+
+    fn resolve(&self, a: &Anchor) -> Result<Resolved, i32> {
+        if a.rel.is_empty() {
+            return Err(libc::ENOENT);
+        }
+        let (dir, name, slash) = split(&a.rel);
+        let dir = if dir.first() == Some(&b'/') {
+            let d: Vec<u8> = dir.iter().copied().skip_while(|&c| c == b'/').collect();
+            if d.is_empty() { b".".to_vec() } else { d }
+        } else {
+            dir
+        };
+        let parent = sys::openat(
+            a.base.as_raw_fd(),
+            &cstring(&dir)?,
+            libc::O_PATH | libc::O_DIRECTORY,
+            0,
+        )?;
+        let mut call = name.clone();
+        if slash {
+            call.push(b'/');
+        }
+        Ok(Resolved {
+            parent,
+            call_name: cstring(&call)?,
+            name,
+        })
+    }
+
+    fn denied(&self, r: &Resolved) -> bool {
+        if self.rules.denies_name(&r.name) {
+            return true;
+        }
+        if self.rules.has_path_rules() {
+            let Ok(dir) = std::fs::read_link(format!("/proc/self/fd/{}", r.parent.as_raw_fd()))
+            else {
+                return true;
+            };
+            let mut full = dir.into_os_string().into_encoded_bytes();
+            if full.last() != Some(&b'/') {
+                full.push(b'/');
+            }
+            full.extend_from_slice(&r.name);
+            return self.rules.denies_path(&full);
+        }
+        false
+    }
+
+    /// A refusal because a rule matched.
+    fn refuse(&self) -> i32 {
+        self.refused.set(self.refused.get() + 1);
+        DENIED
+    }
+
+    fn valid(&self, n: &Notif) -> Result<(), i32> {
+        if sys::notif_id_valid(self.listener, n.id) {
+            Ok(())
+        } else {
+            Err(libc::ENOENT)
+        }
+    }
+
+    fn dispatch(&self, n: &Notif, t: &mut Target) -> Res {
+        let a = n.args;
+        let fd = |i: usize| a[i] as i32;
+        let nr = n.nr;
+        if nr == libc::SYS_open || nr == libc::SYS_openat || nr == libc::SYS_creat {
+            let (dirfd, p, flags, mode) = match nr {
+                libc::SYS_open => (AT_FDCWD, a[0], a[1] as i32, a[2] as u32),
+                libc::SYS_openat => (fd(0), a[1], a[2] as i32, a[3] as u32),
+                _ => (
+                    AT_FDCWD,
+                    a[0],
+                    libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+                    a[1] as u32,
+                ),
+            };
+            let path = self.read_path(t, p)?;
+            self.valid(n)?;
+            return self.open(t, self.anchor(t, dirfd, path)?, flags, mode);
+        }
+        if nr == libc::SYS_openat2 {
+            let path = self.read_path(t, a[1])?;
+            let size = a[3] as usize;
+            if size < OPEN_HOW_SIZE {
+                return Err(libc::EINVAL);
+            }
+            if size > MAX_OPEN_HOW {
+                return Err(libc::E2BIG);
+            }
+            let how = sys::read_target(n.pid, a[2], size)?;
+            if how[OPEN_HOW_SIZE..].iter().any(|&b| b != 0) {
+                return Err(libc::E2BIG);
+            }
+            let word = |i: usize| {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(&how[i * 8..i * 8 + 8]);
+                u64::from_ne_bytes(w)
+            };
+            let (flags, mode, resolve) = (word(0), word(1), word(2));
+            if mode & !0o7777 != 0 {
+                return Err(libc::EINVAL);
+            }
+            self.valid(n)?;
+            let anchor = self.anchor(t, fd(0), path)?;
+            let creating = flags & (libc::O_CREAT as u64 | O_TMPFILE_BITS as u64) != 0;
+            if resolve == 0 && creating {
+                let flags = i32::try_from(flags).map_err(|_| libc::EINVAL)?;
+                return self.open(t, anchor, flags, mode as u32);
+            }
+            if creating && flags & libc::O_CREAT as u64 != 0 {
+                // A creating open with resolve restrictions is not performed
+                // by the guard; callers fall back to openat.
+                return Err(libc::ENOSYS);
+            }
+            let cloexec = flags & libc::O_CLOEXEC as u64 != 0;
+            let old = sys::umask(t.umask()?);
+            let r = sys::openat2(
+                anchor.base.as_raw_fd(),
+                &cstring(&anchor.rel)?,
+                flags,
+                mode,
+                resolve,
+            );
+            sys::umask(old);
+            return r.map(|f| Reply::Fd(f, cloexec));
+        }
+        if nr == libc::SYS_mknod || nr == libc::SYS_mknodat {
+            let (dirfd, p, mode, dev) = if nr == libc::SYS_mknod {
+                (AT_FDCWD, a[0], a[1] as u32, a[2] & 0xffff_ffff)
+            } else {
+                (fd(0), a[1], a[2] as u32, a[3] & 0xffff_ffff)
+            };
+            let path = self.read_path(t, p)?;
+            self.valid(n)?;
+            let r = self.resolve(&self.anchor(t, dirfd, path)?)?;
+            if self.denied(&r) {
+                return Err(self.refuse());
+            }
+            let old = sys::umask(t.umask()?);
+            let res = sys::mknodat(r.parent.as_raw_fd(), &r.call_name, mode, dev);
+            sys::umask(old);
+            return res.map(|()| Reply::Val(0));
+        }
+        if nr == libc::SYS_rename || nr == libc::SYS_renameat || nr == libc::SYS_renameat2 {
+            let (od, op, nd, np, flags) = match nr {
+                libc::SYS_rename => (AT_FDCWD, a[0], AT_FDCWD, a[1], 0),
+                libc::SYS_renameat => (fd(0), a[1], fd(2), a[3], 0),
+                _ => (fd(0), a[1], fd(2), a[3], a[4] as u32),
+            };
+            let old = self.read_path(t, op)?;
+            let new = self.read_path(t, np)?;
+            self.valid(n)?;
+            let o = self.resolve(&self.anchor(t, od, old)?)?;
+            let r = self.resolve(&self.anchor(t, nd, new)?)?;
+            if self.denied(&r) {
+                return Err(self.refuse());
+            }
+            return sys::renameat2(
+                o.parent.as_raw_fd(),
+                &o.call_name,
+                r.parent.as_raw_fd(),
+                &r.call_name,
+                flags,
+            )
+            .map(|()| Reply::Val(0));
+        }
+        if nr == libc::SYS_link || nr == libc::SYS_linkat {
+            let (od, op, nd, np, flags) = if nr == libc::SYS_link {
+                (AT_FDCWD, a[0], AT_FDCWD, a[1], 0)
+            } else {
+                (fd(0), a[1], fd(2), a[3], a[4] as i32)
+            };
+            if flags & !(libc::AT_SYMLINK_FOLLOW | libc::AT_EMPTY_PATH) != 0 {
+                return Err(libc::EINVAL);
+            }
+            let old = self.read_path(t, op)?;
+            let new = self.read_path(t, np)?;
+            self.valid(n)?;
+            let r = self.resolve(&self.anchor(t, nd, new)?)?;
+            if self.denied(&r) {
+                return Err(self.refuse());
+            }
+            let follow = flags & libc::AT_SYMLINK_FOLLOW;
+            if old.is_empty() {
+                if flags & libc::AT_EMPTY_PATH == 0 {
+                    return Err(libc::ENOENT);
+                }
+                // The caller's descriptor itself, through its /proc link.
+                let src = if od == AT_FDCWD {
+                    format!("/proc/{}/cwd", t.tid)
+                } else if od < 0 {
+                    return Err(libc::EBADF);
+                } else {
+                    format!("/proc/{}/fd/{od}", t.tid)
+                };
+                return sys::linkat(
+                    AT_FDCWD,
+                    &cstring(src.as_bytes())?,
+                    r.parent.as_raw_fd(),
+                    &r.call_name,
+                    libc::AT_SYMLINK_FOLLOW,
+                )
+                .map(|()| Reply::Val(0));
+            }
+            let o = self.resolve(&self.anchor(t, od, old)?)?;
+            return sys::linkat(
+                o.parent.as_raw_fd(),
+                &o.call_name,
+                r.parent.as_raw_fd(),
+                &r.call_name,
+                follow,
+            )
+            .map(|()| Reply::Val(0));
+        }
+        if nr == libc::SYS_symlink || nr == libc::SYS_symlinkat {
+            let (target_p, nd, np) = if nr == libc::SYS_symlink {
+                (a[0], AT_FDCWD, a[1])
+            } else {
+                (a[0], fd(1), a[2])
+            };
+            // The link's content is data, not a name: read it unrewritten.
+            let target = read_c_string(t.tid, target_p)?;
+            let new = self.read_path(t, np)?;
+            self.valid(n)?;
+            let r = self.resolve(&self.anchor(t, nd, new)?)?;
+            if self.denied(&r) {
+                return Err(self.refuse());
+            }
+            return sys::symlinkat(&cstring(&target)?, r.parent.as_raw_fd(), &r.call_name)
+                .map(|()| Reply::Val(0));
+        }
+        // Not a call the filter sends here.
+        Err(libc::ENOSYS)
+    }
+
+    /// A creating open (`O_CREAT` or `O_TMPFILE`), performed on the checked
+    /// final component with `O_NOFOLLOW`; symbolic links at the final
+    /// component are followed here, so the name decided on is the name
+    /// created.
+    fn open(&self, t: &mut Target, start: Anchor, flags: i32, mode: u32) -> Res {
+        let cloexec = flags & libc::O_CLOEXEC != 0;
+        let mode = mode & 0o7777;
+        if flags & O_TMPFILE_BITS != 0 {
+            // O_TMPFILE names a directory and creates no name.
+            let old = sys::umask(t.umask()?);
+            let r = sys::openat(start.base.as_raw_fd(), &cstring(&start.rel)?, flags, mode);
+            sys::umask(old);
+            return r.map(|f| Reply::Fd(f, cloexec));
+        }
+        let excl = flags & libc::O_EXCL != 0;
+        let user_nofollow = flags & libc::O_NOFOLLOW != 0;
+        let umask = t.umask()?;
+        let mut retries = 0;
+        'retry: loop {
+            let mut anchor = Anchor {
+                base: start
+                    .base
+                    .try_clone()
+                    .map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE))?,
+                rel: start.rel.clone(),
+            };
+            let mut hops = 0;
+            let r = loop {
+                let r = self.resolve(&anchor)?;
+                if excl || user_nofollow {
+                    break r;
+                }
+                match sys::readlinkat(r.parent.as_raw_fd(), &r.call_name, PATH_MAX) {
+                    Ok(target) => {
+                        hops += 1;
+                        if hops > MAX_SYMLINK_HOPS {
+                            return Err(libc::ELOOP);
+                        }
+                        anchor = if target.first() == Some(&b'/') {
+                            self.anchor(t, AT_FDCWD, target)?
+                        } else {
+                            Anchor {
+                                base: r.parent,
+                                rel: target,
+                            }
+                        };
+                    }
+                    Err(libc::EINVAL) | Err(libc::ENOENT) => break r,
+                    Err(e) => return Err(e),
+                }
+            };
+            let flags_nf = flags | libc::O_NOFOLLOW;
+            let res = if self.denied(&r) {
+                if excl {
+                    return Err(self.refuse());
+                }
+                // An existing file of that name may be opened; none may be
+                // created.
+                match sys::openat(
+                    r.parent.as_raw_fd(),
+                    &r.call_name,
+                    flags_nf & !libc::O_CREAT,
+                    0,
+                ) {
+                    Err(libc::ENOENT) => return Err(self.refuse()),
+                    other => other,
+                }
+            } else {
+                let old = sys::umask(umask);
+                let res = sys::openat(r.parent.as_raw_fd(), &r.call_name, flags_nf, mode);
+                sys::umask(old);
+                res
+            };
+            match res {
+                Ok(f) => return Ok(Reply::Fd(f, cloexec)),
+                Err(libc::ELOOP) if !user_nofollow && !excl && retries < MAX_RETRIES => {
+                    retries += 1;
+                    continue 'retry;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+
+    #[test]
+    fn split_paths() {
+        assert_eq!(split(b"x.pem"), (b".".to_vec(), b"x.pem".to_vec(), false));
+        assert_eq!(
+            split(b"a/b/x.pem"),
+            (b"a/b/".to_vec(), b"x.pem".to_vec(), false)
+        );
+        assert_eq!(split(b"/x.pem"), (b"/".to_vec(), b"x.pem".to_vec(), false));
+        assert_eq!(
+            split(b"a/x.pem//"),
+            (b"a/".to_vec(), b"x.pem".to_vec(), true)
+        );
+        assert_eq!(split(b"/"), (b"/".to_vec(), b".".to_vec(), false));
+        assert_eq!(split(b"a/.."), (b"a/".to_vec(), b"..".to_vec(), false));
+    }
+}

@@ -1,0 +1,144 @@
+/* Attack and probe program for the name-guard tests: one operation per run.
+   Prints "ok" and exits 0 when the operation succeeded, prints
+   "err <errno-name>" and exits 1 when it failed. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+#include <stdint.h>
+
+struct how { uint64_t flags, mode, resolve; };
+
+static int report(long r) {
+  if (r < 0) {
+    printf("err %s\n", strerrorname_np(errno));
+    return 1;
+  }
+  printf("ok\n");
+  return 0;
+}
+
+static char buf[256];
+static volatile int stop;
+static const char *good, *bad;
+
+static void *flipper(void *arg) {
+  (void)arg;
+  while (!stop) {
+    strcpy(buf, bad);
+    strcpy(buf, good);
+  }
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  const char *m = argv[1];
+  if (!strcmp(m, "open")) return report(open(argv[2], O_CREAT | O_WRONLY, 0644));
+  if (!strcmp(m, "open_excl")) return report(open(argv[2], O_CREAT | O_EXCL | O_WRONLY, 0644));
+  if (!strcmp(m, "openat")) {
+    int d = open(argv[2], O_DIRECTORY | O_RDONLY);
+    if (d < 0) return report(d);
+    return report(openat(d, argv[3], O_CREAT | O_WRONLY, 0644));
+  }
+  if (!strcmp(m, "openat2")) {
+    struct how h = {O_CREAT | O_WRONLY, 0644, 0};
+    return report(syscall(SYS_openat2, AT_FDCWD, argv[2], &h, sizeof h));
+  }
+  if (!strcmp(m, "creat")) return report(creat(argv[2], 0644));
+  if (!strcmp(m, "mknod")) return report(mknod(argv[2], S_IFREG | 0644, 0));
+  if (!strcmp(m, "mkfifo")) return report(mkfifo(argv[2], 0644));
+  if (!strcmp(m, "rename")) return report(rename(argv[2], argv[3]));
+  if (!strcmp(m, "renameat2"))
+    return report(syscall(SYS_renameat2, AT_FDCWD, argv[2], AT_FDCWD, argv[3], 1 /* NOREPLACE */));
+  if (!strcmp(m, "link")) return report(link(argv[2], argv[3]));
+  if (!strcmp(m, "symlink")) return report(symlink(argv[2], argv[3]));
+  if (!strcmp(m, "tmpfile") || !strcmp(m, "tmpfile_empty")) {
+    int fd = open(argv[2], O_TMPFILE | O_WRONLY, 0600);
+    if (fd < 0) return report(fd);
+    if (write(fd, "tmp\n", 4) != 4) return report(-1);
+    if (!strcmp(m, "tmpfile")) {
+      char p[64];
+      snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+      return report(linkat(AT_FDCWD, p, AT_FDCWD, argv[3], AT_SYMLINK_FOLLOW));
+    }
+    return report(linkat(fd, "", AT_FDCWD, argv[3], AT_EMPTY_PATH));
+  }
+  if (!strcmp(m, "iouring")) {
+    char params[120] = {0};
+    return report(syscall(SYS_io_uring_setup, 1, params));
+  }
+  if (!strcmp(m, "handle")) {
+    char h[256] = {0};
+    int mount_id;
+    *(unsigned *)h = 128;
+    return report(syscall(SYS_name_to_handle_at, AT_FDCWD, ".", h, &mount_id, 0));
+  }
+  if (!strcmp(m, "write_read")) {
+    /* create, write, reopen, read back */
+    int fd = open(argv[2], O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0666);
+    if (fd < 0) return report(fd);
+    int flags = fcntl(fd, F_GETFD);
+    if (!(flags & FD_CLOEXEC)) { printf("cloexec lost\n"); return 4; }
+    if (write(fd, "payload\n", 8) != 8) return report(-1);
+    close(fd);
+    fd = open(argv[2], O_CREAT | O_RDONLY, 0666);
+    if (fd < 0) return report(fd);
+    if (fcntl(fd, F_GETFD) & FD_CLOEXEC) { printf("cloexec added\n"); return 4; }
+    char b[16] = {0};
+    if (read(fd, b, sizeof b) != 8 || strcmp(b, "payload\n")) { printf("bad content\n"); return 4; }
+    struct stat st;
+    if (stat(argv[2], &st) != 0) return report(-1);
+    printf("mode %o\n", st.st_mode & 0777);
+    return report(0);
+  }
+  if (!strcmp(m, "race") || !strcmp(m, "race_rename")) {
+    /* race GOOD BAD ITER: a second thread rewrites the path buffer between
+       GOOD and BAD while the main thread creates (or renames into) it. */
+    good = argv[2];
+    bad = argv[3];
+    int iters = atoi(argv[4]);
+    strcpy(buf, good);
+    pthread_t t;
+    pthread_create(&t, NULL, flipper, NULL);
+    int created = 0, refused = 0;
+    for (int i = 0; i < iters; i++) {
+      long r;
+      if (!strcmp(m, "race")) {
+        r = open(buf, O_CREAT | O_WRONLY, 0644);
+        if (r >= 0) close((int)r);
+      } else {
+        close(open("src", O_CREAT | O_WRONLY, 0644));
+        r = rename("src", buf);
+      }
+      if (r >= 0) created++; else refused++;
+      if (access(bad, F_OK) == 0) {
+        printf("race lost at %d\n", i);
+        stop = 1;
+        return 3;
+      }
+      unlink(good);
+    }
+    stop = 1;
+    pthread_join(t, NULL);
+    printf("created %d refused %d\n", created, refused);
+    return 0;
+  }
+  if (!strcmp(m, "killsup")) {
+    kill(getppid(), SIGKILL);
+    for (int i = 0; i < 50; i++) {
+      usleep(10000);
+      if (open(argv[2], O_CREAT | O_WRONLY, 0644) >= 0) { printf("created\n"); return 5; }
+    }
+    return report(-1);
+  }
+  return 2;
+}

@@ -1,0 +1,466 @@
+//! The launcher under real bubblewrap: denied names cannot be created by any
+//! route; ordinary work runs unchanged.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::fs;
+use std::os::unix::fs::{FileTypeExt, symlink};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const GUARD: &str = env!("CARGO_BIN_EXE_name-guard-exec");
+const DENY: [&str; 3] = [".env", "*.key", "*.pem"];
+const DENIED_NAMES: [&str; 3] = ["x.pem", ".env", "id.key"];
+
+fn find_in_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// bubblewrap, or `None` after saying loudly that the test is skipped.
+fn bwrap() -> Option<PathBuf> {
+    let b = find_in_path("bwrap");
+    if b.is_none() {
+        eprintln!("SKIPPED: bwrap is not installed; the name-guard sandbox tests did not run");
+    }
+    b
+}
+
+/// The attack program, compiled once per test binary.
+fn attack() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("name-guard-attack-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("attack");
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/attack.c");
+        let st = Command::new("cc")
+            .args(["-O1", "-Wall", "-pthread", "-o"])
+            .arg(&out)
+            .arg(src)
+            .status()
+            .unwrap();
+        assert!(st.success(), "cc failed");
+        out
+    })
+}
+
+struct Sandbox {
+    bwrap: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Option<Self> {
+        let bwrap = bwrap()?;
+        Some(Sandbox {
+            bwrap,
+            dir: tempfile::tempdir().unwrap(),
+        })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Run `sh -c script` in the writable directory, under bubblewrap and,
+    /// when `guarded`, under the guard.
+    fn sh_with(&self, guarded: bool, script: &str) -> Output {
+        self.sh_rules(guarded, &DENY, script)
+    }
+
+    fn sh_rules(&self, guarded: bool, deny: &[&str], script: &str) -> Output {
+        let d = self.path();
+        let attack = attack();
+        let mut c = Command::new(&self.bwrap);
+        c.env("NAME_GUARD_STATS", "1");
+        c.args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
+            .arg("--bind")
+            .arg(d)
+            .arg(d)
+            .arg("--ro-bind")
+            .arg(GUARD)
+            .arg(GUARD)
+            .args(["--unshare-pid", "--die-with-parent", "--new-session"])
+            .arg("--chdir")
+            .arg(d)
+            .args(["--setenv", "HOME"])
+            .arg(d)
+            .arg("--setenv")
+            .arg("ATTACK")
+            .arg(attack)
+            .arg("--");
+        if guarded {
+            c.arg(GUARD);
+            for g in deny {
+                c.args(["--deny", g]);
+            }
+            c.arg("--");
+        }
+        c.args(["sh", "-c", script]);
+        let out = c.output().unwrap();
+        eprintln!(
+            "--- script:\n{script}\n--- status {:?}\n--- stdout:\n{}\n--- stderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    fn sh(&self, script: &str) -> Output {
+        self.sh_with(true, script)
+    }
+
+    /// Every entry in the tree whose name a rule denies.
+    fn denied_entries(&self) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        let mut stack = vec![self.path().to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in fs::read_dir(&d).unwrap() {
+                let e = e.unwrap();
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name == ".env" || name.ends_with(".key") || name.ends_with(".pem") {
+                    found.push(e.path());
+                }
+                if e.file_type().unwrap().is_dir() {
+                    stack.push(e.path());
+                }
+            }
+        }
+        found
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Lines `label: result` for each (label, attack arguments).
+fn script_of(cases: &[(String, String)]) -> String {
+    let mut s = String::from("umask 022\n");
+    for (label, args) in cases {
+        s.push_str(&format!("printf '%s: ' '{label}'; \"$ATTACK\" {args}\n"));
+    }
+    s
+}
+
+fn results(out: &Output) -> Vec<(String, String)> {
+    stdout(out)
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+#[test]
+fn every_route_to_a_denied_name_is_refused() {
+    let Some(sb) = Sandbox::new() else { return };
+    let d = sb.path();
+    fs::create_dir(d.join("sub")).unwrap();
+    symlink("sub", d.join("dirlink")).unwrap();
+    fs::write(d.join("allowed.txt"), "a").unwrap();
+    let abs = d.to_str().unwrap();
+    let mut cases = Vec::new();
+    for (i, name) in DENIED_NAMES.into_iter().enumerate() {
+        // The dangling link that would make an open create the denied name.
+        symlink(name, d.join(format!("dangling-rel-{i}"))).unwrap();
+        symlink(
+            format!("{abs}/sub/{name}"),
+            d.join(format!("dangling-abs-{i}")),
+        )
+        .unwrap();
+        for path in [
+            name.to_string(),
+            format!("./{name}"),
+            format!("sub/../{name}"),
+            format!("sub/{name}"),
+            format!("{abs}/{name}"),
+            format!("{abs}/sub/../sub/{name}"),
+            format!("dirlink/{name}"),
+            format!("sub/{name}/"),
+            format!("/proc/self/cwd/{name}"),
+        ] {
+            for op in [
+                "open",
+                "open_excl",
+                "openat2",
+                "creat",
+                "mknod",
+                "mkfifo",
+                "tmpfile",
+                "tmpfile_empty",
+            ] {
+                let args = if op.starts_with("tmpfile") {
+                    format!("{op} . '{path}'")
+                } else {
+                    format!("{op} '{path}'")
+                };
+                cases.push((format!("{op} {path}"), args));
+            }
+            for op in ["rename", "renameat2", "link", "symlink"] {
+                cases.push((format!("{op} {path}"), format!("{op} allowed.txt '{path}'")));
+            }
+        }
+        cases.push((format!("openat sub {name}"), format!("openat sub '{name}'")));
+        cases.push((
+            format!("openat dirlink {name}"),
+            format!("openat dirlink '{name}'"),
+        ));
+        for via in ["dangling-rel-", "dangling-abs-"] {
+            for op in ["open", "creat", "openat2"] {
+                cases.push((format!("{op} {via}{i}"), format!("{op} '{via}{i}'")));
+            }
+        }
+    }
+    let out = sb.sh(&script_of(&cases));
+    let res = results(&out);
+    assert_eq!(res.len(), cases.len(), "every case reported");
+    for (label, r) in &res {
+        // A trailing slash makes the kernel refuse first for some calls; all
+        // other refusals are the guard's.
+        if label.ends_with('/') {
+            assert!(r.starts_with("err "), "{label}: {r}");
+        } else {
+            assert_eq!(r, "err EACCES", "{label}");
+        }
+    }
+    assert_eq!(sb.denied_entries(), Vec::<PathBuf>::new());
+    assert_eq!(fs::read_to_string(d.join("allowed.txt")).unwrap(), "a");
+}
+
+#[test]
+fn ordinary_creation_works() {
+    let Some(sb) = Sandbox::new() else { return };
+    let d = sb.path();
+    fs::create_dir(d.join("sub")).unwrap();
+    symlink("sub", d.join("dirlink")).unwrap();
+    symlink("sub/target.txt", d.join("dangling")).unwrap();
+    fs::write(d.join("existing.pem"), "old").unwrap();
+    let cases: Vec<(String, String)> = [
+        ("write_read", "write_read w.txt"),
+        ("open", "open o.txt"),
+        ("open dirlink", "open dirlink/o2.txt"),
+        ("open dangling", "open dangling"),
+        ("open existing denied name", "open existing.pem"),
+        ("openat", "openat sub at.txt"),
+        ("openat2", "openat2 o2.txt"),
+        ("creat", "creat c.txt"),
+        ("mknod", "mknod n.txt"),
+        ("mkfifo", "mkfifo fifo"),
+        ("rename", "rename o.txt renamed.txt"),
+        ("renameat2", "renameat2 c.txt sub/moved.txt"),
+        ("link", "link w.txt hard.txt"),
+        ("symlink", "symlink w.txt soft.txt"),
+        ("tmpfile", "tmpfile . tmp1.txt"),
+        ("tmpfile_empty", "tmpfile_empty sub sub/tmp2.txt"),
+        ("open_excl exists", "open_excl w.txt"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    let mut script = script_of(&cases);
+    script.push_str(
+        "umask 077; printf 'umask: '; \"$ATTACK\" write_read u.txt | tr '\\n' ' '; echo\n",
+    );
+    let out = sb.sh(&script);
+    assert!(out.status.success());
+    let res = results(&out);
+    for (label, r) in &res {
+        match label.as_str() {
+            "write_read" => assert_eq!(r, "mode 644"),
+            "open_excl exists" => assert_eq!(r, "err EEXIST"),
+            "umask" => assert_eq!(r.trim(), "mode 600 ok"),
+            _ => assert_eq!(r, "ok", "{label}"),
+        }
+    }
+    assert_eq!(res.len(), cases.len() + 1);
+    assert_eq!(fs::read_to_string(d.join("w.txt")).unwrap(), "payload\n");
+    assert_eq!(fs::read_to_string(d.join("hard.txt")).unwrap(), "payload\n");
+    assert_eq!(
+        fs::read_link(d.join("soft.txt")).unwrap(),
+        Path::new("w.txt")
+    );
+    assert!(d.join("sub/o2.txt").is_file());
+    assert!(d.join("sub/target.txt").is_file());
+    assert!(d.join("sub/at.txt").is_file());
+    assert!(d.join("renamed.txt").is_file() && !d.join("o.txt").exists());
+    assert!(d.join("sub/moved.txt").is_file());
+    assert!(
+        fs::symlink_metadata(d.join("fifo"))
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+    assert_eq!(fs::read_to_string(d.join("tmp1.txt")).unwrap(), "tmp\n");
+    assert_eq!(fs::read_to_string(d.join("sub/tmp2.txt")).unwrap(), "tmp\n");
+    // Opening an existing file of a denied name is not creating one.
+    assert_eq!(fs::read_to_string(d.join("existing.pem")).unwrap(), "old");
+}
+
+#[test]
+fn bypass_calls_are_refused_outright() {
+    let Some(sb) = Sandbox::new() else { return };
+    let out =
+        sb.sh("printf 'iouring: '; \"$ATTACK\" iouring; printf 'handle: '; \"$ATTACK\" handle");
+    let res = results(&out);
+    assert_eq!(
+        res,
+        vec![
+            ("iouring".to_string(), "err EPERM".to_string()),
+            ("handle".to_string(), "err EPERM".to_string())
+        ]
+    );
+}
+
+#[test]
+fn a_thread_rewriting_the_path_never_creates_a_denied_name() {
+    let Some(sb) = Sandbox::new() else { return };
+    let out = sb.sh(
+        "\"$ATTACK\" race ok.txt x.pem 3000 && \"$ATTACK\" race_rename ok.txt id.key 2000 \
+         && \"$ATTACK\" race sub-ok .env 2000",
+    );
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(stdout(&out).matches("created").count(), 3);
+    assert_eq!(sb.denied_entries(), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn the_guard_fails_closed_when_the_supervisor_dies() {
+    let Some(sb) = Sandbox::new() else { return };
+    let out = sb.sh("\"$ATTACK\" killsup after.txt");
+    assert!(!stdout(&out).contains("created"));
+    assert!(!sb.path().join("after.txt").exists());
+}
+
+#[test]
+fn exit_status_is_the_commands() {
+    let Some(sb) = Sandbox::new() else { return };
+    assert_eq!(sb.sh("exit 7").status.code(), Some(7));
+    assert_eq!(sb.sh("kill -TERM $$").status.code(), Some(128 + 15));
+}
+
+#[test]
+fn tar_extraction_runs_and_denied_members_are_refused() {
+    let Some(sb) = Sandbox::new() else { return };
+    let d = sb.path();
+    let stage = tempfile::tempdir().unwrap();
+    let s = stage.path();
+    fs::create_dir_all(s.join("proj/src/deep")).unwrap();
+    for i in 0..200 {
+        fs::write(s.join(format!("proj/src/f{i}.txt")), format!("file {i}\n")).unwrap();
+    }
+    fs::write(s.join("proj/src/deep/main.rs"), "fn main() {}\n").unwrap();
+    symlink("deep/main.rs", s.join("proj/src/link.rs")).unwrap();
+    fs::write(s.join("proj/secret.pem"), "-----BEGIN-----\n").unwrap();
+    let tar = |name: &str, members: &[&str]| {
+        let st = Command::new("tar")
+            .arg("-cf")
+            .arg(d.join(name))
+            .arg("-C")
+            .arg(s)
+            .args(members)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    tar("good.tar", &["proj/src"]);
+    tar("bad.tar", &["proj/secret.pem", "proj/src/deep/main.rs"]);
+    let out = sb.sh(
+        "mkdir g b && tar -xf good.tar -C g && echo good-ok; tar -xf bad.tar -C b; echo bad=$?",
+    );
+    let text = stdout(&out);
+    assert!(text.contains("good-ok"));
+    assert!(text.contains("bad=2"), "{text}");
+    for i in 0..200 {
+        assert_eq!(
+            fs::read_to_string(d.join(format!("g/proj/src/f{i}.txt"))).unwrap(),
+            format!("file {i}\n")
+        );
+    }
+    assert_eq!(
+        fs::read_link(d.join("g/proj/src/link.rs")).unwrap(),
+        Path::new("deep/main.rs")
+    );
+    assert!(d.join("b/proj/src/deep/main.rs").is_file());
+    assert_eq!(sb.denied_entries(), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn git_init_add_commit_runs_under_the_guard() {
+    let Some(sb) = Sandbox::new() else { return };
+    if find_in_path("git").is_none() {
+        eprintln!("SKIPPED: git is not installed");
+        return;
+    }
+    let out = sb.sh(
+        "set -e; git init -q repo; cd repo; mkdir -p a/b; \
+         for i in $(seq 1 100); do echo $i > a/b/f$i.txt; done; \
+         git add -A; git -c user.name=t -c user.email=t@example.invalid commit -qm init; \
+         git log --oneline | wc -l; git status --porcelain | wc -l; git fsck --no-progress 2>&1 | wc -l; \
+         if echo k > id.key 2>/dev/null; then echo created; fi",
+    );
+    assert!(out.status.success());
+    assert_eq!(
+        stdout(&out).split_whitespace().collect::<Vec<_>>(),
+        ["1", "0", "0"]
+    );
+    assert!(sb.path().join("repo/.git/HEAD").is_file());
+    assert_eq!(sb.denied_entries(), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn absolute_path_rules_deny_one_place_only() {
+    let Some(sb) = Sandbox::new() else { return };
+    let d = sb.path();
+    fs::create_dir(d.join("hooks")).unwrap();
+    symlink("hooks", d.join("hooklink")).unwrap();
+    let rule = format!("{}/hooks/pre-*", d.display());
+    let out = sb.sh_rules(
+        true,
+        &[rule.as_str()],
+        "printf 'in: '; \"$ATTACK\" open hooks/pre-commit; \
+         printf 'via link: '; \"$ATTACK\" mknod hooklink/pre-push; \
+         printf 'elsewhere: '; \"$ATTACK\" open pre-commit",
+    );
+    let res = results(&out);
+    let r = |k: &str| res.iter().find(|(a, _)| a == k).map(|(_, b)| b.clone());
+    assert_eq!(r("in").as_deref(), Some("err EACCES"));
+    assert_eq!(r("via link").as_deref(), Some("err EACCES"));
+    assert_eq!(r("elsewhere").as_deref(), Some("ok"));
+    assert!(!d.join("hooks/pre-commit").exists() && !d.join("hooks/pre-push").exists());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("handled 3 calls, denied 2"), "{err}");
+}
+
+#[test]
+fn cargo_new_runs_under_the_guard() {
+    let Some(sb) = Sandbox::new() else { return };
+    let Some(cargo) = find_in_path("cargo") else {
+        eprintln!("SKIPPED: cargo is not in PATH");
+        return;
+    };
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    let dir_of = |var: &str, default: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(default))
+    };
+    let script = format!(
+        "set -e; export CARGO_HOME='{}' RUSTUP_HOME='{}'; '{}' new -q --vcs git proj; \
+         cd proj; git status --porcelain | wc -l",
+        dir_of("CARGO_HOME", ".cargo").display(),
+        dir_of("RUSTUP_HOME", ".rustup").display(),
+        cargo.display()
+    );
+    let out = sb.sh(&script);
+    assert!(out.status.success());
+    assert_eq!(stdout(&out).trim(), "3");
+    let d = sb.path().join("proj");
+    assert!(d.join("Cargo.toml").is_file() && d.join("src/main.rs").is_file());
+    assert!(d.join(".git/HEAD").is_file() && d.join(".gitignore").is_file());
+}
