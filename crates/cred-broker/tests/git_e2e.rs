@@ -4,10 +4,10 @@
 //! git's report format, nothing forwarded), and the credential swap.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use connect_proxy::{
-    AllowList, Baseline, BoxFuture, Cidr, Intercept, Intercepted, IpPolicy, ProxyConfig, ProxyPair,
-    StaticResolver,
-};
+mod support;
+use support::BrokerHook;
+
+use connect_proxy::{AllowList, Baseline, Cidr, IpPolicy, ProxyConfig, ProxyPair, StaticResolver};
 use cred_broker::{
     Broker, Credential, GitClassifier, GitLimits, HeaderTemplate, Lease, PushRuleSpec, RuleEngine,
     RuleFile, Secret, SessionCa, UpstreamRoots,
@@ -275,31 +275,6 @@ async fn git_server(root: PathBuf, leaf_der: Vec<u8>, leaf_key: Vec<u8>) -> GitS
     GitServer { addr, seen }
 }
 
-struct BrokerHook {
-    broker: Arc<Broker>,
-}
-
-impl Intercept for BrokerHook {
-    fn claims(&self, target: &connect_proxy::Target) -> bool {
-        target.host.as_name() == Some(HOST)
-    }
-
-    fn take(&self, conn: Intercepted) -> BoxFuture<'static, ()> {
-        let broker = self.broker.clone();
-        Box::pin(async move {
-            let Some(&upstream) = conn.addrs.first() else {
-                return;
-            };
-            let _ = conn.client.set_nodelay(true);
-            let host = conn.target.host.to_string();
-            let port = conn.target.port;
-            let (read, write) = tokio::io::split(conn.client);
-            let client = tokio::io::join(std::io::Cursor::new(conn.buffered).chain(read), write);
-            let _ = broker.serve(client, &host, port, upstream).await;
-        })
-    }
-}
-
 async fn proxy_pair(broker: Arc<Broker>) -> ProxyPair {
     let resolver = Arc::new(StaticResolver::new());
     resolver.insert(HOST, ["127.0.0.1".parse().unwrap()]);
@@ -316,7 +291,7 @@ async fn proxy_pair(broker: Arc<Broker>) -> ProxyPair {
             )
             .ip_policy(ip)
             .resolver(resolver)
-            .intercept(Arc::new(BrokerHook { broker }))
+            .intercept(Arc::new(BrokerHook { broker, host: HOST }))
             .build()
             .unwrap(),
     )

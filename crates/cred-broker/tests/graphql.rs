@@ -6,10 +6,10 @@
 #![cfg(feature = "graphql")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use connect_proxy::{
-    AllowList, Baseline, BoxFuture, Cidr, Intercept, Intercepted, IpPolicy, ProxyConfig, ProxyPair,
-    StaticResolver,
-};
+mod support;
+use support::BrokerHook;
+
+use connect_proxy::{AllowList, Baseline, Cidr, IpPolicy, ProxyConfig, ProxyPair, StaticResolver};
 use cred_broker::{
     Broker, Credential, GraphqlClassifier, HeaderTemplate, Lease, RuleEngine, RuleFile, Secret,
     SessionCa, UpstreamRoots,
@@ -116,31 +116,6 @@ async fn origin() -> (u16, Vec<u8>, Arc<Mutex<Vec<String>>>) {
     (port, ca.der().to_vec(), seen)
 }
 
-struct BrokerHook {
-    broker: Arc<Broker>,
-}
-
-impl Intercept for BrokerHook {
-    fn claims(&self, target: &connect_proxy::Target) -> bool {
-        target.host.as_name() == Some(HOST)
-    }
-
-    fn take(&self, conn: Intercepted) -> BoxFuture<'static, ()> {
-        let broker = self.broker.clone();
-        Box::pin(async move {
-            let Some(&upstream) = conn.addrs.first() else {
-                return;
-            };
-            let _ = conn.client.set_nodelay(true);
-            let host = conn.target.host.to_string();
-            let port = conn.target.port;
-            let (read, write) = tokio::io::split(conn.client);
-            let client = tokio::io::join(std::io::Cursor::new(conn.buffered).chain(read), write);
-            let _ = broker.serve(client, &host, port, upstream).await;
-        })
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graphql_through_proxy_and_broker() {
     let (port, origin_ca, seen) = origin().await;
@@ -183,6 +158,7 @@ async fn graphql_through_proxy_and_broker() {
             .resolver(resolver)
             .intercept(Arc::new(BrokerHook {
                 broker: broker.clone(),
+                host: HOST,
             }))
             .build()
             .unwrap(),

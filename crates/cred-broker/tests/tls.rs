@@ -3,10 +3,10 @@
 //! through connect-proxy's proxy pair with an `Intercept` adapter).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use connect_proxy::{
-    AllowList, Baseline, BoxFuture, Cidr, Intercept, Intercepted, IpPolicy, ProxyConfig, ProxyPair,
-    StaticResolver,
-};
+mod support;
+use support::BrokerHook;
+
+use connect_proxy::{AllowList, Baseline, Cidr, IpPolicy, ProxyConfig, ProxyPair, StaticResolver};
 use cred_broker::{
     BROKER_DENY, Broker, Credential, HeaderTemplate, Lease, RuleEngine, RuleFile, Secret,
     SessionCa, UpstreamRoots,
@@ -549,33 +549,6 @@ async fn expired_lease_is_refused() {
     assert_eq!(drain(&mut s.violations).len(), 1);
 }
 
-/// The facade's adapter, as a test: connect-proxy hands a claimed
-/// connection over, the broker serves it.
-struct BrokerHook {
-    broker: Arc<Broker>,
-}
-
-impl Intercept for BrokerHook {
-    fn claims(&self, target: &connect_proxy::Target) -> bool {
-        target.host.as_name() == Some(HOST)
-    }
-
-    fn take(&self, conn: Intercepted) -> BoxFuture<'static, ()> {
-        let broker = self.broker.clone();
-        Box::pin(async move {
-            let Some(&upstream) = conn.addrs.first() else {
-                return;
-            };
-            let _ = conn.client.set_nodelay(true);
-            let host = conn.target.host.to_string();
-            let port = conn.target.port;
-            let (read, write) = tokio::io::split(conn.client);
-            let client = tokio::io::join(std::io::Cursor::new(conn.buffered).chain(read), write);
-            let _ = broker.serve(client, &host, port, upstream).await;
-        })
-    }
-}
-
 async fn proxy_pair(s: &Setup) -> ProxyPair {
     let resolver = Arc::new(StaticResolver::new());
     resolver.insert(HOST, ["127.0.0.1".parse().unwrap()]);
@@ -594,6 +567,7 @@ async fn proxy_pair(s: &Setup) -> ProxyPair {
             .resolver(resolver)
             .intercept(Arc::new(BrokerHook {
                 broker: s.broker.clone(),
+                host: HOST,
             }))
             .build()
             .unwrap(),
