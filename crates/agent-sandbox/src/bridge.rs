@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use tokio::net::{TcpStream, UnixListener};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::task::JoinHandle;
 
 /// A private directory for one session's sockets, removed on drop.
@@ -56,15 +57,35 @@ pub(crate) fn spawn_forwarder(
         .map_err(|e| Error::io(format!("binding {}", socket.display()), e))?;
     Ok(tokio::spawn(async move {
         loop {
-            let Ok((mut inner, _)) = listener.accept().await else {
-                continue;
-            };
-            tokio::spawn(async move {
-                if let Ok(mut outer) = TcpStream::connect(upstream).await {
-                    let _ = outer.set_nodelay(true);
-                    let _ = tokio::io::copy_bidirectional(&mut inner, &mut outer).await;
-                }
-            });
+            if let Ok((inner, _)) = listener.accept().await {
+                relay_to(inner, upstream);
+            }
         }
     }))
+}
+
+/// Accepts on a TCP listener (one bound inside the sandbox's network
+/// namespace) and forwards each connection to `upstream`.
+pub(crate) fn spawn_tcp_forwarder(listener: TcpListener, upstream: SocketAddr) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            if let Ok((inner, _)) = listener.accept().await {
+                let _ = inner.set_nodelay(true);
+                relay_to(inner, upstream);
+            }
+        }
+    })
+}
+
+/// Connects to `upstream` and relays `inner` both ways until both close.
+fn relay_to<S>(mut inner: S, upstream: SocketAddr)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        if let Ok(mut outer) = TcpStream::connect(upstream).await {
+            let _ = outer.set_nodelay(true);
+            let _ = tokio::io::copy_bidirectional(&mut inner, &mut outer).await;
+        }
+    });
 }

@@ -210,3 +210,66 @@ impl Intercept for BrokerIntercept {
 pub(crate) fn guest_bundle_path() -> PathBuf {
     PathBuf::from(format!("{}/ca.pem", bwrap_spec::BRIDGE_GUEST_DIR))
 }
+
+/// Loads a rule file from the host's file system (JSON when the name ends in
+/// `.json`, TOML otherwise) and compiles it with the git smart-HTTP and
+/// GraphQL classifiers in front of the REST default.
+pub fn rule_engine_from_file(path: &Path) -> Result<RuleEngine, Error> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let file = if path.extension().is_some_and(|e| e == "json") {
+        cred_broker::RuleFile::from_json(&text)?
+    } else {
+        cred_broker::RuleFile::from_toml(&text)?
+    };
+    Ok(RuleEngine::builder()
+        .rules(file)
+        .classifier(Arc::new(cred_broker::GitClassifier::new(
+            cred_broker::GitLimits::default(),
+        )))
+        .classifier(Arc::new(cred_broker::GraphqlClassifier::new()))
+        .build()?)
+}
+
+/// The header template named `bearer`, `token` or `git-basic`.
+pub fn header_template_from_name(name: &str) -> Option<cred_broker::HeaderTemplate> {
+    match name {
+        "bearer" => Some(cred_broker::HeaderTemplate::Bearer),
+        "token" => Some(cred_broker::HeaderTemplate::Token),
+        "git-basic" => Some(cred_broker::HeaderTemplate::git_basic()),
+        _ => None,
+    }
+}
+
+/// Every certificate of a PEM file on the host's file system, as DER (for
+/// extra upstream roots).
+pub fn pem_certificates_from_file(path: &Path) -> Result<Vec<Vec<u8>>, Error> {
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject;
+    let bad = |e: rustls_pki_types::pem::Error| {
+        Error::io(
+            format!("reading certificates from {}", path.display()),
+            std::io::Error::other(e.to_string()),
+        )
+    };
+    CertificateDer::pem_file_iter(path)
+        .map_err(bad)?
+        .map(|c| c.map(|c| c.to_vec()).map_err(bad))
+        .collect()
+}
+
+/// A credential named `name` with `value`, allowed to go to `hosts`.
+pub fn credential_for_hosts(
+    name: &str,
+    value: String,
+    template: cred_broker::HeaderTemplate,
+    hosts: &[String],
+) -> Result<Credential, Error> {
+    let mut cred = Credential::builder(name);
+    cred.secret(cred_broker::Secret::from_string(value)?)
+        .template(template);
+    for h in hosts {
+        cred.host(h);
+    }
+    Ok(cred.build()?)
+}

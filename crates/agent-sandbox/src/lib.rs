@@ -65,7 +65,10 @@ mod events;
 mod manager;
 mod netns;
 
-pub use broker::{BrokerSettings, SYSTEM_CA_BUNDLES, broker_intercept};
+pub use broker::{
+    BrokerSettings, SYSTEM_CA_BUNDLES, broker_intercept, credential_for_hosts,
+    header_template_from_name, pem_certificates_from_file, rule_engine_from_file,
+};
 pub use bwrap_spec::FilenameRules;
 pub use env::sanitized_env;
 pub use error::{Error, ErrorKind};

@@ -1,7 +1,7 @@
 //! `SandboxManager`: `SandboxPort` for `native` (bubblewrap on Linux) and
 //! `none`.
 
-use crate::bridge::{SocketDir, spawn_forwarder};
+use crate::bridge::{SocketDir, spawn_forwarder, spawn_tcp_forwarder};
 use crate::broker::{BrokerSettings, SessionBroker};
 use crate::env::{EnvExtras, sanitized_env, sanitized_env_with};
 use crate::events::ReceiverStream;
@@ -280,6 +280,18 @@ struct Session {
     native: Option<NativeSession>,
     running: Option<oneshot::Sender<()>>,
     runner: Option<JoinHandle<()>>,
+}
+
+impl Session {
+    /// Records a running command: how to kill it and the task that runs it.
+    fn run(
+        &mut self,
+        kill_tx: oneshot::Sender<()>,
+        task: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        self.running = Some(kill_tx);
+        self.runner = Some(tokio::spawn(task));
+    }
 }
 
 struct NativeSession {
@@ -568,14 +580,7 @@ impl SandboxPort for SandboxManager {
             let child = prepare(&mut c, &session.env)
                 .spawn()
                 .map_err(|e| Error::io(format!("starting {:?}", command.program), e))?;
-            session.running = Some(kill_tx);
-            session.runner = Some(tokio::spawn(run_child(
-                child,
-                tx,
-                kill_rx,
-                None,
-                Vec::new(),
-            )));
+            session.run(kill_tx, run_child(child, tx, kill_rx, None, Vec::new()));
             return Ok(Box::pin(ReceiverStream(rx)));
         };
         let (Some(bwrap), Some(socat)) = (&self.inner.bwrap, &self.inner.socat) else {
@@ -599,14 +604,7 @@ impl SandboxPort for SandboxManager {
             let child = prepare(&mut c, &session.env)
                 .spawn()
                 .map_err(|e| Error::io(format!("starting {}", bwrap.display()), e))?;
-            session.running = Some(kill_tx);
-            session.runner = Some(tokio::spawn(run_child(
-                child,
-                tx,
-                kill_rx,
-                None,
-                Vec::new(),
-            )));
+            session.run(kill_tx, run_child(child, tx, kill_rx, None, Vec::new()));
             return Ok(Box::pin(ReceiverStream(rx)));
         };
         let violations = Some(Violations {
@@ -627,14 +625,10 @@ impl SandboxPort for SandboxManager {
             let child = fallback
                 .spawn()
                 .map_err(|e| Error::io(format!("starting {}", bwrap.display()), e))?;
-            session.running = Some(kill_tx);
-            session.runner = Some(tokio::spawn(run_child(
-                child,
-                tx,
-                kill_rx,
-                violations,
-                Vec::new(),
-            )));
+            session.run(
+                kill_tx,
+                run_child(child, tx, kill_rx, violations, Vec::new()),
+            );
             return Ok(Box::pin(ReceiverStream(rx)));
         }
         // Fast path: bubblewrap holds the command until the listeners exist.
@@ -658,8 +652,7 @@ impl SandboxPort for SandboxManager {
         } = steering;
         drop((info_write, block_read));
         let log = self.inner.log.clone();
-        session.running = Some(kill_tx);
-        session.runner = Some(tokio::spawn(async move {
+        session.run(kill_tx, async move {
             match host_side_listeners(info_read, block_write, upstreams).await {
                 Ok(forwarders) => run_child(child, tx, kill_rx, violations, forwarders).await,
                 Err(err) => {
@@ -688,7 +681,7 @@ impl SandboxPort for SandboxManager {
                     }
                 }
             }
-        }));
+        });
         Ok(Box::pin(ReceiverStream(rx)))
     }
 
@@ -795,20 +788,7 @@ async fn host_side_listeners(
     for (listener, upstream) in listeners.into_iter().zip(upstreams) {
         listener.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        forwarders.push(tokio::spawn(async move {
-            loop {
-                let Ok((mut inner, _)) = listener.accept().await else {
-                    continue;
-                };
-                tokio::spawn(async move {
-                    if let Ok(mut outer) = tokio::net::TcpStream::connect(upstream).await {
-                        let _ = inner.set_nodelay(true);
-                        let _ = outer.set_nodelay(true);
-                        let _ = tokio::io::copy_bidirectional(&mut inner, &mut outer).await;
-                    }
-                });
-            }
-        }));
+        forwarders.push(spawn_tcp_forwarder(listener, upstream));
     }
     rustix::io::write(&block_write, b"go")?;
     Ok(forwarders)

@@ -13,6 +13,7 @@ use sandbox_core::{
     SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec, SandboxSwitch, Surface, probe_ambient,
 };
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -170,64 +171,42 @@ fn main() -> ExitCode {
 /// receives it (env-guard inherits only core variables, and it is removed
 /// from the base environment besides).
 fn broker_settings(o: &Options) -> Result<BrokerSettings, String> {
-    use cred_broker::{
-        Credential, GitClassifier, GitLimits, GraphqlClassifier, HeaderTemplate, PushRuleSpec,
-        RuleEngine, RuleFile, Secret,
+    use agent_sandbox::{
+        credential_for_hosts, header_template_from_name, pem_certificates_from_file,
+        rule_engine_from_file,
     };
-    use rustls_pki_types::CertificateDer;
-    use rustls_pki_types::pem::PemObject;
-    use std::sync::Arc;
     let rules_path = o
         .broker_rules
         .as_deref()
         .ok_or("--broker needs --broker-rules FILE")?;
-    let text = std::fs::read_to_string(rules_path).map_err(|e| format!("{rules_path}: {e}"))?;
-    let file = if rules_path.ends_with(".json") {
-        RuleFile::from_json(&text)
-    } else {
-        RuleFile::from_toml(&text)
-    }
-    .map_err(|e| format!("{rules_path}: {e}"))?;
-    let engine = RuleEngine::builder()
-        .rules(file)
-        .classifier(Arc::new(GitClassifier::new(GitLimits::default())))
-        .classifier(Arc::new(GraphqlClassifier::new()))
-        .build()
-        .map_err(|e| e.to_string())?;
+    let engine = rule_engine_from_file(Path::new(rules_path)).map_err(|e| e.to_string())?;
     let env_name = o
         .broker_credential_env
         .as_deref()
         .ok_or("--broker needs --broker-credential-env NAME")?;
     let value = std::env::var(env_name)
         .map_err(|_| format!("--broker-credential-env: {env_name} is not set"))?;
-    let template = match o.broker_template.as_str() {
-        "bearer" => HeaderTemplate::Bearer,
-        "token" => HeaderTemplate::Token,
-        "git-basic" => HeaderTemplate::git_basic(),
-        other => {
-            return Err(format!(
-                "--broker-template takes bearer, token or git-basic, not {other:?}"
-            ));
-        }
-    };
-    let mut cred = Credential::builder(env_name);
-    cred.secret(Secret::from_string(value).map_err(|e| e.to_string())?)
-        .template(template);
-    for h in &o.broker_hosts {
-        cred.host(h);
-    }
-    let mut settings = BrokerSettings::new(engine, cred.build().map_err(|e| e.to_string())?);
+    let template = header_template_from_name(&o.broker_template).ok_or_else(|| {
+        format!(
+            "--broker-template takes bearer, token or git-basic, not {:?}",
+            o.broker_template
+        )
+    })?;
+    let cred = credential_for_hosts(env_name, value, template, &o.broker_hosts)
+        .map_err(|e| e.to_string())?;
+    let mut settings = BrokerSettings::new(engine, cred);
     for h in &o.broker_hosts {
         settings.host(h);
     }
     if let Some(path) = &o.broker_push_rule {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-        let spec: PushRuleSpec = toml::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
+        let spec: cred_broker::PushRuleSpec =
+            toml::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
         settings.push_rule(spec);
     }
     for path in &o.upstream_ca {
-        for cert in CertificateDer::pem_file_iter(path).map_err(|e| format!("{path}: {e}"))? {
-            settings.extra_root_der(cert.map_err(|e| format!("{path}: {e}"))?.to_vec());
+        for der in pem_certificates_from_file(Path::new(path)).map_err(|e| e.to_string())? {
+            settings.extra_root_der(der);
         }
     }
     Ok(settings)

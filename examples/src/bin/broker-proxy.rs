@@ -7,13 +7,13 @@
 //! stderr. The real credential is read from the named variable of this
 //! process's environment.
 
-use agent_sandbox::broker_intercept;
-use connect_proxy::{AllowList, Cidr, IpPolicy, ProxyConfig, ProxyPair, SystemResolver};
-use cred_broker::{
-    Broker, Credential, HeaderTemplate, Lease, RuleEngine, RuleFile, Secret, SessionCa,
+use agent_sandbox::{
+    broker_intercept, credential_for_hosts, header_template_from_name, pem_certificates_from_file,
+    rule_engine_from_file,
 };
-use rustls_pki_types::CertificateDer;
-use rustls_pki_types::pem::PemObject;
+use connect_proxy::{AllowList, Cidr, IpPolicy, ProxyConfig, ProxyPair, SystemResolver};
+use cred_broker::{Broker, Lease, SessionCa};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -90,44 +90,21 @@ fn main() -> ExitCode {
 async fn run(o: Options) -> Result<(), String> {
     let s = |e: &dyn std::fmt::Display| e.to_string();
     let rules = o.rules.as_deref().unwrap_or_default();
-    let text = std::fs::read_to_string(rules).map_err(|e| format!("{rules}: {e}"))?;
-    let file = if rules.ends_with(".json") {
-        RuleFile::from_json(&text)
-    } else {
-        RuleFile::from_toml(&text)
-    }
-    .map_err(|e| format!("{rules}: {e}"))?;
-    let engine = RuleEngine::builder()
-        .rules(file)
-        .build()
-        .map_err(|e| s(&e))?;
+    let engine = rule_engine_from_file(Path::new(rules)).map_err(|e| s(&e))?;
     let env_name = o.credential_env.as_deref().unwrap_or_default();
     let value = std::env::var(env_name).map_err(|_| format!("{env_name} is not set"))?;
-    let template = match o.template.as_deref().unwrap_or("bearer") {
-        "bearer" => HeaderTemplate::Bearer,
-        "token" => HeaderTemplate::Token,
-        "git-basic" => HeaderTemplate::git_basic(),
-        other => {
-            return Err(format!(
-                "--template takes bearer, token or git-basic, not {other:?}"
-            ));
-        }
-    };
-    let mut cred = Credential::builder(env_name);
-    cred.secret(Secret::from_string(value).map_err(|e| s(&e))?)
-        .template(template);
-    for h in &o.hosts {
-        cred.host(h);
-    }
-    let cred = cred.build().map_err(|e| s(&e))?;
+    let name = o.template.as_deref().unwrap_or("bearer");
+    let template = header_template_from_name(name)
+        .ok_or_else(|| format!("--template takes bearer, token or git-basic, not {name:?}"))?;
+    let cred = credential_for_hosts(env_name, value, template, &o.hosts).map_err(|e| s(&e))?;
     let session = format!("broker-proxy-{}", std::process::id());
     let ca = SessionCa::builder(&session).build().map_err(|e| s(&e))?;
     let lease = Lease::builder(&session, &cred).build().map_err(|e| s(&e))?;
     let mut b = Broker::builder(Arc::new(ca), engine);
     b.grant(cred, lease.clone());
     for path in &o.upstream_ca {
-        for c in CertificateDer::pem_file_iter(path).map_err(|e| format!("{path}: {e}"))? {
-            b.extra_root_der(&c.map_err(|e| format!("{path}: {e}"))?);
+        for der in pem_certificates_from_file(Path::new(path)).map_err(|e| s(&e))? {
+            b.extra_root_der(&der);
         }
     }
     let broker = Arc::new(b.build().map_err(|e| s(&e))?);
