@@ -140,3 +140,50 @@ pub fn rules(data: &[u8]) {
         }
     }
 }
+
+/// Upstream response framing: the head parser never panics, and a chunked
+/// body scanned whole or in slices of any size ends at the same byte.
+pub fn response(data: &[u8]) {
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    let method = if first & 1 == 0 { "GET" } else { "HEAD" };
+    let step = usize::from(first >> 1).max(1);
+    let head_len = crate::response::head_end(rest).unwrap_or(rest.len());
+    let (head, body) = rest.split_at(
+        head_len
+            .min(crate::response::MAX_RESPONSE_HEAD)
+            .min(rest.len()),
+    );
+    let _ = crate::response::parse_head(head, method);
+    let mut whole = crate::response::ChunkScanner::new();
+    let whole_result = whole.scan(body);
+    let mut sliced = crate::response::ChunkScanner::new();
+    let mut total = 0usize;
+    let mut sliced_result = Ok(0);
+    for piece in body.chunks(step) {
+        match sliced.scan(piece) {
+            Ok(n) => {
+                total += n;
+                if n < piece.len() {
+                    break;
+                }
+            }
+            Err(e) => {
+                sliced_result = Err(e);
+                break;
+            }
+        }
+    }
+    match (whole_result, sliced_result) {
+        (Ok(n), Ok(_)) => {
+            assert_eq!(n, total, "slicing changed where the body ends");
+            assert_eq!(whole.is_done(), sliced.is_done());
+        }
+        (Err(_), Err(_)) => {}
+        (w, s) => assert!(
+            w.is_err() == s.is_err(),
+            "slicing changed the verdict: {w:?} vs {s:?}"
+        ),
+    }
+}

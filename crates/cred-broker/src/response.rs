@@ -235,6 +235,57 @@ mod tests {
         assert!(parse_head(b"HTTP/2 200 OK\r\n\r\n", "GET").is_err());
     }
 
+    #[derive(serde::Deserialize)]
+    struct Table {
+        head: Vec<HeadCase>,
+        chunks: Vec<ChunkCase>,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct HeadCase {
+        intent: String,
+        head: String,
+        method: Option<String>,
+        expect: String,
+        keep_alive: Option<bool>,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct ChunkCase {
+        intent: String,
+        body: String,
+        expect: String,
+    }
+
+    #[test]
+    fn response_table() {
+        let table: Table = toml::from_str(include_str!("../testdata/responses.toml")).unwrap();
+        for c in &table.head {
+            let got = parse_head(c.head.as_bytes(), c.method.as_deref().unwrap_or("GET"));
+            let shown = match &got {
+                Err(_) => "error".to_owned(),
+                Ok(h) => match h.body {
+                    ResponseBody::None => "none".to_owned(),
+                    ResponseBody::Close => "close".to_owned(),
+                    ResponseBody::Chunked => "chunked".to_owned(),
+                    ResponseBody::Length(n) => format!("length:{n}"),
+                },
+            };
+            assert_eq!(shown, c.expect, "{}", c.intent);
+            if let (Some(k), Ok(h)) = (c.keep_alive, &got) {
+                assert_eq!(h.keep_alive, k, "{}", c.intent);
+            }
+        }
+        for c in &table.chunks {
+            let mut s = ChunkScanner::new();
+            let shown = match s.scan(c.body.as_bytes()) {
+                Err(_) => "error".to_owned(),
+                Ok(n) => n.to_string(),
+            };
+            assert_eq!(shown, c.expect, "{}", c.intent);
+        }
+    }
+
     #[test]
     fn chunks_in_any_slices() {
         let body = b"5;x=y\r\nhello\r\n10\r\n0123456789abcdef\r\n0\r\nT: v\r\n\r\nNEXT";
