@@ -12,7 +12,6 @@ use cred_broker::{
     Broker, Credential, GitClassifier, GitLimits, HeaderTemplate, Lease, PushRuleSpec, RuleEngine,
     RuleFile, Secret, SessionCa, UpstreamRoots,
 };
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -56,28 +55,6 @@ fn basic(token: &str) -> String {
     format!(
         "Basic {}",
         base64(format!("x-access-token:{token}").as_bytes())
-    )
-}
-
-/// A test CA and a leaf for `git.test`.
-fn test_pki() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "test git server CA");
-    let ca = params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::from_params(&params, &ca_key);
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec![HOST.to_owned()])
-        .unwrap()
-        .signed_by(&leaf_key, &issuer)
-        .unwrap();
-    (
-        ca.der().to_vec(),
-        leaf.der().to_vec(),
-        leaf_key.serialize_der(),
     )
 }
 
@@ -380,7 +357,11 @@ async fn real_git_through_proxy_and_broker() {
     std::fs::create_dir_all(&home).unwrap();
     let bare = root.join("repo.git");
 
-    let (ca_der, leaf_der, leaf_key) = test_pki();
+    let support::TestPki {
+        ca_der,
+        leaf_der,
+        leaf_key,
+    } = support::test_pki(&[HOST]);
     let server = git_server(root.clone(), leaf_der, leaf_key).await;
     let port = server.addr.port();
 

@@ -14,7 +14,6 @@ use cred_broker::{
     Broker, Credential, GraphqlClassifier, HeaderTemplate, Lease, RuleEngine, RuleFile, Secret,
     SessionCa, UpstreamRoots,
 };
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -37,19 +36,7 @@ classes = ["graphql-query"]
 /// A local HTTPS origin that answers every request with [`ANSWER`] and
 /// records each request (head and body).
 async fn origin() -> (u16, Vec<u8>, Arc<Mutex<Vec<String>>>) {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "test api CA");
-    let ca = params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::from_params(&params, &ca_key);
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec![HOST.to_owned()])
-        .unwrap()
-        .signed_by(&leaf_key, &issuer)
-        .unwrap();
+    let pki = support::test_pki(&[HOST]);
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
@@ -57,8 +44,8 @@ async fn origin() -> (u16, Vec<u8>, Arc<Mutex<Vec<String>>>) {
     .unwrap()
     .with_no_client_auth()
     .with_single_cert(
-        vec![CertificateDer::from(leaf.der().to_vec())],
-        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
+        vec![CertificateDer::from(pki.leaf_der.clone())],
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pki.leaf_key.clone())),
     )
     .unwrap();
     let acceptor = TlsAcceptor::from(Arc::new(config));
@@ -113,7 +100,7 @@ async fn origin() -> (u16, Vec<u8>, Arc<Mutex<Vec<String>>>) {
             });
         }
     });
-    (port, ca.der().to_vec(), seen)
+    (port, pki.ca_der, seen)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

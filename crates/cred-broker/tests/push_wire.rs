@@ -5,11 +5,16 @@
 //! format and reaches nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[allow(
+    dead_code,
+    reason = "this binary uses only the test PKI of the shared support"
+)]
+mod support;
+
 use cred_broker::{
     Broker, Credential, GitClassifier, HeaderTemplate, Lease, Pkt, PushRuleSpec, RuleEngine,
     RuleFile, Secret, SessionCa, UpstreamRoots, write_pkt,
 };
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -84,26 +89,14 @@ struct World {
 type Message = (String, Vec<u8>);
 
 async fn world(push_rule: Option<PushRuleSpec>) -> World {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "test origin CA");
-    let origin_ca = params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::from_params(&params, &ca_key);
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec![HOST.to_owned()])
-        .unwrap()
-        .signed_by(&leaf_key, &issuer)
-        .unwrap();
+    let pki = support::test_pki(&[HOST]);
     let config = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_no_client_auth()
         .with_single_cert(
-            vec![CertificateDer::from(leaf.der().to_vec())],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
+            vec![CertificateDer::from(pki.leaf_der.clone())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pki.leaf_key.clone())),
         )
         .unwrap();
     let acceptor = TlsAcceptor::from(Arc::new(config));
@@ -144,7 +137,7 @@ async fn world(push_rule: Option<PushRuleSpec>) -> World {
         .unwrap();
     let lease = Lease::builder(SESSION, &cred).build().unwrap();
     let mut b = Broker::builder(ca.clone(), engine);
-    b.extra_root_der(origin_ca.der())
+    b.extra_root_der(&pki.ca_der)
         .upstream_roots(UpstreamRoots::ExtraOnly)
         .grant(cred, lease.clone());
     if let Some(spec) = push_rule {

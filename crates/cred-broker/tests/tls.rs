@@ -4,14 +4,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
-use support::BrokerHook;
+use support::{BrokerHook, TestPki, test_pki};
 
 use connect_proxy::{AllowList, Baseline, Cidr, IpPolicy, ProxyConfig, ProxyPair, StaticResolver};
 use cred_broker::{
     BROKER_DENY, Broker, Credential, HeaderTemplate, Lease, RuleEngine, RuleFile, Secret,
     SessionCa, UpstreamRoots,
 };
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use sandbox_core::SandboxViolation;
 use std::net::SocketAddr;
@@ -29,34 +28,6 @@ const GUARD: Duration = Duration::from_secs(20);
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
-}
-
-/// A test CA and a leaf for `origin.test` it signed.
-struct TestPki {
-    ca_der: Vec<u8>,
-    leaf_der: Vec<u8>,
-    leaf_key: Vec<u8>,
-}
-
-fn test_pki() -> TestPki {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "test origin CA");
-    let ca = params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::from_params(&params, &ca_key);
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec![HOST.to_owned(), "127.0.0.1".to_owned()])
-        .unwrap()
-        .signed_by(&leaf_key, &issuer)
-        .unwrap();
-    TestPki {
-        ca_der: ca.der().to_vec(),
-        leaf_der: leaf.der().to_vec(),
-        leaf_key: leaf_key.serialize_der(),
-    }
 }
 
 /// A local HTTPS origin: answers every request with its path, and records
@@ -238,7 +209,7 @@ async fn setup(pki: TestPki, trust: &[u8], expires: Option<SystemTime>) -> Setup
 }
 
 async fn trusted() -> Setup {
-    let pki = test_pki();
+    let pki = test_pki(&[HOST, "127.0.0.1"]);
     let der = pki.ca_der.clone();
     setup(pki, &der, None).await
 }
@@ -515,8 +486,8 @@ async fn sni_mismatch_is_refused() {
 async fn untrusted_upstream_is_502() {
     // The broker trusts only an unrelated CA, so the origin cannot prove
     // its identity.
-    let other = test_pki();
-    let mut s = setup(test_pki(), &other.ca_der, None).await;
+    let other = test_pki(&[HOST, "127.0.0.1"]);
+    let mut s = setup(test_pki(&[HOST, "127.0.0.1"]), &other.ca_der, None).await;
     let port = s.origin.addr.port();
     let (addr, _) = broker_listener(&s).await;
     let mut tls = client(addr, &s.ca, HOST).await.unwrap();
@@ -534,7 +505,7 @@ async fn untrusted_upstream_is_502() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_lease_is_refused() {
-    let pki = test_pki();
+    let pki = test_pki(&[HOST, "127.0.0.1"]);
     let der = pki.ca_der.clone();
     let expired = SystemTime::now() - Duration::from_secs(1);
     let mut s = setup(pki, &der, Some(expired)).await;

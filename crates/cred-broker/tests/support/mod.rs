@@ -1,5 +1,6 @@
-//! Shared by the broker's socket tests: connect-proxy's interception hook
-//! handing one host to a broker, as the facade does.
+//! Shared by the broker's socket tests: a test PKI for local HTTPS origins,
+//! and connect-proxy's interception hook handing one host to a broker, as the
+//! facade does.
 
 use connect_proxy::{BoxFuture, Intercept, Intercepted};
 use cred_broker::Broker;
@@ -31,5 +32,36 @@ impl Intercept for BrokerHook {
             let client = tokio::io::join(std::io::Cursor::new(conn.buffered).chain(read), write);
             let _ = broker.serve(client, &host, port, upstream).await;
         })
+    }
+}
+
+/// A test CA and a leaf it signed (DER), with the leaf's PKCS#8 key.
+pub(crate) struct TestPki {
+    pub(crate) ca_der: Vec<u8>,
+    pub(crate) leaf_der: Vec<u8>,
+    pub(crate) leaf_key: Vec<u8>,
+}
+
+/// A fresh CA and a leaf for `names` (DNS names or IP addresses).
+pub(crate) fn test_pki(names: &[&str]) -> TestPki {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "test origin CA");
+    let ca = params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::from_params(&params, &ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+    let leaf = CertificateParams::new(names)
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    TestPki {
+        ca_der: ca.der().to_vec(),
+        leaf_der: leaf.der().to_vec(),
+        leaf_key: leaf_key.serialize_der(),
     }
 }
