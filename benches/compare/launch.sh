@@ -2,7 +2,9 @@
 # Launch cost of one restricted `true`, side by side in one run:
 #   - the npm sandbox-runtime (`srt -c true`), installed into a private prefix;
 #   - bare bubblewrap (`bwrap --ro-bind / / --unshare-all -- /bin/true`);
-#   - our `agent-run --no-filename-rules -- true` (proxies, bridges, full policy).
+#   - our `agent-run -- true` (proxies, bridges, full policy, the command under
+#     the name guard) and `agent-run --no-filename-rules -- true` (the same
+#     without the guard).
 # Prints median wall time (hyperfine) and peak RSS (GNU time, largest process)
 # per tool and the ratios against srt. Needs: bubblewrap socat ripgrep hyperfine
 # time, node/npm; installs the Debian ones with apt-get when missing.
@@ -33,10 +35,11 @@ cd "$work"
 declare -A CMD=(
     [srt]="$SRT -c true"
     [bwrap]="bwrap --ro-bind / / --unshare-all -- /bin/true"
-    [agent-run]="$AGENT_RUN --no-filename-rules -- true"
+    [agent-run]="$AGENT_RUN -- true"
+    [agent-run-noguard]="$AGENT_RUN --no-filename-rules -- true"
 )
 declare -A MED MEM
-for name in srt bwrap agent-run; do
+for name in srt bwrap agent-run agent-run-noguard; do
     hyperfine -N -w 3 -r "$RUNS" --export-json "$work/$name.json" "${CMD[$name]}" >/dev/null 2>&1
     MED[$name]=$(python3 -c "import json,statistics;r=json.load(open('$work/$name.json'))['results'][0];print('%.1f'%(statistics.median(r['times'])*1000))")
     peak=0
@@ -47,9 +50,9 @@ for name in srt bwrap agent-run; do
     MEM[$name]=$(python3 -c "print('%.1f'%($peak/1024))")
 done
 
-printf '%-10s %14s %14s %12s %12s\n' tool "median ms" "peak MiB" "wall vs srt" "mem vs srt"
-for name in srt bwrap agent-run; do
-    printf '%-10s %14s %14s %12s %12s\n' "$name" "${MED[$name]}" "${MEM[$name]}" \
+printf '%-18s %14s %14s %12s %12s\n' tool "median ms" "peak MiB" "wall vs srt" "mem vs srt"
+for name in srt bwrap agent-run agent-run-noguard; do
+    printf '%-18s %14s %14s %12s %12s\n' "$name" "${MED[$name]}" "${MEM[$name]}" \
         "$(python3 -c "print('%.2fx'%(${MED[$name]}/${MED[srt]}))")" \
         "$(python3 -c "print('%.2fx'%(${MEM[$name]}/${MEM[srt]}))")"
 done

@@ -34,18 +34,62 @@ fn err(o: &Output) -> String {
 }
 
 #[test]
-fn default_launch_is_refused_and_names_the_opt_out() {
+fn without_the_name_guard_the_default_launch_is_refused_and_names_the_opt_out() {
     if !native() {
         return;
     }
     let d = scratch("refused");
-    let o = agent_run(&d, &["--", "true"]);
+    let o = agent_run(&d, &["--no-name-guard", "--", "true"]);
     assert_eq!(o.status.code(), Some(1));
     let e = err(&o);
     assert!(e.contains("agent sandbox ON"), "{e}");
     assert!(
         e.contains("refusing to launch") && e.contains("--no-filename-rules"),
         "{e}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn default_launch_enforces_filename_rules_with_agent_run_as_its_own_guard() {
+    if !native() {
+        return;
+    }
+    if !sandbox_core::probe_ambient()
+        .native
+        .filename_rules
+        .is_enforceable()
+    {
+        eprintln!("SKIPPED: this kernel cannot run the name guard");
+        return;
+    }
+    let d = scratch("guarded");
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    let o = agent_run(
+        &d,
+        &[
+            "--",
+            "sh",
+            "-c",
+            "echo a > a.txt; echo k > sub/id.key; mv a.txt .env; echo b > b.txt; cat b.txt",
+        ],
+    );
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "b\n");
+    assert!(e.contains("enforced at creation by name-guard"), "{e}");
+    let sub = d.join("sub/id.key");
+    let env = d.join(".env");
+    for p in [&sub, &env] {
+        assert!(!p.exists(), "{} created", p.display());
+        assert!(
+            e.contains(&format!("violation: file-write-create {}", p.display())),
+            "{e}"
+        );
+    }
+    assert!(
+        d.join("a.txt").exists(),
+        "the refused rename left the source"
     );
     std::fs::remove_dir_all(&d).unwrap();
 }

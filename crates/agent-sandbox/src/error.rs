@@ -28,6 +28,16 @@ pub enum ErrorKind {
     /// The environment policy could not be built.
     #[error("environment: {0}")]
     Env(#[from] env_guard::Error),
+    /// [`bwrap_spec::FilenameRules::EnforcedByNameGuard`] was asked for
+    /// explicitly, but the guard cannot run here.
+    #[error(
+        "filename rules were asked to be enforced by the name guard, but {reason}; \
+         without it a launch with writable mounts is refused (R-DISPATCH-3)"
+    )]
+    NameGuardUnavailable {
+        /// Why the guard cannot run.
+        reason: String,
+    },
     /// A tool the backend needs is missing.
     #[error("{tool} is needed for the native sandbox but was not found; {hint}")]
     ToolMissing {

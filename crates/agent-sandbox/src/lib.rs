@@ -62,6 +62,7 @@ mod broker;
 mod env;
 mod error;
 mod events;
+mod guard;
 mod manager;
 mod netns;
 
@@ -69,7 +70,7 @@ pub use broker::{
     BrokerSettings, SYSTEM_CA_BUNDLES, broker_intercept, credential_for_hosts,
     header_template_from_name, pem_certificates_from_file, rule_engine_from_file,
 };
-pub use bwrap_spec::FilenameRules;
+pub use bwrap_spec::{FilenameRules, NameGuardLauncher};
 pub use env::sanitized_env;
 pub use error::{Error, ErrorKind};
 pub use events::next_event;

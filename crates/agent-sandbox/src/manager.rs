@@ -5,19 +5,20 @@ use crate::bridge::{SocketDir, spawn_forwarder, spawn_tcp_forwarder};
 use crate::broker::{BrokerSettings, SessionBroker};
 use crate::env::{EnvExtras, sanitized_env, sanitized_env_with};
 use crate::events::ReceiverStream;
+use crate::guard::ReportPipe;
 use crate::netns;
 use crate::{Error, ErrorKind};
 use bwrap_spec::{
-    BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, PlaceholderGuard, Profile,
-    discover_git_repos_on_host,
+    BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, NameGuardLauncher, PlaceholderGuard,
+    Profile, discover_git_repos_on_host,
 };
 use connect_proxy::{
     AllowList, IpPolicy, Network, ProxyConfig, ProxyPair, Resolver, SystemResolver,
 };
 use sandbox_core::{
-    AmbientHost, BackendRequest, EventStream, KillReason, ProbeReport, SandboxBackend,
-    SandboxCommand, SandboxEvent, SandboxHandle, SandboxPort, SandboxSpec, SandboxState,
-    SandboxSwitch, SandboxViolation, Selection, Surface, select_backend,
+    AmbientHost, BackendRequest, EventStream, FilenameRuleSupport, KillReason, ProbeReport,
+    SandboxBackend, SandboxCommand, SandboxEvent, SandboxHandle, SandboxPort, SandboxSpec,
+    SandboxState, SandboxSwitch, SandboxViolation, Selection, Surface, select_backend,
 };
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -58,7 +59,8 @@ pub struct ManagerBuilder {
     request: BackendRequest,
     surface: Surface,
     home: Option<PathBuf>,
-    filename_rules: FilenameRules,
+    filename_rules: Option<FilenameRules>,
+    name_guard: Option<NameGuardLauncher>,
     ip_policy: IpPolicy,
     extra_allow: Vec<String>,
     deny: Vec<String>,
@@ -103,10 +105,26 @@ impl ManagerBuilder {
         self.home = Some(home.into());
         self
     }
-    /// How filename-glob denies are handled on Linux. The default refuses a
-    /// launch that needs them (R-DISPATCH-3).
+    /// How filename-glob denies are handled on Linux. Unset (the default),
+    /// the name guard enforces them when a launcher was set with
+    /// [`ManagerBuilder::name_guard_launcher`] and the probe found a kernel
+    /// that can run it; otherwise a launch that needs them is refused
+    /// (R-DISPATCH-3). [`FilenameRules::EnforcedByNameGuard`] set explicitly
+    /// makes `build` fail when the guard cannot run;
+    /// [`FilenameRules::DropFilenameGlobDenies`] is the logged opt-out.
     pub fn filename_rules(&mut self, rules: FilenameRules) -> &mut Self {
-        self.filename_rules = rules;
+        self.filename_rules = Some(rules);
+        self
+    }
+    /// The name-guard launcher (R-NAMEGUARD-1): a host executable that is
+    /// bound read-only into each sandbox and runs the command under
+    /// creation-time filename rules, reporting each refusal as a
+    /// `file-write-create` violation. Either the `name-guard-exec` binary
+    /// ([`NameGuardLauncher::new`]) or the host program itself when it
+    /// calls `name_guard::launcher_main` for a marker argument
+    /// ([`NameGuardLauncher::multi_call`]).
+    pub fn name_guard_launcher(&mut self, launcher: NameGuardLauncher) -> &mut Self {
+        self.name_guard = Some(launcher);
         self
     }
     /// Address rules for the proxies; grant local origins with
@@ -209,19 +227,45 @@ impl ManagerBuilder {
                 .into());
             }
         }
-        if selection.backend == SandboxBackend::Native
-            && self.filename_rules == FilenameRules::DropFilenameGlobDenies
-        {
-            log(
-                "filename-glob write denies (.env, *.key, *.pem) are DROPPED for this host: bubblewrap cannot refuse new names (opt-out --no-filename-rules)",
-            );
+        let native_linux = selection.backend == SandboxBackend::Native && cfg!(target_os = "linux");
+        let guard_blocker: Option<String> = match (&self.name_guard, &probe.native.filename_rules) {
+            (None, _) => Some("no name-guard launcher was set".to_string()),
+            (Some(_), FilenameRuleSupport::NameGuard) => None,
+            (Some(_), FilenameRuleSupport::Unavailable(why)) => Some(why.clone()),
+            (Some(_), _) => Some("this host's native sandbox is not bubblewrap".to_string()),
+        };
+        let filename_rules = match (self.filename_rules, native_linux, &guard_blocker) {
+            (Some(FilenameRules::EnforcedByNameGuard), true, Some(reason)) => {
+                return Err(ErrorKind::NameGuardUnavailable {
+                    reason: reason.clone(),
+                }
+                .into());
+            }
+            (Some(rules), _, _) => rules,
+            (None, true, None) => FilenameRules::EnforcedByNameGuard,
+            (None, _, _) => FilenameRules::Refuse,
+        };
+        if native_linux {
+            match (filename_rules, &guard_blocker) {
+                (FilenameRules::DropFilenameGlobDenies, _) => log(
+                    "filename-glob write denies (.env, *.key, *.pem) are DROPPED for this host: bubblewrap cannot refuse new names (opt-out --no-filename-rules)",
+                ),
+                (FilenameRules::EnforcedByNameGuard, _) => log(
+                    "filename-glob write denies (.env, *.key, *.pem) enforced at creation by name-guard",
+                ),
+                (_, Some(reason)) => log(&format!(
+                    "name-guard unavailable ({reason}): launches with writable mounts are refused"
+                )),
+                (_, None) => {}
+            }
         }
         Ok(SandboxManager {
             inner: Arc::new(Inner {
                 selection,
                 surface: self.surface,
                 home,
-                filename_rules: self.filename_rules,
+                filename_rules,
+                name_guard: self.name_guard.clone(),
                 ip_policy: self.ip_policy.clone(),
                 extra_allow: self.extra_allow.clone(),
                 deny: self.deny.clone(),
@@ -260,6 +304,7 @@ struct Inner {
     surface: Surface,
     home: PathBuf,
     filename_rules: FilenameRules,
+    name_guard: Option<NameGuardLauncher>,
     ip_policy: IpPolicy,
     extra_allow: Vec<String>,
     deny: Vec<String>,
@@ -318,7 +363,8 @@ impl SandboxManager {
             request: BackendRequest::Unspecified,
             surface: Surface::Dispatch,
             home: None,
-            filename_rules: FilenameRules::Refuse,
+            filename_rules: None,
+            name_guard: None,
             ip_policy: IpPolicy::new(),
             extra_allow: Vec::new(),
             deny: Vec::new(),
@@ -414,11 +460,15 @@ impl SandboxManager {
             .map(|(m, _)| m.host_path.clone())
             .collect();
         let repos = discover_git_repos_on_host(&writable);
-        let plan = BwrapBuilder::new(spec, &inner.home)
+        let mut builder = BwrapBuilder::new(spec, &inner.home);
+        builder
             .nested_repos(repos)
             .filename_rules(inner.filename_rules)
-            .bridges(bridges.clone())
-            .build(&AmbientHost::from_ambient_untimed());
+            .bridges(bridges.clone());
+        if let Some(l) = &inner.name_guard {
+            builder.name_guard_launcher(l.clone());
+        }
+        let plan = builder.build(&AmbientHost::from_ambient_untimed());
         let plan = match plan {
             Ok(p) => p,
             Err(e) => {
@@ -590,6 +640,21 @@ impl SandboxPort for SandboxManager {
             }
             .into());
         };
+        // Under the name guard the launcher goes in front of the command and
+        // reports each refusal on its own pipe.
+        let report = if n.plan.is_guarded() {
+            Some(ReportPipe::new().map_err(|e| Error::io("creating the name-guard pipe", e))?)
+        } else {
+            None
+        };
+        let argv = n
+            .plan
+            .guarded_command(argv, report.as_ref().map(ReportPipe::write_fd));
+        let inherit_report = |c: &mut tokio::process::Command| {
+            if let Some(r) = &report {
+                r.inherit_in(c);
+            }
+        };
         let mut args: Vec<OsString> = n.plan.args().to_vec();
         // Replace the plan's --chdir with the exec's working directory.
         if let Some(i) = args.iter().position(|a| a == "--chdir")
@@ -601,16 +666,26 @@ impl SandboxPort for SandboxManager {
             // Terminal profile: no proxies, the command runs directly.
             let mut c = tokio::process::Command::new(bwrap);
             c.args(&args).args(&argv);
+            inherit_report(&mut c);
             let child = prepare(&mut c, &session.env)
                 .spawn()
                 .map_err(|e| Error::io(format!("starting {}", bwrap.display()), e))?;
-            session.run(kill_tx, run_child(child, tx, kill_rx, None, Vec::new()));
+            let guard = report.map(|r| {
+                let (write_end, rx) = r.start();
+                drop(write_end);
+                rx
+            });
+            let violations = guard.map(|g| Violations {
+                proxy: None,
+                broker: None,
+                guard: Some(g),
+            });
+            session.run(
+                kill_tx,
+                run_child(child, tx, kill_rx, violations, Vec::new()),
+            );
             return Ok(Box::pin(ReceiverStream(rx)));
         };
-        let violations = Some(Violations {
-            proxy: e.proxies.subscribe_violations(),
-            broker: e.broker.as_ref().map(|b| b.broker.subscribe_violations()),
-        });
         let upstreams = [e.proxies.http_addr(), e.proxies.socks_addr()];
         // The socat bridges, for when the host-side listeners cannot be made.
         let mut fallback = tokio::process::Command::new(bwrap);
@@ -620,11 +695,25 @@ impl SandboxPort for SandboxManager {
             argv.clone(),
         ));
         prepare(&mut fallback, &session.env);
+        inherit_report(&mut fallback);
+        let (report_write, guard) = match report {
+            Some(r) => {
+                let (w, rx) = r.start();
+                (Some(w), Some(rx))
+            }
+            None => (None, None),
+        };
+        let violations = Some(Violations {
+            proxy: Some(e.proxies.subscribe_violations()),
+            broker: e.broker.as_ref().map(|b| b.broker.subscribe_violations()),
+            guard,
+        });
 
         if self.inner.inner_bridge == InnerBridge::Socat {
             let child = fallback
                 .spawn()
                 .map_err(|e| Error::io(format!("starting {}", bwrap.display()), e))?;
+            drop(report_write);
             session.run(
                 kill_tx,
                 run_child(child, tx, kill_rx, violations, Vec::new()),
@@ -641,6 +730,9 @@ impl SandboxPort for SandboxManager {
         c.args(fast_args).args(&argv);
         prepare(&mut c, &session.env);
         steering.inherit_in(&mut c);
+        if let Some(w) = &report_write {
+            netns::inherit_fds(&mut c, [rustix::fd::AsRawFd::as_raw_fd(w)]);
+        }
         let child = c
             .spawn()
             .map_err(|e| Error::io(format!("starting {}", bwrap.display()), e))?;
@@ -654,7 +746,10 @@ impl SandboxPort for SandboxManager {
         let log = self.inner.log.clone();
         session.run(kill_tx, async move {
             match host_side_listeners(info_read, block_write, upstreams).await {
-                Ok(forwarders) => run_child(child, tx, kill_rx, violations, forwarders).await,
+                Ok(forwarders) => {
+                    drop(report_write);
+                    run_child(child, tx, kill_rx, violations, forwarders).await
+                }
                 Err(err) => {
                     log(&format!(
                         "in-namespace proxy listeners unavailable ({err}); using socat bridges"
@@ -662,7 +757,9 @@ impl SandboxPort for SandboxManager {
                     let mut child = child;
                     let _ = child.start_kill();
                     let _ = child.wait().await;
-                    match fallback.spawn() {
+                    let spawned = fallback.spawn();
+                    drop(report_write);
+                    match spawned {
                         Ok(child) => run_child(child, tx, kill_rx, violations, Vec::new()).await,
                         Err(e) => {
                             let msg = format!("agent-sandbox: starting bubblewrap failed: {e}\n");
@@ -825,8 +922,10 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(
 /// The session's violation sources: the proxies and, when hosts are
 /// brokered, the broker.
 struct Violations {
-    proxy: connect_proxy::Subscription<SandboxViolation>,
+    proxy: Option<connect_proxy::Subscription<SandboxViolation>>,
     broker: Option<tokio::sync::broadcast::Receiver<SandboxViolation>>,
+    /// The name guard's refusals.
+    guard: Option<mpsc::Receiver<SandboxViolation>>,
 }
 
 impl Violations {
@@ -845,14 +944,53 @@ impl Violations {
                 None => std::future::pending().await,
             }
         };
+        let proxy = async {
+            match self.proxy.as_mut() {
+                Some(p) => match p.recv().await {
+                    Some(v) => Some(v),
+                    None => std::future::pending().await,
+                },
+                None => std::future::pending().await,
+            }
+        };
+        let guard = async {
+            match self.guard.as_mut() {
+                Some(g) => match g.recv().await {
+                    Some(v) => Some(v),
+                    // The launcher is gone: nothing more will come.
+                    None => std::future::pending().await,
+                },
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            v = self.proxy.recv() => v,
+            v = proxy => v,
             v = broker => v,
+            v = guard => v,
         }
     }
 
+    /// What is left once the command has exited: every queued proxy and
+    /// broker denial, and the guard's reports up to the end of its pipe
+    /// (waited for at most two seconds).
+    async fn drain(&mut self) -> Vec<SandboxViolation> {
+        let mut out = Vec::new();
+        if let Some(g) = self.guard.as_mut() {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
+                while let Some(v) = g.recv().await {
+                    out.push(v);
+                }
+            })
+            .await;
+        }
+        while let Some(v) = self.try_recv() {
+            out.push(v);
+        }
+        out
+    }
+
     fn try_recv(&mut self) -> Option<SandboxViolation> {
-        if let Some(v) = self.proxy.try_recv() {
+        if let Some(v) = self.proxy.as_mut().and_then(|p| p.try_recv()) {
             return Some(v);
         }
         loop {
@@ -906,7 +1044,7 @@ async fn run_child(
         let _ = t.await;
     }
     if let Some(s) = violations.as_mut() {
-        while let Some(v) = s.try_recv() {
+        for v in s.drain().await {
             let _ = tx.send(SandboxEvent::Violation { violation: v }).await;
         }
     }

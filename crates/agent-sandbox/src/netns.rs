@@ -61,21 +61,29 @@ impl Steering {
 
     /// Lets bubblewrap inherit its two pipe ends across exec.
     pub(crate) fn inherit_in(&self, cmd: &mut tokio::process::Command) {
-        let fds: [RawFd; 2] = [self.info_write.as_raw_fd(), self.block_read.as_raw_fd()];
-        // SAFETY: the closure runs in the forked child before exec. It only
-        // calls fcntl(F_SETFD) on two descriptors that are open in the
-        // parent (and so in the child) for as long as `self` lives, which
-        // outlives the spawn; it does not allocate.
-        #[allow(unsafe_code)]
-        unsafe {
-            cmd.pre_exec(move || {
-                for fd in fds {
-                    let fd = BorrowedFd::borrow_raw(fd);
-                    rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
-                }
-                Ok(())
-            });
-        }
+        inherit_fds(
+            cmd,
+            [self.info_write.as_raw_fd(), self.block_read.as_raw_fd()],
+        );
+    }
+}
+
+/// Lets the spawned program inherit `fds` (opened close-on-exec) across
+/// exec. The caller keeps the descriptors open until the spawn returned.
+pub(crate) fn inherit_fds<const N: usize>(cmd: &mut tokio::process::Command, fds: [RawFd; N]) {
+    // SAFETY: the closure runs in the forked child before exec. It only
+    // calls fcntl(F_SETFD) on descriptors that are open in the parent (and
+    // so in the child) until the spawn returns, as the callers guarantee;
+    // it does not allocate (the array is copied into the closure).
+    #[allow(unsafe_code)]
+    unsafe {
+        cmd.pre_exec(move || {
+            for fd in fds {
+                let fd = BorrowedFd::borrow_raw(fd);
+                rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+            }
+            Ok(())
+        });
     }
 }
 

@@ -415,3 +415,154 @@ async fn terminal_profile_shares_the_network_and_hides_the_secret_dirs() {
     );
     m.destroy(&mut h).await.unwrap();
 }
+
+/// The launcher binary of this package.
+const GUARD: &str = env!("CARGO_BIN_EXE_agent-sandbox-name-guard");
+
+/// A manager with the name-guard launcher and no filename-rule choice: the
+/// probe decides.
+fn guarded_manager(tree: &Tree, bridge: InnerBridge, probe: ProbeReport) -> SandboxManager {
+    let mut b = SandboxManager::builder();
+    b.probe(probe)
+        .home(tree.p("home"))
+        .temp_dir(tree.p("sockets"))
+        .inner_bridge(bridge)
+        .name_guard_launcher(agent_sandbox::NameGuardLauncher::new(GUARD))
+        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())]);
+    b.build().unwrap()
+}
+
+/// A fake host probe: bubblewrap and socat where this machine has them, and
+/// the given kernel release.
+fn probe_with_kernel(release: &str) -> ProbeReport {
+    let mut host = FakeHost::new(Os::Linux);
+    host.env("PATH", "/usr/bin:/bin");
+    for tool in ["bwrap", "socat"] {
+        if let Some((_, p)) = probe_ambient().native.tools.iter().find(|(n, _)| n == tool) {
+            host.executable(p.clone());
+        }
+    }
+    host.contents("/proc/sys/kernel/osrelease", release);
+    ProbeReport::probe(&host)
+}
+
+#[tokio::test]
+async fn default_launch_runs_the_full_policy_under_the_name_guard() {
+    guarded_case(InnerBridge::HostSideListeners).await;
+}
+
+#[tokio::test]
+async fn name_guard_with_socat_bridges() {
+    guarded_case(InnerBridge::Socat).await;
+}
+
+async fn guarded_case(bridge: InnerBridge) {
+    if !native_available() {
+        return;
+    }
+    if !probe_ambient().native.filename_rules.is_enforceable() {
+        eprintln!("SKIPPED: this kernel cannot run the name guard");
+        return;
+    }
+    let t = Tree::new(&format!("guard-{bridge:?}"));
+    let m = guarded_manager(&t, bridge, probe_ambient().clone());
+    let mut h = m.launch(t.spec("guard")).await.unwrap();
+    let ws = t.p("ws");
+    let r = run(
+        &m,
+        &h,
+        "echo ok > ok.txt && echo OK-WRITE; \
+         mkdir -p sub/deeper && echo data > sub/deeper/notes.md && echo OK-NESTED; \
+         echo k > id.key; echo p > sub/x.pem; echo E > .ENV; \
+         mv ok.txt .env; ln -s ok.txt cert.pem; ln ok.txt hard.key; mkdir .vscode; \
+         cat ~/.ssh/id_rsa; echo x > .git/hooks/pre-commit && echo HOOK; \
+         ls -a; exit 3",
+    )
+    .await;
+    assert_eq!(r.exit, Some(3), "{}", r.stderr);
+    assert!(r.stdout.contains("OK-WRITE") && r.stdout.contains("OK-NESTED"));
+    assert!(
+        !r.stdout.contains("SECRET-KEY") && !r.stdout.contains("HOOK"),
+        "{}",
+        r.stdout
+    );
+    for denied in [
+        "id.key",
+        "sub/x.pem",
+        ".ENV",
+        ".env",
+        "cert.pem",
+        "hard.key",
+        ".vscode",
+    ] {
+        let p = format!("{ws}/{denied}");
+        assert!(
+            std::fs::symlink_metadata(&p).is_err(),
+            "{p} was created; stdout {} stderr {}",
+            r.stdout,
+            r.stderr
+        );
+        assert!(
+            r.violations
+                .iter()
+                .any(|v| *v == format!("file-write-create {p}")),
+            "no violation for {p}: {:?}",
+            r.violations
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(format!("{ws}/ok.txt")).unwrap(),
+        "ok\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(format!("{ws}/sub/deeper/notes.md")).unwrap(),
+        "data\n"
+    );
+    assert!(
+        r.violations
+            .iter()
+            .all(|v| v.starts_with("file-write-create ")),
+        "only the guard's refusals: {:?}",
+        r.violations
+    );
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_old_kernel_keeps_the_fail_closed_refusal() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("oldkernel");
+    let probe = probe_with_kernel("5.4.0-150-generic");
+    assert!(!probe.native.filename_rules.is_enforceable());
+    // Unset: the guard is not used, and the launch is refused.
+    let m = guarded_manager(&t, InnerBridge::HostSideListeners, probe.clone());
+    let err = m.launch(t.spec("oldkernel")).await.unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Bwrap(e) if matches!(e.kind(), bwrap_spec::ErrorKind::FilenameRulesUnenforceable { .. })),
+        "{err}"
+    );
+    // Asked for explicitly: the manager is not built.
+    let mut b = SandboxManager::builder();
+    b.probe(probe)
+        .home(t.p("home"))
+        .name_guard_launcher(agent_sandbox::NameGuardLauncher::new(GUARD))
+        .filename_rules(FilenameRules::EnforcedByNameGuard);
+    let err = b.build().unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::NameGuardUnavailable { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("5.4"), "{err}");
+    // And without a launcher, explicit enforcement is refused too.
+    let mut b = SandboxManager::builder();
+    b.probe(probe_with_kernel("6.1.0"))
+        .home(t.p("home"))
+        .filename_rules(FilenameRules::EnforcedByNameGuard);
+    let err = b.build().unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::NameGuardUnavailable { .. }),
+        "{err}"
+    );
+}

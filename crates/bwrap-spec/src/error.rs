@@ -26,6 +26,20 @@ pub enum ErrorKind {
         /// The writable roots they apply to.
         roots: Vec<String>,
     },
+    /// The plan needs the name guard but no launcher was given.
+    #[error(
+        "the name guard must enforce filename rules for this launch, but no launcher was set \
+         (BwrapBuilder::name_guard_launcher)"
+    )]
+    NameGuardLauncherMissing,
+    /// More creation-time rules than one guard accepts.
+    #[error("{count} creation-time rules for the name guard, over its limit of {limit}")]
+    TooManyNameGuardRules {
+        /// How many rules the plan has.
+        count: usize,
+        /// The guard's limit.
+        limit: usize,
+    },
     /// The spec or a path set is invalid.
     #[error("invalid sandbox spec: {0}")]
     Spec(#[from] sandbox_core::Error),

@@ -24,12 +24,17 @@
 //!
 //! Filename-glob denies (`.env`, `*.key`, `*.pem` for new files) cannot be
 //! enforced by bubblewrap, so by default a spec with any writable root is
-//! refused ([`ErrorKind::FilenameRulesUnenforceable`], R-DISPATCH-3); the
-//! opt-out [`FilenameRules::DropFilenameGlobDenies`] drops only those and
-//! reports what it dropped.
+//! refused ([`ErrorKind::FilenameRulesUnenforceable`], R-DISPATCH-3), unless
+//! a creation-time guard enforces them
+//! ([`FilenameRules::EnforcedByNameGuard`] with a [`NameGuardLauncher`]: the
+//! launcher is bound read-only at [`NAME_GUARD_GUEST_PATH`] and
+//! [`BwrapPlan::guarded_command`] puts it in front of every command, with
+//! one `--deny` per rule); the opt-out
+//! [`FilenameRules::DropFilenameGlobDenies`] drops only those and reports
+//! what it dropped.
 //!
 //! ```
-//! use bwrap_spec::{BwrapBuilder, ErrorKind, FilenameRules};
+//! use bwrap_spec::{BwrapBuilder, ErrorKind, FilenameRules, NameGuardLauncher};
 //! use sandbox_core::{FakeHost, Mode, Os, SandboxBindMount, Access, SandboxSpec};
 //!
 //! let mut host = FakeHost::new(Os::Linux);
@@ -49,6 +54,17 @@
 //! let args: Vec<String> = plan.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
 //! assert!(args.windows(3).any(|w| w == ["--ro-bind", "/work/repo/.git/hooks", "/work/repo/.git/hooks"]));
 //! assert_eq!(plan.dropped_filename_globs()[..3], [".env", "*.key", "*.pem"]);
+//!
+//! // With a name guard the full policy runs: the launcher goes in front.
+//! let plan = BwrapBuilder::new(&spec, "/home/agent")
+//!     .filename_rules(FilenameRules::EnforcedByNameGuard)
+//!     .name_guard_launcher(NameGuardLauncher::new("/opt/bin/name-guard-exec"))
+//!     .build(&host)
+//!     .unwrap();
+//! let cmd = plan.guarded_command(["make"], None);
+//! assert_eq!(cmd[0], bwrap_spec::NAME_GUARD_GUEST_PATH);
+//! assert_eq!(cmd[1..7], ["--deny", ".env", "--deny", "*.key", "--deny", "*.pem"]);
+//! assert_eq!(cmd.last().unwrap(), "make");
 //!
 //! // Review mode: nothing writable, nothing to drop.
 //! spec.mode = Mode::Review;
@@ -73,12 +89,14 @@
 
 mod bridge;
 mod error;
+mod guard;
 mod placeholder;
 mod plan;
 mod repos;
 
 pub use bridge::{BRIDGE_GUEST_DIR, Bridge, BridgePlan};
 pub use error::{Error, ErrorKind};
+pub use guard::{MAX_NAME_GUARD_RULES, NAME_GUARD_GUEST_PATH, NameGuardLauncher};
 pub use placeholder::{Placeholder, PlaceholderGuard, PlaceholderKind};
 pub use plan::{
     BwrapBuilder, BwrapPlan, DEFAULT_SYSTEM_PATHS, FilenameRules, MAX_ARGV_BYTES, Profile,

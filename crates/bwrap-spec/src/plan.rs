@@ -1,6 +1,7 @@
 //! From a spec and its resolved path sets to the bubblewrap argv.
 
 use crate::bridge::{BRIDGE_GUEST_DIR, BridgePlan};
+use crate::guard::{MAX_NAME_GUARD_RULES, NAME_GUARD_GUEST_PATH, NameGuardLauncher, guarded_argv};
 use crate::{Error, ErrorKind, Placeholder, PlaceholderKind};
 use sandbox_core::defaults::{
     FILENAME_GLOB_DENY, mandatory_write_deny_paths, secret_read_deny_entries,
@@ -17,8 +18,10 @@ pub enum FilenameRules {
     /// Refuse to build a plan whose policy needs them (the default).
     #[default]
     Refuse,
-    /// A creation-time guard enforces them inside the sandbox; the plan
-    /// lists them for the guard.
+    /// A creation-time guard enforces them inside the sandbox: the plan
+    /// binds the launcher set with [`BwrapBuilder::name_guard_launcher`]
+    /// read-only into the sandbox and runs every command under it (see
+    /// [`BwrapPlan::guarded_command`]).
     EnforcedByNameGuard,
     /// Explicit, logged opt-out: drop only the filename-glob denies and keep
     /// every other denial.
@@ -88,6 +91,7 @@ pub struct BwrapBuilder {
     workdir: Option<String>,
     nested_repos: Vec<String>,
     profile: Profile,
+    launcher: Option<NameGuardLauncher>,
 }
 
 /// A built plan: the argv for bubblewrap (everything between `bwrap` and the
@@ -99,6 +103,7 @@ pub struct BwrapPlan {
     placeholders: Vec<Placeholder>,
     dropped_filename_globs: Vec<String>,
     name_guard_globs: Vec<String>,
+    launcher: Option<NameGuardLauncher>,
 }
 
 impl BwrapPlan {
@@ -107,7 +112,8 @@ impl BwrapPlan {
         &self.args
     }
 
-    /// The full argv: `bwrap_path`, the options, then `command`.
+    /// The full argv: `bwrap_path`, the options, then `command` (under the
+    /// name guard when the plan has one, see [`BwrapPlan::guarded_command`]).
     pub fn command_line<I, S>(&self, bwrap_path: &Path, command: I) -> Vec<OsString>
     where
         I: IntoIterator<Item = S>,
@@ -116,8 +122,32 @@ impl BwrapPlan {
         let mut out = Vec::with_capacity(self.args.len() + 4);
         out.push(bwrap_path.as_os_str().to_owned());
         out.extend(self.args.iter().cloned());
-        out.extend(command.into_iter().map(Into::into));
+        out.extend(self.guarded_command(command, None));
         out
+    }
+
+    /// What to run after the options so that `command` runs under the plan's
+    /// creation-time rules: `command` itself when the plan has none, else
+    /// the launcher (at [`crate::NAME_GUARD_GUEST_PATH`]) with one `--deny`
+    /// per rule and, with `report_fd`, `--report-fd N` so that each refusal
+    /// is reported on that descriptor (which must then be open in
+    /// bubblewrap).
+    pub fn guarded_command<I, S>(&self, command: I, report_fd: Option<i32>) -> Vec<OsString>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        match &self.launcher {
+            Some(l) if !self.name_guard_globs.is_empty() => {
+                guarded_argv(l, &self.name_guard_globs, report_fd, command)
+            }
+            _ => command.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Whether commands run under the name guard.
+    pub fn is_guarded(&self) -> bool {
+        self.launcher.is_some() && !self.name_guard_globs.is_empty()
     }
 
     /// The options as the NUL-separated payload of `bwrap --args FD`
@@ -169,7 +199,17 @@ impl BwrapBuilder {
             workdir: None,
             nested_repos: Vec::new(),
             profile: Profile::Dispatch,
+            launcher: None,
         }
+    }
+
+    /// The name-guard launcher that [`FilenameRules::EnforcedByNameGuard`]
+    /// runs in front of every command; bound read-only at
+    /// [`crate::NAME_GUARD_GUEST_PATH`]. Without it, a plan that needs the
+    /// guard is refused ([`ErrorKind::NameGuardLauncherMissing`]).
+    pub fn name_guard_launcher(&mut self, launcher: NameGuardLauncher) -> &mut BwrapBuilder {
+        self.launcher = Some(launcher);
+        self
     }
 
     /// Replaces the read-only system directories.
@@ -485,6 +525,41 @@ impl BwrapBuilder {
             }
         }
 
+        match self.filename_rules {
+            FilenameRules::Refuse => {}
+            FilenameRules::EnforcedByNameGuard => guard_globs.extend(unenforced),
+            FilenameRules::DropFilenameGlobDenies => dropped.extend(unenforced),
+        }
+        let launcher = if guard_globs.is_empty() {
+            None
+        } else {
+            let Some(l) = self.launcher.clone() else {
+                return Err(ErrorKind::NameGuardLauncherMissing.into());
+            };
+            if guard_globs.len() > MAX_NAME_GUARD_RULES {
+                return Err(ErrorKind::TooManyNameGuardRules {
+                    count: guard_globs.len(),
+                    limit: MAX_NAME_GUARD_RULES,
+                }
+                .into());
+            }
+            if !l.host_path().is_absolute() {
+                return Err(ErrorKind::BadPath {
+                    path: l.host_path().to_string_lossy().into_owned(),
+                    reason: "the name-guard launcher must be an absolute path",
+                }
+                .into());
+            }
+            // After every other mount: nothing can cover it, and it sits in
+            // the sandbox's own /run, outside every host path.
+            a.triple(
+                "--ro-bind",
+                l.host_path().as_os_str(),
+                NAME_GUARD_GUEST_PATH,
+            );
+            Some(l)
+        };
+
         a.pair("--chdir", &workdir);
         a.flag("--");
 
@@ -497,16 +572,12 @@ impl BwrapBuilder {
             }
             .into());
         }
-        match self.filename_rules {
-            FilenameRules::Refuse => {}
-            FilenameRules::EnforcedByNameGuard => guard_globs.extend(unenforced),
-            FilenameRules::DropFilenameGlobDenies => dropped.extend(unenforced),
-        }
         Ok(BwrapPlan {
             args: a.0,
             placeholders,
             dropped_filename_globs: dropped,
             name_guard_globs: guard_globs,
+            launcher,
         })
     }
 }

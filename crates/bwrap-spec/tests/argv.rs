@@ -2,7 +2,7 @@
 //! on a described (fake) host.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use bwrap_spec::{BridgePlan, BwrapBuilder, ErrorKind, FilenameRules};
+use bwrap_spec::{BridgePlan, BwrapBuilder, ErrorKind, FilenameRules, NameGuardLauncher};
 use sandbox_core::{FakeHost, Os, SandboxSpec};
 use serde::Deserialize;
 
@@ -21,7 +21,14 @@ struct Case {
     bridges: bool,
     #[serde(default)]
     nested_repos: Vec<String>,
+    /// `"launcher"`: enforced by a name guard at /opt/ng; `"no-launcher"`:
+    /// enforced by a name guard but none set.
+    name_guard: Option<String>,
     expected: Option<Vec<String>>,
+    /// The last arguments of the plan, when the whole argv is not given.
+    expected_tail: Option<Vec<String>>,
+    /// What runs for the command `cmd arg`.
+    guarded_command: Option<Vec<String>>,
     error: Option<String>,
 }
 
@@ -54,6 +61,17 @@ fn argv_table() {
         if c.drop_filename_globs {
             b.filename_rules(FilenameRules::DropFilenameGlobDenies);
         }
+        match c.name_guard.as_deref() {
+            Some("launcher") => {
+                b.filename_rules(FilenameRules::EnforcedByNameGuard)
+                    .name_guard_launcher(NameGuardLauncher::multi_call("/opt/ng", ["--guard"]));
+            }
+            Some("no-launcher") => {
+                b.filename_rules(FilenameRules::EnforcedByNameGuard);
+            }
+            Some(other) => panic!("{}: unknown name_guard {other}", c.intent),
+            None => {}
+        }
         if c.bridges {
             let mut plan = BridgePlan::new("/tmp/as-1").unwrap();
             plan.add("http", 3128, "127.0.0.1:4000".parse().unwrap())
@@ -67,6 +85,24 @@ fn argv_table() {
                     .iter()
                     .map(|a| a.to_string_lossy().into_owned())
                     .collect();
+                if let Some(want) = &c.guarded_command {
+                    let cmd: Vec<String> = plan
+                        .guarded_command(["cmd", "arg"], Some(7))
+                        .iter()
+                        .map(|a| a.to_string_lossy().into_owned())
+                        .collect();
+                    assert_eq!(&cmd, want, "{}", c.intent);
+                    assert_eq!(plan.is_guarded(), want[0] != "cmd", "{}", c.intent);
+                }
+                if let Some(tail) = &c.expected_tail {
+                    assert!(
+                        got.ends_with(tail),
+                        "{}: got tail {:?}",
+                        c.intent,
+                        &got[got.len().saturating_sub(tail.len())..]
+                    );
+                    continue;
+                }
                 if Some(&got) != c.expected.as_ref() {
                     panic!(
                         "{}: got\n{}",
@@ -84,6 +120,9 @@ fn argv_table() {
                         matches!(e.kind(), ErrorKind::FilenameRulesUnenforceable { .. })
                     }
                     "bad-path" => matches!(e.kind(), ErrorKind::BadPath { .. }),
+                    "launcher-missing" => {
+                        matches!(e.kind(), ErrorKind::NameGuardLauncherMissing)
+                    }
                     "spec" => matches!(e.kind(), ErrorKind::Spec(_)),
                     _ => false,
                 };

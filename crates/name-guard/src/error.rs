@@ -48,6 +48,21 @@ pub enum ErrorKind {
         /// The `errno` value.
         errno: i32,
     },
+    /// The descriptor given with `--report-fd` cannot be used (not open,
+    /// or its flags cannot be set).
+    #[error("the report descriptor {fd} cannot be used (errno {errno})")]
+    ReportFd {
+        /// The descriptor.
+        fd: i32,
+        /// The `errno` value.
+        errno: i32,
+    },
+    /// A denial report line is malformed.
+    #[error("malformed denial report line: {reason}")]
+    BadReport {
+        /// Why it is refused.
+        reason: &'static str,
+    },
     /// The supervisor failed.
     #[error("the supervisor failed (errno {errno})")]
     Supervise {

@@ -44,6 +44,8 @@ pub(crate) const NOTIFIED: &[libc::c_long] = &[
     libc::SYS_linkat,
     libc::SYS_symlink,
     libc::SYS_symlinkat,
+    libc::SYS_mkdir,
+    libc::SYS_mkdirat,
 ];
 
 /// System calls refused with `EPERM`: ways around the supervisor.

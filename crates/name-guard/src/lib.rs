@@ -11,9 +11,9 @@
 //! - The filter sends every call that can create a name to the parent:
 //!   `open`/`openat` whose flags hold `O_CREAT` or `O_TMPFILE` (tested in the
 //!   filter), `creat`, every `openat2`, `mknod`/`mknodat`,
-//!   `rename`/`renameat`/`renameat2`, `link`/`linkat` and
-//!   `symlink`/`symlinkat`. It refuses with `EPERM` the calls that would go
-//!   around the supervisor: `io_uring_setup`, `open_by_handle_at`,
+//!   `rename`/`renameat`/`renameat2`, `link`/`linkat`,
+//!   `symlink`/`symlinkat` and `mkdir`/`mkdirat`. It refuses with `EPERM`
+//!   the calls that would go around the supervisor: `io_uring_setup`, `open_by_handle_at`,
 //!   `name_to_handle_at`, `pidfd_getfd`, `ptrace` and `process_vm_writev`
 //!   aimed at the supervisor, a nested filter asking for its own listener,
 //!   every non-x86-64 system call ABI.
@@ -29,6 +29,11 @@
 //!   descriptor, keeping the caller's `O_CLOEXEC`). The supervisor never
 //!   answers "continue", so a second thread that rewrites the path buffer
 //!   changes nothing: the bytes decided on are the bytes used.
+//! - The decision is on the final component (a trailing slash, as in
+//!   `mkdir("x.pem/")`, is ignored for it) against the glob rules, and on
+//!   the absolute path against the path rules, ignoring ASCII case (see
+//!   [`Rules`]). A `renameat2` with `RENAME_EXCHANGE` gives both names new
+//!   content, so it is refused when either name is denied.
 //! - A creating open follows a symbolic link at the final component itself,
 //!   hop by hop (at most [`MAX_SYMLINK_HOPS`]), and opens the final name with
 //!   `O_NOFOLLOW`, so `ok -> x.pem` cannot create `x.pem`; an existing file of
@@ -45,6 +50,23 @@
 //! bwrap ... -- name-guard-exec --deny .env --deny '*.key' --deny '*.pem' -- CMD ARGS
 //! ```
 //!
+//! # Denial reports
+//!
+//! With `--report-fd N`, the launcher marks descriptor `N` close-on-exec
+//! before it forks (the guarded command never holds it) and non-blocking,
+//! and the supervisor writes one line per refusal to it:
+//! `<call> <escaped-absolute-path>\n`, for example `open /w/x.pem`. The
+//! format, its escaping and its parser ([`parse_denial_line`]) are in
+//! [`report`]. Writing never blocks the supervisor: a line the descriptor
+//! does not take at once is dropped and counted in
+//! [`Stats::reports_dropped`]. `N` must be open (else [`run`] fails with
+//! [`ErrorKind::ReportFd`]) and may not be 0, 1 or 2. `O_NONBLOCK` is set on
+//! the open file description, which other holders of it share.
+//!
+//! [`launcher_main`] is the whole launcher program, so any host binary can
+//! act as `name-guard-exec`. [`kernel_release_supported`] tells whether a
+//! kernel release is at least [`MIN_KERNEL`], which the guard needs.
+//!
 //! # Example
 //!
 //! ```
@@ -55,6 +77,10 @@
 //! let rules = Rules::new([".env", "*.key", "*.pem"])?;
 //! assert!(rules.denies_name(b"id.key"));
 //! assert!(!rules.denies_name(b"notes.txt"));
+//! assert!(rules.denies_name(b"X.PEM"));
+//! let d = name_guard::parse_denial_line(b"mkdir /w/id.key\n")?;
+//! assert_eq!((d.call.as_str(), d.path.as_str()), ("mkdir", "/w/id.key"));
+//! assert!(name_guard::kernel_release_supported("6.1.0-18-amd64"));
 //! # Ok::<(), name_guard::Error>(())
 //! ```
 //!
@@ -66,25 +92,39 @@
 //! `E2BIG`), a symbolic link target at most [`PATH_MAX`] bytes and at most
 //! [`MAX_SYMLINK_HOPS`] links per open. Rules are bounded by [`MAX_RULES`]
 //! and [`MAX_RULE_LEN`]. A failure to read or resolve answers the call with
-//! an error; nothing the guarded process does can panic the supervisor.
+//! an error; nothing the guarded process does can panic the supervisor. A
+//! denial report line is at most [`MAX_REPORT_LINE`] bytes (a longer path is
+//! cut); [`parse_denial_line`] refuses longer lines and never panics,
+//! whatever the bytes. `--report-fd` takes at most six decimal digits.
 //!
-//! Limits of this first step: x86-64 only; an `openat2` that creates with
-//! `resolve` flags is answered `ENOSYS` (callers fall back to `openat`);
-//! `mkdir` and `bind` of a Unix socket (which create names but hold no
-//! data) are not supervised; the supervisor handles one call at a time.
+//! Limits: x86-64 only; an `openat2` that creates with `resolve` flags is
+//! answered `ENOSYS` (callers fall back to `openat`); `bind` of a Unix
+//! socket (which creates a name but holds no data) is not supervised; the
+//! supervisor handles one call at a time; rules match ASCII case
+//! insensitively only (other Unicode case folding is not applied); `mkdir`
+//! of a denied name that already exists answers `EACCES`, not `EEXIST`;
+//! [`run`] does not check the kernel version itself. A report
+//! line is written only for a refusal because a rule matched, not for other
+//! errors; a line longer than `PIPE_BUF` (4096 bytes) may reach a pipe in
+//! two writes, and if the command ends while the reader is not reading, the
+//! rest is dropped after about a second and the reader sees a line without
+//! its `\n`.
 //!
 //! # Crate features
 //!
 //! None. The crate depends on `libc` (the system calls, in one module) and
-//! `thiserror`.
+//! `thiserror`; its tests also use `tempfile`, and bubblewrap, `cc`, `git`,
+//! `tar` and cargo from the machine.
 
 mod error;
 mod filter;
+pub mod report;
 mod rules;
 mod supervisor;
 mod sys;
 
 pub use error::{Error, ErrorKind};
+pub use report::{Denial, DeniedCall, MAX_REPORT_LINE, VIOLATION_ACTION, parse_denial_line};
 pub use rules::{MAX_RULE_LEN, MAX_RULES, Rules};
 pub use supervisor::{MAX_RETRIES, MAX_SYMLINK_HOPS, PATH_MAX, Stats};
 
@@ -94,14 +134,49 @@ use std::os::unix::ffi::OsStrExt;
 /// Most arguments of the guarded command.
 pub const MAX_COMMAND_ARGS: usize = 4096;
 
+/// Largest descriptor number `--report-fd` accepts, plus one.
+const REPORT_FD_LIMIT: i32 = 1_000_000;
+
+const USAGE: &str = "usage: name-guard-exec [--report-fd N] --deny GLOB... -- CMD ARGS";
+
+/// The oldest kernel the guard runs on, as (major, minor):
+/// `SECCOMP_ADDFD_FLAG_SEND` appeared in Linux 5.14.
+pub const MIN_KERNEL: (u32, u32) = (5, 14);
+
+/// Whether a kernel release string (`uname -r`, such as
+/// `"5.14.0-284.el9.x86_64"`) names a kernel at least [`MIN_KERNEL`].
+/// Anything that does not start with `MAJOR.MINOR` is `false`.
+pub fn kernel_release_supported(release: &str) -> bool {
+    fn number(s: &str) -> Option<(u32, &str)> {
+        let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+        if end == 0 {
+            return None;
+        }
+        Some((s[..end].parse().ok()?, &s[end..]))
+    }
+    let Some((major, rest)) = number(release.trim()) else {
+        return false;
+    };
+    let Some(rest) = rest.strip_prefix('.') else {
+        return false;
+    };
+    let Some((minor, _)) = number(rest) else {
+        return false;
+    };
+    (major, minor) >= MIN_KERNEL
+}
+
 /// A parsed `name-guard-exec` command line:
-/// `--deny GLOB... -- CMD ARGS`.
+/// `[--report-fd N] --deny GLOB... -- CMD ARGS`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Invocation {
     /// The denied names.
     pub rules: Rules,
     /// The command and its arguments (at least one element).
     pub command: Vec<OsString>,
+    /// The descriptor denial reports are written to (`--report-fd N`); see
+    /// [`report`].
+    pub report_fd: Option<i32>,
 }
 
 impl Invocation {
@@ -114,6 +189,7 @@ impl Invocation {
         let mut denies: Vec<String> = Vec::new();
         let mut it = args.into_iter().map(Into::into);
         let mut command = Vec::new();
+        let mut report_fd = None;
         while let Some(a) = it.next() {
             if a == "--" {
                 command.extend(it.by_ref().take(MAX_COMMAND_ARGS + 1));
@@ -132,8 +208,18 @@ impl Invocation {
                 denies.push(v.to_string());
                 continue;
             }
+            if a == "--report-fd" {
+                if report_fd.is_some() {
+                    return Err(ErrorKind::Usage("--report-fd given twice".into()).into());
+                }
+                let Some(v) = it.next() else {
+                    return Err(ErrorKind::Usage("--report-fd needs a value".into()).into());
+                };
+                report_fd = Some(parse_report_fd(&v)?);
+                continue;
+            }
             return Err(ErrorKind::Usage(format!(
-                "unexpected argument {:?}; usage: name-guard-exec --deny GLOB... -- CMD ARGS",
+                "unexpected argument {:?}; {USAGE}",
                 a.to_string_lossy()
             ))
             .into());
@@ -150,7 +236,78 @@ impl Invocation {
         Ok(Invocation {
             rules: Rules::new(denies)?,
             command,
+            report_fd,
         })
+    }
+}
+
+/// A descriptor number: decimal digits only, below one million, and not a
+/// standard stream (the guarded command keeps those).
+fn parse_report_fd(v: &std::ffi::OsStr) -> Result<i32, Error> {
+    let bad = || -> Error {
+        ErrorKind::Usage(format!(
+            "--report-fd needs a descriptor number from 3 to {}, not {:?}",
+            REPORT_FD_LIMIT - 1,
+            v.to_string_lossy().chars().take(32).collect::<String>()
+        ))
+        .into()
+    };
+    let b = v.as_bytes();
+    if b.is_empty() || b.len() > 6 || !b.iter().all(u8::is_ascii_digit) {
+        return Err(bad());
+    }
+    let n: i32 = v.to_str().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
+    if !(3..REPORT_FD_LIMIT).contains(&n) {
+        return Err(bad());
+    }
+    Ok(n)
+}
+
+/// The whole `name-guard-exec` program: parse `args` (the arguments after
+/// the program name), run the command under the guard and return its exit
+/// status. A usage or setup error is printed on stderr, prefixed
+/// `name-guard-exec: `, and gives 125. When the environment variable
+/// `NAME_GUARD_STATS` is set, the supervisor's counters are printed on
+/// stderr at the end: `name-guard-exec: handled N calls, denied M`, followed
+/// by `, reports dropped K` when `--report-fd` is given.
+///
+/// Any host program can act as the launcher by calling this (for example
+/// when it is invoked under another name); it must be single-threaded at
+/// that point, as [`run`] forks.
+pub fn launcher_main<I, S>(args: I) -> std::process::ExitCode
+where
+    I: IntoIterator<Item = S>,
+    S: Into<OsString>,
+{
+    use std::process::ExitCode;
+    let inv = match Invocation::parse(args) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("name-guard-exec: {e}");
+            return ExitCode::from(125);
+        }
+    };
+    match run(&inv) {
+        Ok(out) => {
+            if std::env::var_os("NAME_GUARD_STATS").is_some() {
+                if inv.report_fd.is_some() {
+                    eprintln!(
+                        "name-guard-exec: handled {} calls, denied {}, reports dropped {}",
+                        out.stats.handled, out.stats.denied, out.stats.reports_dropped
+                    );
+                } else {
+                    eprintln!(
+                        "name-guard-exec: handled {} calls, denied {}",
+                        out.stats.handled, out.stats.denied
+                    );
+                }
+            }
+            ExitCode::from(u8::try_from(out.exit_code & 0xff).unwrap_or(1))
+        }
+        Err(e) => {
+            eprintln!("name-guard-exec: {e}");
+            ExitCode::from(125)
+        }
     }
 }
 
@@ -179,6 +336,12 @@ pub fn run(inv: &Invocation) -> Result<Outcome, Error> {
         .map(|a| CString::new(a.as_bytes()))
         .collect::<Result<_, _>>()
         .map_err(|_| ErrorKind::Usage("an argument contains a NUL byte".into()))?;
+    if let Some(fd) = inv.report_fd {
+        // Close-on-exec before the fork, so the guarded command never holds
+        // it; non-blocking, so a full pipe never stalls the supervisor.
+        sys::set_cloexec_nonblock(fd).map_err(|errno| ErrorKind::ReportFd { fd, errno })?;
+    }
+    sys::ignore_signal(libc::SIGPIPE);
     let prog = filter::program(sys::getpid());
     let (child, listener) =
         sys::spawn_filtered(&prog, &argv).map_err(|errno| ErrorKind::Spawn { errno })?;
@@ -189,14 +352,19 @@ pub fn run(inv: &Invocation) -> Result<Outcome, Error> {
         let _ = sys::wait_child(child);
         return Err(ErrorKind::Supervise { errno }.into());
     }
-    supervise(listener, child, &inv.rules)
+    supervise(listener, child, &inv.rules, inv.report_fd)
 }
 
-fn supervise(listener: std::os::fd::OwnedFd, child: i32, rules: &Rules) -> Result<Outcome, Error> {
+fn supervise(
+    listener: std::os::fd::OwnedFd,
+    child: i32,
+    rules: &Rules,
+    report_fd: Option<i32>,
+) -> Result<Outcome, Error> {
     use std::os::fd::AsRawFd;
     let sup_err = |errno| Error::from(ErrorKind::Supervise { errno });
     let pidfd = sys::pidfd_open(child).map_err(sup_err)?;
-    let mut sup = supervisor::Supervisor::new(listener.as_raw_fd(), rules);
+    let mut sup = supervisor::Supervisor::new(listener.as_raw_fd(), rules, report_fd);
     let mut listener = Some(listener);
     loop {
         let lfd = listener.as_ref().map(AsRawFd::as_raw_fd);
@@ -219,10 +387,97 @@ fn supervise(listener: std::os::fd::OwnedFd, child: i32, rules: &Rules) -> Resul
                 sys::ExitStatus::Code(c) => c,
                 sys::ExitStatus::Signal(s) => 128 + s,
             };
+            sup.finish_reports();
             return Ok(Outcome {
                 exit_code,
                 stats: sup.stats,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_releases() {
+        let table = [
+            ("6.18.44-fc-v857", true),
+            ("5.14.0-284.el9.x86_64", true),
+            ("5.14", true),
+            ("5.15.0-1051-azure", true),
+            ("10.0.1", true),
+            ("6.0", true),
+            ("5.13.19-arch1", false),
+            ("5.4.0-150-generic", false),
+            ("4.4.0-19041-Microsoft", false),
+            ("4.20.0", false),
+            ("3.10.0-1160.el7.x86_64", false),
+            ("", false),
+            ("linux", false),
+            ("5", false),
+            ("5.", false),
+            (".14", false),
+            ("v5.14", false),
+            ("5,14", false),
+            ("-6.1", false),
+            ("99999999999.1", false),
+            ("6.99999999999", false),
+        ];
+        for (release, want) in table {
+            assert_eq!(kernel_release_supported(release), want, "{release:?}");
+        }
+    }
+
+    #[test]
+    fn report_fd_option() {
+        let inv = Invocation::parse(["--report-fd", "3", "--deny", ".env", "--", "true"]).unwrap();
+        assert_eq!(inv.report_fd, Some(3));
+        let inv =
+            Invocation::parse(["--deny", ".env", "--report-fd", "999999", "--", "x"]).unwrap();
+        assert_eq!(inv.report_fd, Some(999_999));
+        assert_eq!(inv.command, vec![OsString::from("x")]);
+        // After `--` it belongs to the command.
+        let inv = Invocation::parse(["--", "cmd", "--report-fd", "3"]).unwrap();
+        assert_eq!(inv.report_fd, None);
+        assert_eq!(inv.command.len(), 3);
+        for bad in [
+            &["--report-fd", "3", "--report-fd", "4", "--", "x"][..],
+            &["--report-fd", "1000000", "--", "x"],
+            &["--report-fd", "-1", "--", "x"],
+            &["--report-fd", "+4", "--", "x"],
+            &["--report-fd", "", "--", "x"],
+            &["--report-fd", "3a", "--", "x"],
+            &["--report-fd", " 3", "--", "x"],
+            &["--report-fd", "1", "--", "x"],
+            &["--report-fd", "0", "--", "x"],
+            &["--report-fd"],
+        ] {
+            let e = Invocation::parse(bad.iter().copied()).unwrap_err();
+            assert!(matches!(e.kind(), ErrorKind::Usage(_)), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_closed_report_fd_is_a_setup_error() {
+        // Far above anything a test process holds open.
+        let inv = Invocation::parse(["--report-fd", "987654", "--", "true"]).unwrap();
+        let e = run(&inv).unwrap_err();
+        assert_eq!(
+            e.kind(),
+            &ErrorKind::ReportFd {
+                fd: 987_654,
+                errno: libc::EBADF
+            }
+        );
+    }
+
+    #[test]
+    fn launcher_main_usage_errors_exit_125() {
+        let code = launcher_main(["--deny", "a/b", "--", "true"]);
+        assert_eq!(code, std::process::ExitCode::from(125));
+        let code = launcher_main(["--bogus"]);
+        assert_eq!(code, std::process::ExitCode::from(125));
     }
 }

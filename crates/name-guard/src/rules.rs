@@ -1,9 +1,13 @@
 //! Denied names: globs on the final path component, or absolute paths.
 
 use crate::{Error, ErrorKind};
+use std::collections::HashSet;
 
-/// Most rules a guard accepts.
-pub const MAX_RULES: usize = 256;
+/// Most rules a guard accepts. Absolute paths without `*` or `?` (the
+/// usual case: protected files that do not exist yet in each worktree) are
+/// looked up in a set, so a decision costs one lookup for all of them plus
+/// one match per glob.
+pub const MAX_RULES: usize = 4096;
 /// Longest rule, in bytes.
 pub const MAX_RULE_LEN: usize = 4096;
 
@@ -13,11 +17,17 @@ pub const MAX_RULE_LEN: usize = 4096;
 /// name being created (`.env`, `*.key`, `*.pem`); a rule starting with `/`
 /// is matched against the whole absolute path of that name. `*` matches any
 /// run of bytes except `/`, `?` one byte except `/`; every other byte is
-/// literal and matching is case-sensitive.
+/// literal. Matching ignores ASCII case (`X.PEM`, `.ENV` and `ID.Key` are
+/// denied by `*.pem`, `.env` and `*.key`): it fails closed, and a
+/// case-insensitive file system would create the same file under either
+/// spelling. Bytes outside ASCII are compared exactly.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rules {
     globs: Vec<Vec<u8>>,
+    /// Absolute-path rules with a wildcard.
     paths: Vec<Vec<u8>>,
+    /// Absolute-path rules without a wildcard, ASCII lower-cased.
+    literal_paths: HashSet<Vec<u8>>,
 }
 
 impl Rules {
@@ -55,7 +65,11 @@ impl Rules {
                 return Err(bad("character classes are not supported"));
             }
             if r.starts_with('/') {
-                out.paths.push(r.as_bytes().to_vec());
+                if r.contains(['*', '?']) {
+                    out.paths.push(r.as_bytes().to_vec());
+                } else {
+                    out.literal_paths.insert(r.as_bytes().to_ascii_lowercase());
+                }
             } else if r.contains('/') {
                 return Err(bad("a relative rule may not contain '/'"));
             } else {
@@ -67,12 +81,12 @@ impl Rules {
 
     /// Whether no rule is set.
     pub fn is_empty(&self) -> bool {
-        self.globs.is_empty() && self.paths.is_empty()
+        self.globs.is_empty() && !self.has_path_rules()
     }
 
     /// Whether some rule has the form of an absolute path.
     pub fn has_path_rules(&self) -> bool {
-        !self.paths.is_empty()
+        !self.paths.is_empty() || !self.literal_paths.is_empty()
     }
 
     /// Whether creating the final component `name` is denied by a glob.
@@ -82,7 +96,8 @@ impl Rules {
 
     /// Whether creating the absolute path `path` is denied by a path rule.
     pub fn denies_path(&self, path: &[u8]) -> bool {
-        self.paths.iter().any(|g| glob_match(g, path))
+        (!self.literal_paths.is_empty() && self.literal_paths.contains(&path.to_ascii_lowercase()))
+            || self.paths.iter().any(|g| glob_match(g, path))
     }
 }
 
@@ -97,7 +112,7 @@ fn glob_match(p: &[u8], s: &[u8]) -> bool {
                 star = Some((pi, si));
                 pi += 1;
             }
-            Some(&c) if (c == b'?' && s[si] != b'/') || c == s[si] => {
+            Some(&c) if (c == b'?' && s[si] != b'/') || c.eq_ignore_ascii_case(&s[si]) => {
                 pi += 1;
                 si += 1;
             }
@@ -121,17 +136,23 @@ mod tests {
     #[test]
     fn curated_globs() {
         let r = Rules::new([".env", "*.key", "*.pem"]).unwrap();
-        for n in [".env", "x.pem", "id.key", ".key", "a.b.pem"] {
+        for n in [
+            ".env", "x.pem", "id.key", ".key", "a.b.pem", "x.PEM", ".ENV", "ID.Key", ".Env",
+            "a.pEm",
+        ] {
             assert!(r.denies_name(n.as_bytes()), "{n}");
         }
         for n in [
             "env",
             ".env.example",
+            ".ENV.example",
             "x.pem.bak",
             "key",
-            "x.PEM",
             "a.keys",
+            "A.KEYS",
             ".",
+            // Not ASCII: the Kelvin sign is not `k`.
+            "id.\u{212a}ey",
         ] {
             assert!(!r.denies_name(n.as_bytes()), "{n}");
         }
@@ -142,7 +163,24 @@ mod tests {
         let r = Rules::new(["/w/.git/hooks/*"]).unwrap();
         assert!(r.denies_path(b"/w/.git/hooks/pre-commit"));
         assert!(!r.denies_path(b"/w/.git/hooks/a/b"));
+        assert!(r.denies_path(b"/W/.GIT/Hooks/Pre-Commit"));
+        assert!(!r.denies_path(b"/w/.git/hookz/pre-commit"));
         assert!(r.has_path_rules());
+    }
+
+    #[test]
+    fn literal_path_rules_are_a_set_lookup() {
+        let mut rules: Vec<String> = (0..4000).map(|i| format!("/w/repo{i}/.vscode")).collect();
+        rules.push("/w/.claude/settings.json".into());
+        let r = Rules::new(&rules).unwrap();
+        assert!(r.has_path_rules());
+        assert!(r.denies_path(b"/w/repo3999/.vscode"));
+        assert!(r.denies_path(b"/W/REPO17/.VSCode"));
+        assert!(r.denies_path(b"/w/.claude/settings.json"));
+        assert!(!r.denies_path(b"/w/repo4000/.vscode"));
+        assert!(!r.denies_path(b"/w/repo1/.vscodex"));
+        assert!(!r.denies_path(b"/w/repo1"));
+        assert!(!r.denies_name(b".vscode"), "a path rule is not a name rule");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The supervisor: receive a notification, read the path arguments once,
 //! decide on the final component, perform the call itself and answer.
 
+use crate::report::{self, DeniedCall};
 use crate::rules::Rules;
 use crate::sys::{self, Notif};
 use std::ffi::CString;
@@ -20,6 +21,7 @@ const OPEN_HOW_SIZE: usize = 24;
 const AT_FDCWD: i32 = libc::AT_FDCWD;
 const O_TMPFILE_BITS: i32 = 0o20_000_000;
 const DENIED: i32 = libc::EACCES;
+const RENAME_EXCHANGE: u32 = 1 << 1;
 
 /// What to answer.
 enum Reply {
@@ -36,6 +38,9 @@ pub struct Stats {
     pub handled: u64,
     /// Calls refused because a rule matched.
     pub denied: u64,
+    /// Denial report lines dropped because the report descriptor did not
+    /// accept them without blocking (or failed).
+    pub reports_dropped: u64,
 }
 
 /// Facts about the calling thread, read from `/proc` on demand.
@@ -162,16 +167,86 @@ pub(crate) struct Supervisor<'a> {
     rules: &'a Rules,
     pub(crate) stats: Stats,
     refused: std::cell::Cell<u64>,
+    /// The denial report descriptor (non-blocking).
+    report_fd: Option<RawFd>,
+    /// The unwritten end of a report line a short write left behind.
+    pending: std::cell::RefCell<Vec<u8>>,
+    dropped: std::cell::Cell<u64>,
 }
 
 impl<'a> Supervisor<'a> {
-    pub(crate) fn new(listener: RawFd, rules: &'a Rules) -> Self {
+    pub(crate) fn new(listener: RawFd, rules: &'a Rules, report_fd: Option<RawFd>) -> Self {
         Supervisor {
             listener,
             rules,
             stats: Stats::default(),
             refused: std::cell::Cell::new(0),
+            report_fd,
+            pending: std::cell::RefCell::new(Vec::new()),
+            dropped: std::cell::Cell::new(0),
         }
+    }
+
+    /// Write what a short write left of a report line, without blocking.
+    /// Returns whether nothing is left.
+    fn flush_pending(&self, fd: RawFd) -> bool {
+        let mut p = self.pending.borrow_mut();
+        while !p.is_empty() {
+            match sys::write_once(fd, &p) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    let n = n.min(p.len());
+                    p.drain(..n);
+                }
+                Err(libc::EINTR) => {}
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    /// Best-effort: write one report line; a line that cannot be written
+    /// at once is dropped and counted. A short write keeps the rest for the
+    /// next report, so lines are never interleaved.
+    fn report(&self, call: DeniedCall, path: &[u8]) {
+        let Some(fd) = self.report_fd else { return };
+        if !self.flush_pending(fd) {
+            self.dropped.set(self.dropped.get() + 1);
+            return;
+        }
+        let line = report::format_line(call, path);
+        let mut tries = 0;
+        loop {
+            match sys::write_once(fd, &line) {
+                Ok(n) if n >= line.len() => return,
+                Ok(0) => break,
+                Ok(n) => {
+                    *self.pending.borrow_mut() = line[n..].to_vec();
+                    return;
+                }
+                Err(libc::EINTR) if tries < 3 => tries += 1,
+                Err(_) => break,
+            }
+        }
+        self.dropped.set(self.dropped.get() + 1);
+    }
+
+    /// Give the rest of a cut report line a little time to be read when the
+    /// guarded command ends; count it as dropped otherwise.
+    pub(crate) fn finish_reports(&mut self) {
+        if let Some(fd) = self.report_fd {
+            for _ in 0..10 {
+                if self.flush_pending(fd) {
+                    break;
+                }
+                sys::poll_out(fd, 100);
+            }
+            if !self.pending.get_mut().is_empty() {
+                self.pending.get_mut().clear();
+                self.dropped.set(self.dropped.get() + 1);
+            }
+        }
+        self.stats.reports_dropped += self.dropped.take();
     }
 
     /// Handle one notification completely.
@@ -183,6 +258,7 @@ impl<'a> Supervisor<'a> {
         let reply = self.dispatch(n, &mut t);
         self.stats.handled += 1;
         self.stats.denied += self.refused.take();
+        self.stats.reports_dropped += self.dropped.take();
         let sent = match reply {
             Ok(Reply::Val(v)) => sys::notif_send(self.listener, n.id, Ok(v)),
             Err(e) => sys::notif_send(self.listener, n.id, Err(e)),
@@ -251,28 +327,53 @@ impl<'a> Supervisor<'a> {
         })
     }
 
+    /// The absolute path of the name as the supervisor sees it: its parent
+    /// directory's path joined with the final component, or `None` when the
+    /// parent cannot be named.
+    fn full_path(r: &Resolved) -> Option<Vec<u8>> {
+        let dir = std::fs::read_link(format!("/proc/self/fd/{}", r.parent.as_raw_fd())).ok()?;
+        let mut full = dir.into_os_string().into_encoded_bytes();
+        if full.last() != Some(&b'/') {
+            full.push(b'/');
+        }
+        full.extend_from_slice(&r.name);
+        Some(full)
+    }
+
     fn denied(&self, r: &Resolved) -> bool {
         if self.rules.denies_name(&r.name) {
             return true;
         }
         if self.rules.has_path_rules() {
-            let Ok(dir) = std::fs::read_link(format!("/proc/self/fd/{}", r.parent.as_raw_fd()))
-            else {
-                return true;
-            };
-            let mut full = dir.into_os_string().into_encoded_bytes();
-            if full.last() != Some(&b'/') {
-                full.push(b'/');
-            }
-            full.extend_from_slice(&r.name);
-            return self.rules.denies_path(&full);
+            // Fail closed when the parent cannot be named.
+            return Self::full_path(r).is_none_or(|full| self.rules.denies_path(&full));
         }
         false
     }
 
-    /// A refusal because a rule matched.
-    fn refuse(&self) -> i32 {
+    /// For calls that never replace an existing entry (mkdir, mknod,
+    /// symlink, link): when the denied name already exists the kernel would
+    /// answer `EEXIST`, and so does the guard, without a report (nothing was
+    /// attempted that the rules forbid; `mkdir -p` through an existing
+    /// directory keeps working). Otherwise a refusal.
+    fn refuse_new(&self, call: DeniedCall, r: &Resolved) -> i32 {
+        use std::os::unix::ffi::OsStrExt;
+        let mut at = format!("/proc/self/fd/{}/", r.parent.as_raw_fd()).into_bytes();
+        at.extend_from_slice(&r.name);
+        if std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(&at)).is_ok() {
+            return libc::EEXIST;
+        }
+        self.refuse(call, r)
+    }
+
+    /// A refusal of `call` because a rule matched the name `r`: counted and
+    /// reported.
+    fn refuse(&self, call: DeniedCall, r: &Resolved) -> i32 {
         self.refused.set(self.refused.get() + 1);
+        if self.report_fd.is_some() {
+            let path = Self::full_path(r).unwrap_or_else(|| r.name.clone());
+            self.report(call, &path);
+        }
         DENIED
     }
 
@@ -299,9 +400,14 @@ impl<'a> Supervisor<'a> {
                     a[1] as u32,
                 ),
             };
+            let call = if nr == libc::SYS_creat {
+                DeniedCall::Creat
+            } else {
+                DeniedCall::Open
+            };
             let path = self.read_path(t, p)?;
             self.valid(n)?;
-            return self.open(t, self.anchor(t, dirfd, path)?, flags, mode);
+            return self.open(t, self.anchor(t, dirfd, path)?, flags, mode, call);
         }
         if nr == libc::SYS_openat2 {
             let path = self.read_path(t, a[1])?;
@@ -330,7 +436,7 @@ impl<'a> Supervisor<'a> {
             let creating = flags & (libc::O_CREAT as u64 | O_TMPFILE_BITS as u64) != 0;
             if resolve == 0 && creating {
                 let flags = i32::try_from(flags).map_err(|_| libc::EINVAL)?;
-                return self.open(t, anchor, flags, mode as u32);
+                return self.open(t, anchor, flags, mode as u32, DeniedCall::Open);
             }
             if creating && flags & libc::O_CREAT as u64 != 0 {
                 // A creating open with resolve restrictions is not performed
@@ -359,7 +465,7 @@ impl<'a> Supervisor<'a> {
             self.valid(n)?;
             let r = self.resolve(&self.anchor(t, dirfd, path)?)?;
             if self.denied(&r) {
-                return Err(self.refuse());
+                return Err(self.refuse_new(DeniedCall::Mknod, &r));
             }
             let old = sys::umask(t.umask()?);
             let res = sys::mknodat(r.parent.as_raw_fd(), &r.call_name, mode, dev);
@@ -378,7 +484,12 @@ impl<'a> Supervisor<'a> {
             let o = self.resolve(&self.anchor(t, od, old)?)?;
             let r = self.resolve(&self.anchor(t, nd, new)?)?;
             if self.denied(&r) {
-                return Err(self.refuse());
+                return Err(self.refuse(DeniedCall::Rename, &r));
+            }
+            // An exchange gives the old name the new one's content: it is a
+            // creation of both names.
+            if flags & RENAME_EXCHANGE != 0 && self.denied(&o) {
+                return Err(self.refuse(DeniedCall::Rename, &o));
             }
             return sys::renameat2(
                 o.parent.as_raw_fd(),
@@ -403,7 +514,7 @@ impl<'a> Supervisor<'a> {
             self.valid(n)?;
             let r = self.resolve(&self.anchor(t, nd, new)?)?;
             if self.denied(&r) {
-                return Err(self.refuse());
+                return Err(self.refuse_new(DeniedCall::Link, &r));
             }
             let follow = flags & libc::AT_SYMLINK_FOLLOW;
             if old.is_empty() {
@@ -449,10 +560,29 @@ impl<'a> Supervisor<'a> {
             self.valid(n)?;
             let r = self.resolve(&self.anchor(t, nd, new)?)?;
             if self.denied(&r) {
-                return Err(self.refuse());
+                return Err(self.refuse_new(DeniedCall::Symlink, &r));
             }
             return sys::symlinkat(&cstring(&target)?, r.parent.as_raw_fd(), &r.call_name)
                 .map(|()| Reply::Val(0));
+        }
+        if nr == libc::SYS_mkdir || nr == libc::SYS_mkdirat {
+            let (dirfd, p, mode) = if nr == libc::SYS_mkdir {
+                (AT_FDCWD, a[0], a[1] as u32)
+            } else {
+                (fd(0), a[1], a[2] as u32)
+            };
+            let path = self.read_path(t, p)?;
+            self.valid(n)?;
+            // A trailing slash is kept for the kernel; the decision is on
+            // the component without it.
+            let r = self.resolve(&self.anchor(t, dirfd, path)?)?;
+            if self.denied(&r) {
+                return Err(self.refuse_new(DeniedCall::Mkdir, &r));
+            }
+            let old = sys::umask(t.umask()?);
+            let res = sys::mkdirat(r.parent.as_raw_fd(), &r.call_name, mode & 0o7777);
+            sys::umask(old);
+            return res.map(|()| Reply::Val(0));
         }
         // Not a call the filter sends here.
         Err(libc::ENOSYS)
@@ -462,7 +592,7 @@ impl<'a> Supervisor<'a> {
     /// final component with `O_NOFOLLOW`; symbolic links at the final
     /// component are followed here, so the name decided on is the name
     /// created.
-    fn open(&self, t: &mut Target, start: Anchor, flags: i32, mode: u32) -> Res {
+    fn open(&self, t: &mut Target, start: Anchor, flags: i32, mode: u32, call: DeniedCall) -> Res {
         let cloexec = flags & libc::O_CLOEXEC != 0;
         let mode = mode & 0o7777;
         if flags & O_TMPFILE_BITS != 0 {
@@ -512,7 +642,7 @@ impl<'a> Supervisor<'a> {
             let flags_nf = flags | libc::O_NOFOLLOW;
             let res = if self.denied(&r) {
                 if excl {
-                    return Err(self.refuse());
+                    return Err(self.refuse(call, &r));
                 }
                 // An existing file of that name may be opened; none may be
                 // created.
@@ -522,7 +652,7 @@ impl<'a> Supervisor<'a> {
                     flags_nf & !libc::O_CREAT,
                     0,
                 ) {
-                    Err(libc::ENOENT) => return Err(self.refuse()),
+                    Err(libc::ENOENT) => return Err(self.refuse(call, &r)),
                     other => other,
                 }
             } else {

@@ -271,6 +271,45 @@ pub(crate) fn readlinkat(dir: RawFd, name: &CStr, limit: usize) -> Result<Vec<u8
     Ok(buf)
 }
 
+/// `mkdirat(2)`.
+pub(crate) fn mkdirat(dir: RawFd, name: &CStr, mode: u32) -> Result<(), i32> {
+    // SAFETY: `name` is NUL-terminated and outlives the call.
+    check(unsafe { libc::mkdirat(dir, cstr_ptr(name), mode) }).map(|_| ())
+}
+
+/// Set `FD_CLOEXEC` and `O_NONBLOCK` on `fd`; fails with `EBADF` when it is
+/// not open.
+pub(crate) fn set_cloexec_nonblock(fd: RawFd) -> Result<(), i32> {
+    // SAFETY: fcntl with integer arguments on a descriptor number; an unknown
+    // descriptor is reported as EBADF.
+    unsafe {
+        let fdfl = check(libc::fcntl(fd, libc::F_GETFD))?;
+        check(libc::fcntl(fd, libc::F_SETFD, fdfl | libc::FD_CLOEXEC))?;
+        let fl = check(libc::fcntl(fd, libc::F_GETFL))?;
+        check(libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK))?;
+    }
+    Ok(())
+}
+
+/// One `write(2)` of `buf` to `fd`; returns the number of bytes written.
+pub(crate) fn write_once(fd: RawFd, buf: &[u8]) -> Result<usize, i32> {
+    // SAFETY: `buf` is valid for `buf.len()` bytes for the call.
+    let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+    if n < 0 { Err(errno()) } else { Ok(n as usize) }
+}
+
+/// Wait up to `ms` milliseconds for `fd` to accept output.
+pub(crate) fn poll_out(fd: RawFd, ms: i32) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: `p` is one valid `pollfd`.
+    let r = unsafe { libc::poll(&mut p, 1, ms) };
+    r > 0 && p.revents & libc::POLLOUT != 0
+}
+
 /// Set the process umask and return the previous one.
 pub(crate) fn umask(mask: u32) -> u32 {
     // SAFETY: `umask` cannot fail and touches no memory.
@@ -400,7 +439,7 @@ pub(crate) fn spawn_filtered(prog: &[SockFilter], argv: &[CString]) -> Result<(i
     let (parent_sock, child_sock) =
         unsafe { (OwnedFd::from_raw_fd(sv[0]), OwnedFd::from_raw_fd(sv[1])) };
     // SAFETY: after the fork the child only makes async-signal-safe calls
-    // (prctl, seccomp, sendmsg, close, execvp, write, _exit) on data prepared
+    // (prctl, seccomp, sendmsg, close, signal, execvp, write, _exit) on data prepared
     // before the fork, so it is sound even if the caller has other threads.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -428,6 +467,9 @@ pub(crate) fn spawn_filtered(prog: &[SockFilter], argv: &[CString]) -> Result<(i
             }
             libc::close(listener);
             libc::close(child_sock.as_raw_fd());
+            // The launcher may ignore SIGPIPE (Rust programs do); the
+            // command gets the default, as `std::process::Command` gives.
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             libc::execvp(ptrs[0], ptrs.as_ptr());
             child_fail(b"name-guard-exec: cannot execute the command\n");
         }

@@ -3,159 +3,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::fs;
-use std::os::unix::fs::{FileTypeExt, symlink};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
-
-const GUARD: &str = env!("CARGO_BIN_EXE_name-guard-exec");
-const DENY: [&str; 3] = [".env", "*.key", "*.pem"];
-const DENIED_NAMES: [&str; 3] = ["x.pem", ".env", "id.key"];
-
-fn find_in_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
-/// bubblewrap, or `None` after saying loudly that the test is skipped.
-fn bwrap() -> Option<PathBuf> {
-    let b = find_in_path("bwrap");
-    if b.is_none() {
-        eprintln!("SKIPPED: bwrap is not installed; the name-guard sandbox tests did not run");
-    }
-    b
-}
-
-/// The attack program, compiled once per test binary.
-fn attack() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("name-guard-attack-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let out = dir.join("attack");
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/attack.c");
-        let st = Command::new("cc")
-            .args(["-O1", "-Wall", "-pthread", "-o"])
-            .arg(&out)
-            .arg(src)
-            .status()
-            .unwrap();
-        assert!(st.success(), "cc failed");
-        out
-    })
-}
-
-struct Sandbox {
-    bwrap: PathBuf,
-    dir: tempfile::TempDir,
-}
-
-impl Sandbox {
-    fn new() -> Option<Self> {
-        let bwrap = bwrap()?;
-        Some(Sandbox {
-            bwrap,
-            dir: tempfile::tempdir().unwrap(),
-        })
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// Run `sh -c script` in the writable directory, under bubblewrap and,
-    /// when `guarded`, under the guard.
-    fn sh_with(&self, guarded: bool, script: &str) -> Output {
-        self.sh_rules(guarded, &DENY, script)
-    }
-
-    fn sh_rules(&self, guarded: bool, deny: &[&str], script: &str) -> Output {
-        let d = self.path();
-        let attack = attack();
-        let mut c = Command::new(&self.bwrap);
-        c.env("NAME_GUARD_STATS", "1");
-        c.args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
-            .arg("--bind")
-            .arg(d)
-            .arg(d)
-            .arg("--ro-bind")
-            .arg(GUARD)
-            .arg(GUARD)
-            .args(["--unshare-pid", "--die-with-parent", "--new-session"])
-            .arg("--chdir")
-            .arg(d)
-            .args(["--setenv", "HOME"])
-            .arg(d)
-            .arg("--setenv")
-            .arg("ATTACK")
-            .arg(attack)
-            .arg("--");
-        if guarded {
-            c.arg(GUARD);
-            for g in deny {
-                c.args(["--deny", g]);
-            }
-            c.arg("--");
-        }
-        c.args(["sh", "-c", script]);
-        let out = c.output().unwrap();
-        eprintln!(
-            "--- script:\n{script}\n--- status {:?}\n--- stdout:\n{}\n--- stderr:\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    }
-
-    fn sh(&self, script: &str) -> Output {
-        self.sh_with(true, script)
-    }
-
-    /// Every entry in the tree whose name a rule denies.
-    fn denied_entries(&self) -> Vec<PathBuf> {
-        let mut found = Vec::new();
-        let mut stack = vec![self.path().to_path_buf()];
-        while let Some(d) = stack.pop() {
-            for e in fs::read_dir(&d).unwrap() {
-                let e = e.unwrap();
-                let name = e.file_name().to_string_lossy().into_owned();
-                if name == ".env" || name.ends_with(".key") || name.ends_with(".pem") {
-                    found.push(e.path());
-                }
-                if e.file_type().unwrap().is_dir() {
-                    stack.push(e.path());
-                }
-            }
-        }
-        found
-    }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// Lines `label: result` for each (label, attack arguments).
-fn script_of(cases: &[(String, String)]) -> String {
-    let mut s = String::from("umask 022\n");
-    for (label, args) in cases {
-        s.push_str(&format!("printf '%s: ' '{label}'; \"$ATTACK\" {args}\n"));
-    }
-    s
-}
-
-fn results(out: &Output) -> Vec<(String, String)> {
-    stdout(out)
-        .lines()
-        .filter_map(|l| l.split_once(": "))
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
-}
+use std::process::Command;
+use support::*;
 
 #[test]
 fn every_route_to_a_denied_name_is_refused() {
@@ -205,7 +59,16 @@ fn every_route_to_a_denied_name_is_refused() {
             for op in ["rename", "renameat2", "link", "symlink"] {
                 cases.push((format!("{op} {path}"), format!("{op} allowed.txt '{path}'")));
             }
+            cases.push((format!("mkdir {path}"), format!("mkdir '{path}'")));
         }
+        cases.push((
+            format!("mkdirat sub {name}"),
+            format!("mkdirat sub '{name}'"),
+        ));
+        cases.push((
+            format!("mkdirat dirlink {name}/"),
+            format!("mkdirat dirlink '{name}/'"),
+        ));
         cases.push((format!("openat sub {name}"), format!("openat sub '{name}'")));
         cases.push((
             format!("openat dirlink {name}"),
@@ -223,7 +86,10 @@ fn every_route_to_a_denied_name_is_refused() {
     for (label, r) in &res {
         // A trailing slash makes the kernel refuse first for some calls; all
         // other refusals are the guard's.
-        if label.ends_with('/') {
+        if label.starts_with("mkdir") {
+            // mkdir decides on the component, trailing slash or not.
+            assert_eq!(r, "err EACCES", "{label}");
+        } else if label.ends_with('/') {
             assert!(r.starts_with("err "), "{label}: {r}");
         } else {
             assert_eq!(r, "err EACCES", "{label}");
@@ -300,6 +166,105 @@ fn ordinary_creation_works() {
     assert_eq!(fs::read_to_string(d.join("sub/tmp2.txt")).unwrap(), "tmp\n");
     // Opening an existing file of a denied name is not creating one.
     assert_eq!(fs::read_to_string(d.join("existing.pem")).unwrap(), "old");
+}
+
+#[test]
+fn mkdir_p_and_ordinary_directories_work() {
+    let Some(sb) = Sandbox::new() else { return };
+    let d = sb.path();
+    // A directory of a denied name made before the guard: creating it again
+    // is EEXIST (as without the guard), so `mkdir -p` goes through it.
+    fs::create_dir(d.join("certs.pem")).unwrap();
+    let out = sb.sh(
+        "set -e; umask 022; mkdir -p a/b/c; mkdir a/b/c/d/; mkdir -p keys.d/x.pem.d; \
+         umask 077; mkdir private; printf 'again: '; \"$ATTACK\" mkdir a || true; \
+         printf 'at: '; \"$ATTACK\" mkdirat a/b at-dir; \
+         printf 'missing parent: '; \"$ATTACK\" mkdir no/such/dir || true; \
+         printf 'existing denied: '; \"$ATTACK\" mkdir certs.pem || true; \
+         umask 022; mkdir -p certs.pem/inner",
+    );
+    assert!(out.status.success());
+    assert!(d.join("certs.pem/inner").is_dir());
+    let res = results(&out);
+    assert_eq!(
+        res,
+        [
+            ("again", "err EEXIST"),
+            ("at", "ok"),
+            ("missing parent", "err ENOENT"),
+            ("existing denied", "err EEXIST")
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+    );
+    let mode = |p: &str| fs::metadata(d.join(p)).unwrap().permissions().mode() & 0o7777;
+    for p in ["a", "a/b", "a/b/c", "a/b/c/d", "keys.d/x.pem.d"] {
+        assert!(d.join(p).is_dir(), "{p}");
+        assert_eq!(mode(p), 0o755, "{p}");
+    }
+    assert_eq!(mode("private"), 0o700);
+    assert_eq!(mode("a/b/at-dir"), 0o700);
+    let (handled, denied) = guard_stats(&out);
+    assert!(handled >= 8, "{handled}");
+    assert_eq!(denied, 0);
+}
+
+#[test]
+fn rename_exchange_is_refused_when_either_name_is_denied() {
+    let Some(sb) = Sandbox::new() else { return };
+    let d = sb.path();
+    fs::write(d.join("a.txt"), "allowed").unwrap();
+    fs::write(d.join("b.txt"), "other").unwrap();
+    fs::write(d.join("x.pem"), "secret").unwrap();
+    fs::create_dir(d.join("sub")).unwrap();
+    fs::write(d.join("sub/.env"), "env").unwrap();
+    let out = sb.sh("printf 'new denied: '; \"$ATTACK\" exchange a.txt x.pem; \
+         printf 'old denied: '; \"$ATTACK\" exchange x.pem a.txt; \
+         printf 'across dirs: '; \"$ATTACK\" exchange sub/.env b.txt; \
+         printf 'upper case: '; \"$ATTACK\" exchange a.txt X.PEM; \
+         printf 'allowed: '; \"$ATTACK\" exchange a.txt b.txt");
+    let res = results(&out);
+    let r = |k: &str| res.iter().find(|(a, _)| a == k).map(|(_, b)| b.as_str());
+    assert_eq!(r("new denied"), Some("err EACCES"));
+    assert_eq!(r("old denied"), Some("err EACCES"));
+    assert_eq!(r("across dirs"), Some("err EACCES"));
+    // Refused before the kernel would say ENOENT.
+    assert_eq!(r("upper case"), Some("err EACCES"));
+    assert_eq!(r("allowed"), Some("ok"));
+    assert_eq!(fs::read_to_string(d.join("x.pem")).unwrap(), "secret");
+    assert_eq!(fs::read_to_string(d.join("sub/.env")).unwrap(), "env");
+    assert_eq!(fs::read_to_string(d.join("a.txt")).unwrap(), "other");
+    assert_eq!(fs::read_to_string(d.join("b.txt")).unwrap(), "allowed");
+    assert_eq!(guard_stats(&out).1, 4);
+}
+
+#[test]
+fn denied_names_in_any_ascii_case_are_refused() {
+    let Some(sb) = Sandbox::new() else { return };
+    let d = sb.path();
+    fs::write(d.join("allowed.txt"), "a").unwrap();
+    let mut cases = Vec::new();
+    for name in ["X.PEM", ".ENV", "ID.Key", "a.Pem", ".eNv"] {
+        for op in ["open", "creat", "openat2", "mknod", "mkdir"] {
+            cases.push((format!("{op} {name}"), format!("{op} '{name}'")));
+        }
+        for op in ["rename", "link", "symlink"] {
+            cases.push((format!("{op} {name}"), format!("{op} allowed.txt '{name}'")));
+        }
+    }
+    cases.push(("open ok".into(), "open 'X.PEM.txt'".into()));
+    let out = sb.sh(&script_of(&cases));
+    let res = results(&out);
+    assert_eq!(res.len(), cases.len());
+    for (label, r) in &res {
+        let want = if label == "open ok" {
+            "ok"
+        } else {
+            "err EACCES"
+        };
+        assert_eq!(r, want, "{label}");
+    }
+    assert_eq!(sb.denied_entries(), Vec::<PathBuf>::new());
+    assert_eq!(guard_stats(&out).1, cases.len() as u64 - 1);
 }
 
 #[test]
@@ -435,32 +400,4 @@ fn absolute_path_rules_deny_one_place_only() {
     assert!(!d.join("hooks/pre-commit").exists() && !d.join("hooks/pre-push").exists());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("handled 3 calls, denied 2"), "{err}");
-}
-
-#[test]
-fn cargo_new_runs_under_the_guard() {
-    let Some(sb) = Sandbox::new() else { return };
-    let Some(cargo) = find_in_path("cargo") else {
-        eprintln!("SKIPPED: cargo is not in PATH");
-        return;
-    };
-    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
-    let dir_of = |var: &str, default: &str| {
-        std::env::var_os(var)
-            .map(PathBuf::from)
-            .unwrap_or_else(|| home.join(default))
-    };
-    let script = format!(
-        "set -e; export CARGO_HOME='{}' RUSTUP_HOME='{}'; '{}' new -q --vcs git proj; \
-         cd proj; git status --porcelain | wc -l",
-        dir_of("CARGO_HOME", ".cargo").display(),
-        dir_of("RUSTUP_HOME", ".rustup").display(),
-        cargo.display()
-    );
-    let out = sb.sh(&script);
-    assert!(out.status.success());
-    assert_eq!(stdout(&out).trim(), "3");
-    let d = sb.path().join("proj");
-    assert!(d.join("Cargo.toml").is_file() && d.join("src/main.rs").is_file());
-    assert!(d.join(".git/HEAD").is_file() && d.join(".gitignore").is_file());
 }

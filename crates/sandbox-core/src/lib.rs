@@ -105,8 +105,9 @@ pub use mode::{Access, Mode};
 pub use paths::{PathEntry, PathSet, expand_tilde, is_glob};
 pub use port::{EventStream, SandboxCommand, SandboxPort};
 pub use probe::{
-    AMBIENT_PROBE_TIMEOUT, MicrovmProbe, NativeMechanism, NativeProbe, Platform, ProbeCache,
-    ProbeOptions, ProbeReport, probe_ambient,
+    AMBIENT_PROBE_TIMEOUT, FilenameRuleSupport, MicrovmProbe, NAME_GUARD_MIN_KERNEL,
+    NativeMechanism, NativeProbe, Platform, ProbeCache, ProbeOptions, ProbeReport, kernel_version,
+    probe_ambient,
 };
 pub use select::{BackendRequest, Selection, Surface, backend_label, select_backend};
 pub use spec::{MAX_PATH_LEN, SandboxBindMount, SandboxSpec};

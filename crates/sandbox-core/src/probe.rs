@@ -52,6 +52,12 @@ pub enum NativeMechanism {
 pub const NOTE_SEATBELT: &str = "sandbox-exec (Seatbelt): namespace isolation, no kernel boundary";
 /// The note for a Linux or WSL2 host with bubblewrap and socat.
 pub const NOTE_BUBBLEWRAP: &str = "bubblewrap: namespace isolation, no kernel boundary";
+/// The lowest Linux release whose seccomp user notification can inject a
+/// descriptor and answer in one step (`SECCOMP_ADDFD_FLAG_SEND`), which the
+/// name guard needs.
+pub const NAME_GUARD_MIN_KERNEL: (u32, u32) = (5, 14);
+/// Appended to the bubblewrap note when the kernel can run the name guard.
+pub const NOTE_NAME_GUARD: &str = "filename rules at creation by name-guard (seccomp)";
 /// The hint for a platform with no native sandbox.
 pub const HINT_UNSUPPORTED: &str = "native sandbox is not offered on this platform";
 /// Where macOS keeps `sandbox-exec`.
@@ -107,6 +113,58 @@ impl Default for ProbeOptions {
     }
 }
 
+/// How this host can enforce creation-time filename rules (new `.env`,
+/// `*.key`, `*.pem` files inside writable mounts, R-DISPATCH-3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FilenameRuleSupport {
+    /// Seatbelt refuses new names matching a regex itself (macOS).
+    Seatbelt,
+    /// The kernel can run the name guard (seccomp user notification with
+    /// descriptor injection, Linux 5.14 or later, x86-64).
+    NameGuard,
+    /// Nothing here enforces them; the reason, for the note and errors.
+    Unavailable(String),
+}
+
+impl FilenameRuleSupport {
+    /// Whether some mechanism enforces them.
+    pub fn is_enforceable(&self) -> bool {
+        !matches!(self, FilenameRuleSupport::Unavailable(_))
+    }
+}
+
+/// The `(major, minor)` of a Linux release string such as
+/// `6.1.0-18-amd64` or `5.14.0-284.el9.x86_64`; `None` for anything else.
+pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.trim().splitn(3, '.');
+    let major = parts.next()?.parse::<u32>().ok()?;
+    let minor_part = parts.next()?;
+    let digits: &str = &minor_part[..minor_part
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(minor_part.len())];
+    let minor = digits.parse::<u32>().ok()?;
+    Some((major, minor))
+}
+
+/// Whether a Linux release can run the name guard on this build's
+/// architecture.
+fn name_guard_support(release: &str) -> FilenameRuleSupport {
+    if !cfg!(target_arch = "x86_64") {
+        return FilenameRuleSupport::Unavailable("the name guard supports x86-64 only".to_string());
+    }
+    let (maj, min) = NAME_GUARD_MIN_KERNEL;
+    match kernel_version(release) {
+        Some(v) if v >= NAME_GUARD_MIN_KERNEL => FilenameRuleSupport::NameGuard,
+        Some((a, b)) => FilenameRuleSupport::Unavailable(format!(
+            "kernel {a}.{b} is older than {maj}.{min} (seccomp descriptor injection)"
+        )),
+        None => FilenameRuleSupport::Unavailable(
+            "kernel release unknown (need Linux 5.14 or later)".to_string(),
+        ),
+    }
+}
+
 /// What the probe found about the native sandbox.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NativeProbe {
@@ -124,6 +182,8 @@ pub struct NativeProbe {
     pub missing_packages: Vec<String>,
     /// The hint when not available.
     pub hint: Option<String>,
+    /// How creation-time filename rules can be enforced here.
+    pub filename_rules: FilenameRuleSupport,
 }
 
 /// What the probe found about microVMs.
@@ -170,12 +230,17 @@ impl ProbeReport {
                         requires_install: false,
                         missing_packages: Vec::new(),
                         hint: None,
+                        filename_rules: FilenameRuleSupport::Seatbelt,
                     }
                 } else {
                     unavailable(format!("{SANDBOX_EXEC_PATH} is missing"))
                 }
             }
             Platform::Linux | Platform::Wsl2 => {
+                let release = host
+                    .read_small_file(Path::new("/proc/sys/kernel/osrelease"))
+                    .unwrap_or_default();
+                let filename_rules = name_guard_support(&release);
                 let mut tools = Vec::new();
                 let mut missing = Vec::new();
                 for tool in LINUX_REQUIRED_TOOLS {
@@ -185,14 +250,24 @@ impl ProbeReport {
                     }
                 }
                 if missing.is_empty() {
+                    let note = match &filename_rules {
+                        FilenameRuleSupport::NameGuard => {
+                            format!("{NOTE_BUBBLEWRAP}; {NOTE_NAME_GUARD}")
+                        }
+                        FilenameRuleSupport::Unavailable(why) => format!(
+                            "{NOTE_BUBBLEWRAP}; filename rules not enforceable ({why}): launches with writable mounts are refused"
+                        ),
+                        FilenameRuleSupport::Seatbelt => NOTE_BUBBLEWRAP.to_string(),
+                    };
                     NativeProbe {
                         available: true,
                         mechanism: Some(NativeMechanism::Bubblewrap),
                         tools,
-                        note: Some(NOTE_BUBBLEWRAP.into()),
+                        note: Some(note),
                         requires_install: false,
                         missing_packages: Vec::new(),
                         hint: None,
+                        filename_rules,
                     }
                 } else {
                     let hint = format!(
@@ -207,6 +282,7 @@ impl ProbeReport {
                         requires_install: true,
                         missing_packages: missing,
                         hint: Some(hint),
+                        filename_rules,
                     }
                 }
             }
@@ -260,6 +336,7 @@ fn unavailable(hint: String) -> NativeProbe {
         requires_install: false,
         missing_packages: Vec::new(),
         hint: Some(hint),
+        filename_rules: FilenameRuleSupport::Unavailable("no native sandbox".to_string()),
     }
 }
 

@@ -128,6 +128,7 @@ struct ProbeCase {
     line_off: Option<String>,
     platform: Option<String>,
     microvm: Option<bool>,
+    filename_rules: Option<String>,
 }
 
 #[test]
@@ -155,6 +156,15 @@ fn probe_table() {
         }
         if let Some(m) = c.microvm {
             assert_eq!(r.microvm.available, m, "{i}");
+        }
+        if let Some(f) = &c.filename_rules {
+            let got = match &r.native.filename_rules {
+                FilenameRuleSupport::NameGuard => "name-guard",
+                FilenameRuleSupport::Seatbelt => "seatbelt",
+                FilenameRuleSupport::Unavailable(_) => "unavailable",
+                _ => "other",
+            };
+            assert_eq!(got, f, "{i}");
         }
         // Invariants of every report.
         assert_eq!(

@@ -5,8 +5,15 @@
 //! CMD's stdout and stderr through, prints each violation on stderr as
 //! `violation: ACTION TARGET`, and exits with CMD's status (128+signal when
 //! killed).
+//!
+//! Filename rules (no new `.env`, `*.key`, `*.pem` inside writable mounts)
+//! are enforced by the name guard, which is this same program: bound
+//! read-only into the sandbox and started there with [`GUARD_MARKER`] as
+//! its first argument, it becomes `name-guard-exec`. `--no-name-guard`
+//! leaves the guard out (a launch with writable mounts is then refused), and
+//! `--no-filename-rules` is the explicit opt-out that drops those rules.
 
-use agent_sandbox::{BrokerSettings, FilenameRules, SandboxManager, next_event};
+use agent_sandbox::{BrokerSettings, FilenameRules, NameGuardLauncher, SandboxManager, next_event};
 use connect_proxy::{Cidr, IpPolicy};
 use sandbox_core::{
     Access, BackendRequest, Mode, SANDBOX_SWITCH_ENV, SandboxBackend, SandboxBindMount,
@@ -17,7 +24,10 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-const USAGE: &str = "usage: agent-run [--allow ENTRY]... [--allow-cidr CIDR]... [--no-filename-rules] \
+/// The first argument that makes this program the name guard's launcher.
+const GUARD_MARKER: &str = "--as-name-guard-exec";
+
+const USAGE: &str = "usage: agent-run [--allow ENTRY]... [--allow-cidr CIDR]... [--no-filename-rules] [--no-name-guard] \
 [--network on|off] [--mode chat|review|plan|orchestrate] [--mount PATH[:ro]]... [--protect PATH]... \
 [--workdir DIR] [--sandbox on|off] [--backend native|none] [--terminal] \
 [--broker HOST]... [--broker-rules FILE] [--broker-credential-env NAME] \
@@ -28,6 +38,7 @@ struct Options {
     allow: Vec<String>,
     cidrs: Vec<Cidr>,
     no_filename_rules: bool,
+    no_name_guard: bool,
     network: bool,
     mode: Mode,
     mounts: Vec<(String, Access)>,
@@ -50,6 +61,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         allow: Vec::new(),
         cidrs: Vec::new(),
         no_filename_rules: false,
+        no_name_guard: false,
         network: true,
         mode: Mode::Chat,
         mounts: Vec::new(),
@@ -81,6 +93,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
                     .push(v.parse().map_err(|e| format!("--allow-cidr {v}: {e}"))?);
             }
             "--no-filename-rules" => o.no_filename_rules = true,
+            "--no-name-guard" => o.no_name_guard = true,
             "--network" => {
                 o.network = match value("--network")?.as_str() {
                     "on" => true,
@@ -136,6 +149,11 @@ fn absolute(p: &str) -> Result<String, String> {
 }
 
 fn main() -> ExitCode {
+    // Inside the sandbox, as the launcher: before any thread exists.
+    let mut raw = std::env::args_os().skip(1);
+    if raw.next().is_some_and(|a| a == GUARD_MARKER) {
+        return name_guard::launcher_main(raw);
+    }
     let opts = match parse(std::env::args().skip(1).collect()) {
         Ok(o) => o,
         Err(e) if e.is_empty() => {
@@ -254,6 +272,10 @@ async fn run(o: Options) -> Result<u8, String> {
         .log(Arc::new(|line: &str| eprintln!("agent-run: {line}")));
     if o.no_filename_rules {
         builder.filename_rules(FilenameRules::DropFilenameGlobDenies);
+    }
+    if !o.no_name_guard {
+        let me = std::env::current_exe().map_err(|e| format!("locating agent-run: {e}"))?;
+        builder.name_guard_launcher(NameGuardLauncher::multi_call(me, [GUARD_MARKER]));
     }
     if !o.broker_hosts.is_empty() {
         builder.broker(broker_settings(&o)?);

@@ -59,6 +59,14 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "rename")) return report(rename(argv[2], argv[3]));
   if (!strcmp(m, "renameat2"))
     return report(syscall(SYS_renameat2, AT_FDCWD, argv[2], AT_FDCWD, argv[3], 1 /* NOREPLACE */));
+  if (!strcmp(m, "exchange"))
+    return report(syscall(SYS_renameat2, AT_FDCWD, argv[2], AT_FDCWD, argv[3], 2 /* EXCHANGE */));
+  if (!strcmp(m, "mkdir")) return report(mkdir(argv[2], 0755));
+  if (!strcmp(m, "mkdirat")) {
+    int d = open(argv[2], O_DIRECTORY | O_RDONLY);
+    if (d < 0) return report(d);
+    return report(mkdirat(d, argv[3], 0755));
+  }
   if (!strcmp(m, "link")) return report(link(argv[2], argv[3]));
   if (!strcmp(m, "symlink")) return report(symlink(argv[2], argv[3]));
   if (!strcmp(m, "tmpfile") || !strcmp(m, "tmpfile_empty")) {
@@ -130,6 +138,18 @@ int main(int argc, char **argv) {
     stop = 1;
     pthread_join(t, NULL);
     printf("created %d refused %d\n", created, refused);
+    return 0;
+  }
+  if (!strcmp(m, "deny_many")) {
+    /* deny_many N PATH: N creating opens of PATH; prints how many were
+       refused with EACCES. */
+    int n = atoi(argv[2]), refused = 0;
+    for (int i = 0; i < n; i++) {
+      int fd = open(argv[3], O_CREAT | O_WRONLY, 0644);
+      if (fd >= 0) close(fd);
+      else if (errno == EACCES) refused++;
+    }
+    printf("refused %d\n", refused);
     return 0;
   }
   if (!strcmp(m, "killsup")) {
