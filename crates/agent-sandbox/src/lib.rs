@@ -8,7 +8,12 @@
 //!   the spec, denylist first, address policy), a private 0700 directory with
 //!   one Unix socket per proxy forwarded to it, the sanitised environment with
 //!   the proxy variables, and the bubblewrap plan (R-BWRAP-1). A spec that
-//!   needs filename-glob denies is refused unless the explicit opt-out
+//!   needs filename-glob denies (no new `.env`, `*.key`, `*.pem` inside
+//!   writable mounts) runs every command under the name guard when a
+//!   launcher was set ([`ManagerBuilder::name_guard_launcher`]) and the probe
+//!   found a kernel that can run it (R-NAMEGUARD-1); each refusal is a
+//!   `file-write-create` violation with the path. Otherwise it is refused
+//!   (R-DISPATCH-3), unless the explicit opt-out
 //!   [`FilenameRules::DropFilenameGlobDenies`] was chosen, which is logged.
 //! - `exec` runs the command under bubblewrap. Inside, the proxies answer on
 //!   127.0.0.1:3128 (HTTP) and 127.0.0.1:1080 (SOCKS5) (R-BWRAP-2): by

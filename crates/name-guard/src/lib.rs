@@ -124,7 +124,9 @@ mod supervisor;
 mod sys;
 
 pub use error::{Error, ErrorKind};
-pub use report::{Denial, DeniedCall, MAX_REPORT_LINE, VIOLATION_ACTION, parse_denial_line};
+pub use report::{
+    Denial, DeniedCall, MAX_REPORT_LINE, VIOLATION_ACTION, format_denial_line, parse_denial_line,
+};
 pub use rules::{MAX_RULE_LEN, MAX_RULES, Rules};
 pub use supervisor::{MAX_RETRIES, MAX_SYMLINK_HOPS, PATH_MAX, Stats};
 

@@ -212,8 +212,9 @@ pub(crate) fn escape(path: &[u8]) -> Vec<u8> {
 }
 
 /// The full report line for a refusal, newline included, at most
-/// [`MAX_REPORT_LINE`] bytes.
-pub(crate) fn format_line(call: DeniedCall, path: &[u8]) -> Vec<u8> {
+/// [`MAX_REPORT_LINE`] bytes (a longer path is cut at an escape boundary).
+/// [`parse_denial_line`] reads it back.
+pub fn format_denial_line(call: DeniedCall, path: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(path.len() + 16);
     out.extend_from_slice(call.as_str().as_bytes());
     out.push(b' ');
@@ -251,7 +252,7 @@ mod tests {
         for (raw, esc) in cases {
             assert_eq!(escape(raw), *esc, "{raw:?}");
             assert_eq!(unescape(esc).unwrap(), *raw, "{raw:?}");
-            let line = format_line(DeniedCall::Rename, raw);
+            let line = format_denial_line(DeniedCall::Rename, raw);
             let d = parse_denial_line(&line).unwrap();
             assert_eq!(d.call, DeniedCall::Rename);
             assert_eq!(d.path, String::from_utf8_lossy(raw));
@@ -286,7 +287,7 @@ mod tests {
             assert!(esc.iter().all(|&c| c >= 0x20 && c != 0x7f), "{esc:?}");
             assert_eq!(unescape(&esc).unwrap(), raw);
             for call in CALLS {
-                let line = format_line(call, &raw);
+                let line = format_denial_line(call, &raw);
                 assert_eq!(line.iter().filter(|&&c| c == b'\n').count(), 1);
                 if raw.is_empty() {
                     assert!(parse_denial_line(&line).is_err());
@@ -303,7 +304,7 @@ mod tests {
     fn long_paths_are_cut_at_an_escape_boundary() {
         for fill in [&b"a"[..], b"\xff", b"\\", "€".as_bytes(), b"ab\x01"] {
             let raw: Vec<u8> = fill.iter().copied().cycle().take(5 * PATH_MAX).collect();
-            let line = format_line(DeniedCall::Symlink, &raw);
+            let line = format_denial_line(DeniedCall::Symlink, &raw);
             assert!(line.len() <= MAX_REPORT_LINE, "{}", line.len());
             assert!(line.len() > MAX_REPORT_LINE - 8);
             let d = parse_denial_line(&line).unwrap();
@@ -313,7 +314,7 @@ mod tests {
         }
         // A path that fits is kept whole.
         let raw = vec![b'\x01'; PATH_MAX];
-        let line = format_line(DeniedCall::Symlink, &raw);
+        let line = format_denial_line(DeniedCall::Symlink, &raw);
         assert_eq!(unescape(&line[8..line.len() - 1]).unwrap(), raw);
     }
 

@@ -214,7 +214,7 @@ impl<'a> Supervisor<'a> {
             self.dropped.set(self.dropped.get() + 1);
             return;
         }
-        let line = report::format_line(call, path);
+        let line = report::format_denial_line(call, path);
         let mut tries = 0;
         loop {
             match sys::write_once(fd, &line) {

@@ -1,0 +1,42 @@
+//! The name guard's report lines (bytes that cross out of the sandbox) and
+//! its rule and argument parsers: never panic; a formatted line reads back.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use name_guard::{DeniedCall, Invocation, Rules, format_denial_line, parse_denial_line};
+
+fuzz_target!(|data: &[u8]| {
+    let _ = parse_denial_line(data);
+    if let Some((&sel, rest)) = data.split_first() {
+        let call = match sel % 7 {
+            0 => DeniedCall::Open,
+            1 => DeniedCall::Creat,
+            2 => DeniedCall::Mknod,
+            3 => DeniedCall::Rename,
+            4 => DeniedCall::Link,
+            5 => DeniedCall::Symlink,
+            _ => DeniedCall::Mkdir,
+        };
+        let line = format_denial_line(call, rest);
+        assert!(line.len() <= name_guard::MAX_REPORT_LINE);
+        match parse_denial_line(&line) {
+            Ok(d) => {
+                assert_eq!(d.call, call);
+                if line.len() < name_guard::MAX_REPORT_LINE - 16 {
+                    assert_eq!(d.path, String::from_utf8_lossy(rest));
+                }
+            }
+            Err(_) => assert!(rest.is_empty()),
+        }
+    }
+    let text = String::from_utf8_lossy(data);
+    let mut parts = text.split('\n');
+    let rules: Vec<&str> = parts.by_ref().take(8).collect();
+    if let Ok(r) = Rules::new(&rules) {
+        for p in parts {
+            let _ = r.denies_name(p.as_bytes());
+            let _ = r.denies_path(p.as_bytes());
+        }
+    }
+    let _ = Invocation::parse(text.split(' ').map(str::to_string));
+});
