@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Egress proxies side by side on loopback, in one run:
 #   direct | ours (HTTP CONNECT) | ours (SOCKS5) | tinyproxy (CONNECT) | microsocks (SOCKS5)
+#   and, for the download, the ceiling of any relay here: a minimal C
+#   forwarder (benches/compare/support/fwd.c: no CONNECT, no policy, blocking
+#   threads) copying through a buffer and with splice(2); for the connection
+#   rate, a minimal single-threaded epoll forwarder (support/fwd_epoll.c).
 # (a) a 1 GiB download with curl, (b) new connections per second for a 1 KiB
 # page at 32 concurrent connections, with p50/p99 latency. Prints ratios.
 #
@@ -107,8 +111,32 @@ MS_PID=$!
 wait_port "$TP_PORT"
 wait_port "$MS_PORT"
 
+# The minimal C forwarders.
+FWD_COPY_PORT="" FWD_SPLICE_PORT="" FWD_EPOLL_PORT="" FWD_EPOLL_PID=0
+if command -v cc >/dev/null && cc -O2 -pthread -o "$WORK/fwd" benches/compare/support/fwd.c &&
+    cc -O2 -o "$WORK/fwd_epoll" benches/compare/support/fwd_epoll.c; then
+    FWD_COPY_PORT=$(free_port)
+    "$WORK/fwd" copy "$FWD_COPY_PORT" "$ORIGIN_PORT" &
+    PIDS+=($!)
+    FWD_SPLICE_PORT=$(free_port)
+    "$WORK/fwd" splice "$FWD_SPLICE_PORT" "$ORIGIN_PORT" &
+    PIDS+=($!)
+    FWD_EPOLL_PORT=$(free_port)
+    "$WORK/fwd_epoll" "$FWD_EPOLL_PORT" "$ORIGIN_PORT" &
+    PIDS+=($!)
+    FWD_EPOLL_PID=$!
+    wait_port "$FWD_COPY_PORT"
+    wait_port "$FWD_SPLICE_PORT"
+    wait_port "$FWD_EPOLL_PORT"
+else
+    echo "no C compiler: the forwarder ceiling rows are skipped" >&2
+fi
+
 download() { # curl args... -> bytes per second
     curl -sS --noproxy '' -o /dev/null -w '%{speed_download}' "$@" "http://$ORIGIN/1g"
+}
+download_at() { # port -> bytes per second, straight to a forwarder
+    curl -sS --noproxy '' -o /dev/null -w '%{speed_download}' "http://127.0.0.1:$1/1g"
 }
 
 gbps() { awk -v b="$1" 'BEGIN { printf "%.2f", b / 1e9 }'; }
@@ -130,6 +158,14 @@ D_TP=$(download -p -x "http://127.0.0.1:$TP_PORT")
 printf '%-32s %10s %10s\n' "tinyproxy CONNECT" "$(gbps "$D_TP")" "$(ratio "$D_TP" "$D_DIRECT")"
 D_MS=$(download --socks5 "127.0.0.1:$MS_PORT")
 printf '%-32s %10s %10s\n' "microsocks SOCKS5" "$(gbps "$D_MS")" "$(ratio "$D_MS" "$D_DIRECT")"
+D_FWD=0
+if [ -n "$FWD_COPY_PORT" ]; then
+    D_FC=$(download_at "$FWD_COPY_PORT")
+    printf '%-32s %10s %10s\n' "C forwarder, copy (ceiling)" "$(gbps "$D_FC")" "$(ratio "$D_FC" "$D_DIRECT")"
+    D_FS=$(download_at "$FWD_SPLICE_PORT")
+    printf '%-32s %10s %10s\n' "C forwarder, splice (ceiling)" "$(gbps "$D_FS")" "$(ratio "$D_FS" "$D_DIRECT")"
+    D_FWD=$(awk -v a="$D_FC" -v b="$D_FS" 'BEGIN { print (a > b) ? a : b }')
+fi
 
 echo
 echo "(b) new connections/s, 1 KiB page, $CONC concurrent, ${RATE_SECS}s each"
@@ -139,10 +175,13 @@ printf '%-32s %10s %9s %9s %7s %12s\n' "path" "conn/s" "p50 ms" "p99 ms" "errors
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
 rate() { # pid-or-0 rate-args... -> "conn/s p50 p99 errors us/conn"
-    local pid=$1 before after out
-    shift
+    rate_to "$ORIGIN" "$@"
+}
+rate_to() { # origin pid-or-0 rate-args... -> as rate
+    local origin=$1 pid=$2 before after out
+    shift 2
     before=$([ "$pid" = 0 ] && echo 0 || ticks "$pid")
-    out=$("$LOAD" rate --origin "$ORIGIN" --concurrency "$CONC" --seconds "$RATE_SECS" "$@")
+    out=$("$LOAD" rate --origin "$origin" --concurrency "$CONC" --seconds "$RATE_SECS" "$@")
     after=$([ "$pid" = 0 ] && echo 0 || ticks "$pid")
     echo "$out" | awk -v t=$((after - before)) -v hz="$HZ" -v s="$RATE_SECS" \
         '{ c = $1 * s; printf "%s %s %s %s %s", $1, $2, $3, $4, (t > 0 && c > 0) ? sprintf("%.1f", t * 1e6 / hz / c) : "-" }'
@@ -153,14 +192,22 @@ R_OURS_HTTP=$(rate "${OURS_PID[$BEST_BUF]}" --via connect --proxy "${OURS_HTTP[$
 R_OURS_SOCKS=$(rate "${OURS_PID[$BEST_BUF]}" --via socks --proxy "${OURS_SOCKS[$BEST_BUF]}"); row "ours SOCKS5" "$R_OURS_SOCKS"
 R_TP=$(rate "$TP_PID" --via connect --proxy "127.0.0.1:$TP_PORT"); row "tinyproxy CONNECT" "$R_TP"
 R_MS=$(rate "$MS_PID" --via socks --proxy "127.0.0.1:$MS_PORT"); row "microsocks SOCKS5" "$R_MS"
+R_FWD="0 0 0 0 -"
+if [ -n "$FWD_EPOLL_PORT" ]; then
+    R_FWD=$(rate_to "127.0.0.1:$FWD_EPOLL_PORT" "$FWD_EPOLL_PID" --via direct); row "C epoll forwarder (ceiling)" "$R_FWD"
+fi
 
 f() { echo "$1" | awk -v i="$2" '{ print $i }'; }
 echo
 echo "ratios (ours with buffer $BEST_BUF)"
 echo "  throughput  ours CONNECT / direct      = $(ratio "${D_OURS_HTTP[$BEST_BUF]}" "$D_DIRECT")   (target >= 0.6x)"
 echo "  throughput  ours CONNECT / tinyproxy   = $(ratio "${D_OURS_HTTP[$BEST_BUF]}" "$D_TP")   (target >= 3x)"
+echo "  throughput  C forwarder   / direct      = $(ratio "$D_FWD" "$D_DIRECT")   (the ceiling of any relay here)"
+echo "  throughput  ours CONNECT / C forwarder = $(ratio "${D_OURS_HTTP[$BEST_BUF]}" "$D_FWD")"
 echo "  throughput  ours SOCKS5  / microsocks  = $(ratio "${D_OURS_SOCKS[$BEST_BUF]}" "$D_MS")"
 echo "  conn/s      ours CONNECT / tinyproxy   = $(ratio "$(f "$R_OURS_HTTP" 1)" "$(f "$R_TP" 1)")   (target >= 1.5x)"
+echo "  conn/s      C forwarder  / tinyproxy   = $(ratio "$(f "$R_FWD" 1)" "$(f "$R_TP" 1)")   (the ceiling of any relay here)"
+echo "  conn/s      ours CONNECT / C forwarder = $(ratio "$(f "$R_OURS_HTTP" 1)" "$(f "$R_FWD" 1)")"
 echo "  conn/s      ours SOCKS5  / microsocks  = $(ratio "$(f "$R_OURS_SOCKS" 1)" "$(f "$R_MS" 1)")"
 echo "  p99         ours CONNECT / tinyproxy   = $(ratio "$(f "$R_OURS_HTTP" 3)" "$(f "$R_TP" 3)")   (target <= 1.00x)"
 echo "  p99         ours SOCKS5  / microsocks  = $(ratio "$(f "$R_OURS_SOCKS" 3)" "$(f "$R_MS" 3)")"
