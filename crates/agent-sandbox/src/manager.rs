@@ -666,8 +666,9 @@ impl SandboxPort for SandboxManager {
             // Terminal profile: no proxies, the command runs directly.
             let mut c = tokio::process::Command::new(bwrap);
             c.args(&args).args(&argv);
+            prepare(&mut c, &session.env);
             inherit_report(&mut c);
-            let child = prepare(&mut c, &session.env)
+            let child = c
                 .spawn()
                 .map_err(|e| Error::io(format!("starting {}", bwrap.display()), e))?;
             let guard = report.map(|r| {
@@ -847,11 +848,14 @@ fn log_env_drops(log: &LogSink, session_id: &str, sanitized: &env_guard::Sanitiz
     ));
 }
 
-/// Clears the environment to the session's and pipes the output.
+/// Clears the environment to the session's, pipes the output and keeps
+/// every other inherited descriptor from the child (descriptors the sandbox
+/// needs are passed on after this, with `netns::inherit_fds`).
 fn prepare<'c>(
     cmd: &'c mut tokio::process::Command,
     env: &[(OsString, OsString)],
 ) -> &'c mut tokio::process::Command {
+    netns::close_inherited_fds(cmd);
     cmd.env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())

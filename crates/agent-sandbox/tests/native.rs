@@ -566,3 +566,42 @@ async fn an_old_kernel_keeps_the_fail_closed_refusal() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn descriptors_the_host_leaks_never_reach_the_sandbox() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("fds");
+    // A directory handle without close-on-exec: from inside, openat(fd, "..")
+    // would walk the host's tree.
+    let dir = std::fs::File::open(&t.0).unwrap();
+    let leaked = rustix::io::fcntl_dupfd_cloexec(&dir, 900).unwrap();
+    rustix::io::fcntl_setfd(&leaked, rustix::io::FdFlags::empty()).unwrap();
+    let n = std::os::fd::AsRawFd::as_raw_fd(&leaked);
+    let m = manager(&t, FilenameRules::DropFilenameGlobDenies, None);
+    let mut h = m.launch(t.spec("fds")).await.unwrap();
+    let r = run(
+        &m,
+        &h,
+        &format!("ls /proc/self/fd; test -e /proc/self/fd/{n} && echo LEAKED; exit 0"),
+    )
+    .await;
+    assert_eq!(r.exit, Some(0), "{}", r.stderr);
+    assert!(!r.stdout.contains("LEAKED"), "{}", r.stdout);
+    let fds: Vec<u32> = r
+        .stdout
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    assert!(
+        fds.contains(&0) && fds.contains(&1) && fds.contains(&2),
+        "{fds:?}"
+    );
+    assert!(
+        fds.iter().all(|&fd| fd < 100),
+        "no high descriptor from the host: {fds:?}"
+    );
+    m.destroy(&mut h).await.unwrap();
+    drop(leaked);
+}
