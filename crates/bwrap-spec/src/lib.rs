@@ -15,7 +15,10 @@
 //!    Unix socket is reachable;
 //! 3. the spec's bind mounts (writable only in `chat` mode), runner state
 //!    dirs (writable in every mode) and the bridge socket directory;
-//! 4. write denies (protected checkouts and the mandatory set): every
+//! 4. write denies (protected checkouts and the mandatory set, anchored at
+//!    every writable root and every repository found inside one; where
+//!    `.git` is a file, as in a linked worktree or a submodule, that file
+//!    and the hooks and config of the git directory it names): every
 //!    ancestor inside a writable root is pinned by a self-bind so that it
 //!    cannot be renamed away, then the path is re-bound read-only;
 //! 5. read denies last: secret directories become an empty read-only tmpfs,

@@ -357,6 +357,13 @@ impl BwrapBuilder {
             )
             .collect();
         if !terminal {
+            for a in &anchors {
+                for p in crate::repos::linked_git_dir_entries(a, host) {
+                    if !write_entries.contains(&p) {
+                        write_entries.push(p);
+                    }
+                }
+            }
             write_entries.extend(mandatory_write_deny_paths(home, anchors));
         }
         let write_deny = PathSet::resolve(&write_entries, home, host)?;

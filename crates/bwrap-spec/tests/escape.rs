@@ -360,3 +360,106 @@ fn sandbox_dies_with_its_parent() {
     }
     assert!(gone, "sandboxed processes outlived their parent");
 }
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", text(&out));
+}
+
+#[test]
+fn a_linked_worktree_cannot_be_pointed_at_a_git_dir_of_its_own() {
+    need_bwrap!();
+    if Command::new("git").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: git is not installed");
+        return;
+    }
+    for user in users() {
+        let s = Scratch::new(&format!("worktree-{user:?}"));
+        // ws/main is a repository; ws/wt its linked worktree, whose `.git`
+        // is a file naming main/.git/worktrees/wt.
+        let main = s.root.join("ws/main");
+        std::fs::create_dir_all(&main).unwrap();
+        std::fs::write(main.join("README"), "readme").unwrap();
+        git(&main, &["init", "-q"]);
+        git(&main, &["add", "README"]);
+        git(&main, &["commit", "-qm", "first"]);
+        git(&main, &["worktree", "add", "-q", "../wt"]);
+        chmod_tree(&s.root);
+        let dotgit_before = std::fs::read_to_string(s.root.join("ws/wt/.git")).unwrap();
+        assert!(dotgit_before.starts_with("gitdir:"), "{dotgit_before}");
+
+        // First: only the worktree is mounted (its repository is elsewhere).
+        let mut spec = SandboxSpec::new("escape", "w");
+        spec.bind_mounts
+            .push(SandboxBindMount::new(s.p("ws/wt"), Access::ReadWrite).unwrap());
+        spec.guest_workdir = Some(s.p("ws/wt"));
+        let out = run(
+            &s,
+            &spec,
+            user,
+            "mkdir -p evil/hooks && printf '#!/bin/sh\\necho pwned\\n' > evil/hooks/post-checkout; \
+             echo \"gitdir: $PWD/evil\" > .git && echo DOTGIT-WRITTEN; \
+             rm -f .git && echo DOTGIT-REMOVED; \
+             mv .git dotgit && echo DOTGIT-MOVED; \
+             echo ok > notes.txt && echo NORMAL-WRITE",
+        );
+        let t = text(&out);
+        for bad in ["DOTGIT-WRITTEN", "DOTGIT-REMOVED", "DOTGIT-MOVED"] {
+            assert!(!t.contains(bad), "{user:?}: {bad}: {t}");
+        }
+        assert!(t.contains("NORMAL-WRITE"), "{user:?}: {t}");
+        assert_eq!(
+            std::fs::read_to_string(s.root.join("ws/wt/.git")).unwrap(),
+            dotgit_before,
+            "{user:?}"
+        );
+
+        // Then the whole workspace: the worktree's git dir and the common
+        // hooks and config are read-only too.
+        let out = run(
+            &s,
+            &s.spec(Mode::Chat),
+            user,
+            "echo x > main/.git/hooks/post-checkout && echo HOOK-WRITTEN; \
+             echo '[core]' >> main/.git/config && echo CONFIG-WRITTEN; \
+             printf '[core]\\n\\thooksPath = /tmp\\n' > main/.git/worktrees/wt/config.worktree && echo WTCONFIG-WRITTEN; \
+             echo \"gitdir: $PWD/evil\" > wt/.git && echo DOTGIT-WRITTEN; \
+             echo ok > wt/notes2.txt && echo NORMAL-WRITE",
+        );
+        let t = text(&out);
+        for bad in [
+            "HOOK-WRITTEN",
+            "CONFIG-WRITTEN",
+            "WTCONFIG-WRITTEN",
+            "DOTGIT-WRITTEN",
+        ] {
+            assert!(!t.contains(bad), "{user:?}: {bad}: {t}");
+        }
+        assert!(t.contains("NORMAL-WRITE"), "{user:?}: {t}");
+        assert!(
+            !s.root.join("ws/main/.git/hooks/post-checkout").exists(),
+            "{user:?}"
+        );
+        // The placeholder for the missing config.worktree was removed.
+        assert!(
+            !s.root
+                .join("ws/main/.git/worktrees/wt/config.worktree")
+                .exists(),
+            "{user:?}"
+        );
+    }
+}
