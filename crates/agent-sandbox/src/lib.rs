@@ -70,6 +70,7 @@ mod events;
 mod guard;
 mod manager;
 mod netns;
+mod options;
 
 pub use broker::{
     BrokerSettings, SYSTEM_CA_BUNDLES, broker_intercept, credential_for_hosts,

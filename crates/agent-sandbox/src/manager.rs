@@ -464,6 +464,7 @@ impl SandboxManager {
         builder
             .nested_repos(repos)
             .filename_rules(inner.filename_rules)
+            .argv_delivery(bwrap_spec::ArgvDelivery::ArgsFd)
             .bridges(bridges.clone());
         if let Some(l) = &inner.name_guard {
             builder.name_guard_launcher(l.clone());
@@ -665,8 +666,9 @@ impl SandboxPort for SandboxManager {
         let Some(e) = &n.egress else {
             // Terminal profile: no proxies, the command runs directly.
             let mut c = tokio::process::Command::new(bwrap);
-            c.args(&args).args(&argv);
             prepare(&mut c, &session.env);
+            let _args_file = crate::options::options_for(&mut c, &args, &self.inner.temp_dir)?;
+            c.args(&argv);
             inherit_report(&mut c);
             let child = c
                 .spawn()
@@ -690,12 +692,13 @@ impl SandboxPort for SandboxManager {
         let upstreams = [e.proxies.http_addr(), e.proxies.socks_addr()];
         // The socat bridges, for when the host-side listeners cannot be made.
         let mut fallback = tokio::process::Command::new(bwrap);
-        fallback.args(&args).args(e.bridges.inner_command(
-            "/bin/sh",
-            &socat.to_string_lossy(),
-            argv.clone(),
-        ));
         prepare(&mut fallback, &session.env);
+        let fallback_args_file =
+            crate::options::options_for(&mut fallback, &args, &self.inner.temp_dir)?;
+        fallback.args(
+            e.bridges
+                .inner_command("/bin/sh", &socat.to_string_lossy(), argv.clone()),
+        );
         inherit_report(&mut fallback);
         let (report_write, guard) = match report {
             Some(r) => {
@@ -728,8 +731,9 @@ impl SandboxPort for SandboxManager {
         fast_args.extend(steering.bwrap_args().into_iter().map(OsString::from));
         fast_args.push("--".into());
         let mut c = tokio::process::Command::new(bwrap);
-        c.args(fast_args).args(&argv);
         prepare(&mut c, &session.env);
+        let _args_file = crate::options::options_for(&mut c, &fast_args, &self.inner.temp_dir)?;
+        c.args(&argv);
         steering.inherit_in(&mut c);
         if let Some(w) = &report_write {
             netns::inherit_fds(&mut c, [rustix::fd::AsRawFd::as_raw_fd(w)]);
@@ -759,7 +763,7 @@ impl SandboxPort for SandboxManager {
                     let _ = child.start_kill();
                     let _ = child.wait().await;
                     let spawned = fallback.spawn();
-                    drop(report_write);
+                    drop((report_write, fallback_args_file));
                     match spawned {
                         Ok(child) => run_child(child, tx, kill_rx, violations, Vec::new()).await,
                         Err(e) => {

@@ -605,3 +605,42 @@ async fn descriptors_the_host_leaks_never_reach_the_sandbox() {
     m.destroy(&mut h).await.unwrap();
     drop(leaked);
 }
+
+#[tokio::test]
+async fn a_plan_too_long_for_the_command_line_goes_through_args_fd() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("argsfd");
+    let mut spec = t.spec("argsfd");
+    let long = "p".repeat(240);
+    for i in 0..400 {
+        let dir = t.p(&format!("ws/protected/{long}{i:04}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        spec.protected_paths.push(dir);
+    }
+    let last = spec.protected_paths[399].clone();
+    let m = manager(&t, FilenameRules::DropFilenameGlobDenies, None);
+    let mut h = m.launch(spec).await.unwrap();
+    let plan_bytes: usize = m.bwrap_args(&h).unwrap().iter().map(|a| a.len() + 1).sum();
+    assert!(plan_bytes > bwrap_spec::MAX_ARGV_BYTES, "{plan_bytes}");
+    let r = run(
+        &m,
+        &h,
+        &format!(
+            "echo x > '{last}/f' && echo PROTECTED-WRITTEN; echo ok > ok.txt && echo NORMAL-WRITE; \
+             cat ~/.ssh/id_rsa"
+        ),
+    )
+    .await;
+    assert!(
+        r.stdout.contains("NORMAL-WRITE"),
+        "{} {}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(!r.stdout.contains("PROTECTED-WRITTEN"), "{}", r.stdout);
+    assert!(!r.stdout.contains("SECRET-KEY"), "{}", r.stdout);
+    assert!(!Path::new(&format!("{last}/f")).exists());
+    m.destroy(&mut h).await.unwrap();
+}

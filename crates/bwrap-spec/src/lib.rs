@@ -81,8 +81,9 @@
 //!   shell ever sees a spec path. The only shell script is the bridge
 //!   wrapper, built from validated names, ports and a fixed socket directory.
 //! - The argv is capped at [`MAX_ARGV_BYTES`]; longer plans are
-//!   [`ErrorKind::TooManyArguments`] and can be passed with `--args FD`
-//!   ([`BwrapPlan::args_fd_payload`]).
+//!   [`ErrorKind::TooManyArguments`] unless the caller passes them with
+//!   `--args FD` ([`ArgvDelivery::ArgsFd`], [`BwrapPlan::args_fd_payload`]),
+//!   which is capped at [`MAX_ARGS_FD_BYTES`].
 //! - Bridge directories are limited to `[A-Za-z0-9/._-]` because socat gives
 //!   `:` and `,` meaning.
 //!
@@ -102,7 +103,7 @@ pub use error::{Error, ErrorKind};
 pub use guard::{MAX_NAME_GUARD_RULES, NAME_GUARD_GUEST_PATH, NameGuardLauncher};
 pub use placeholder::{Placeholder, PlaceholderGuard, PlaceholderKind};
 pub use plan::{
-    BwrapBuilder, BwrapPlan, DEFAULT_SYSTEM_PATHS, FilenameRules, MAX_ARGV_BYTES, Profile,
-    SYSTEM_SECRETS, TERMINAL_SECRET_DIRS,
+    ArgvDelivery, BwrapBuilder, BwrapPlan, DEFAULT_SYSTEM_PATHS, FilenameRules, MAX_ARGS_FD_BYTES,
+    MAX_ARGV_BYTES, Profile, SYSTEM_SECRETS, TERMINAL_SECRET_DIRS,
 };
 pub use repos::{REPO_SEARCH_MAX_DEPTH, REPO_SEARCH_MAX_DIRS, discover_git_repos_on_host};

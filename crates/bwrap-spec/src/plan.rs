@@ -74,6 +74,23 @@ const DIR_ENTRIES: &[&str] = &[
 
 /// The longest argv passed on the command line; longer plans use `--args FD`.
 pub const MAX_ARGV_BYTES: usize = 128 * 1024;
+/// The longest plan built at all, with [`ArgvDelivery::ArgsFd`].
+pub const MAX_ARGS_FD_BYTES: usize = 16 * 1024 * 1024;
+
+/// How the caller passes the options to bubblewrap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ArgvDelivery {
+    /// On the command line: a plan over [`MAX_ARGV_BYTES`] is refused
+    /// ([`ErrorKind::TooManyArguments`]). The default.
+    #[default]
+    CommandLine,
+    /// The caller passes a plan that does not
+    /// [fit the command line](BwrapPlan::fits_command_line) through
+    /// `bwrap --args FD` ([`BwrapPlan::args_fd_payload`]); plans up to
+    /// [`MAX_ARGS_FD_BYTES`] are built.
+    ArgsFd,
+}
 
 /// Builds a [`BwrapPlan`] for one spec.
 ///
@@ -92,6 +109,7 @@ pub struct BwrapBuilder {
     nested_repos: Vec<String>,
     profile: Profile,
     launcher: Option<NameGuardLauncher>,
+    delivery: ArgvDelivery,
 }
 
 /// A built plan: the argv for bubblewrap (everything between `bwrap` and the
@@ -150,6 +168,13 @@ impl BwrapPlan {
         self.launcher.is_some() && !self.name_guard_globs.is_empty()
     }
 
+    /// Whether the options fit on the command line ([`MAX_ARGV_BYTES`]);
+    /// when they do not, pass [`BwrapPlan::args_fd_payload`] with
+    /// `bwrap --args FD --`.
+    pub fn fits_command_line(&self) -> bool {
+        self.args.iter().map(|s| s.len() + 1).sum::<usize>() <= MAX_ARGV_BYTES
+    }
+
     /// The options as the NUL-separated payload of `bwrap --args FD`
     /// (without the final `--`, which must follow `--args FD` on the command
     /// line).
@@ -200,7 +225,15 @@ impl BwrapBuilder {
             nested_repos: Vec::new(),
             profile: Profile::Dispatch,
             launcher: None,
+            delivery: ArgvDelivery::CommandLine,
         }
+    }
+
+    /// How the caller will pass the options (default
+    /// [`ArgvDelivery::CommandLine`]).
+    pub fn argv_delivery(&mut self, delivery: ArgvDelivery) -> &mut BwrapBuilder {
+        self.delivery = delivery;
+        self
     }
 
     /// The name-guard launcher that [`FilenameRules::EnforcedByNameGuard`]
@@ -571,11 +604,15 @@ impl BwrapBuilder {
         a.flag("--");
 
         let bytes: usize = a.0.iter().map(|s| s.len() + 1).sum();
-        if bytes > MAX_ARGV_BYTES {
+        let limit = match self.delivery {
+            ArgvDelivery::CommandLine => MAX_ARGV_BYTES,
+            ArgvDelivery::ArgsFd => MAX_ARGS_FD_BYTES,
+        };
+        if bytes > limit {
             return Err(ErrorKind::TooManyArguments {
                 count: a.0.len(),
                 bytes,
-                limit: MAX_ARGV_BYTES,
+                limit,
             }
             .into());
         }
