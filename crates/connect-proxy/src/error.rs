@@ -36,7 +36,9 @@ pub enum HostProblem {
     BadByte,
     /// A label starts or ends with `-`.
     Hyphen,
-    /// A label cannot be converted to an IDNA A-label.
+    /// A configuration entry fails UTS #46 (IDNA) processing: a disallowed
+    /// code point, a bidi, joiner or hyphen rule, or an `xn--` label that is
+    /// not a valid A-label.
     Idna,
 }
 
@@ -56,7 +58,10 @@ impl fmt::Display for HostProblem {
             }
             HostProblem::BadByte => "it has a byte outside letters, digits, '-', '_' and '.'",
             HostProblem::Hyphen => "a label starts or ends with '-'",
-            HostProblem::Idna => "a label cannot be converted to an IDNA A-label",
+            HostProblem::Idna => {
+                "it is not a valid internationalised name (UTS #46): a disallowed \
+                 character, a bidi, joiner or hyphen rule, or an invalid xn-- label"
+            }
         })
     }
 }

@@ -56,8 +56,11 @@ impl Host {
         }
     }
 
-    /// Parses a host from configuration: Unicode names are converted to
-    /// IDNA A-labels.
+    /// Parses a host from configuration: a name with non-ASCII characters
+    /// or `xn--` labels goes through UTS #46 _ToASCII_ (non-transitional;
+    /// full-width forms, NFC and case mapped; disallowed code points, bidi
+    /// and joiner violations and invalid `xn--` labels refused as
+    /// [`HostProblem::Idna`]), then through the same grammar as the wire.
     pub fn parse_config(input: &str) -> Result<Host, Error> {
         parse(input, Unicode::ToALabel)
     }
@@ -231,9 +234,9 @@ fn parse(input: &str, unicode: Unicode) -> Result<Host, Error> {
     Ok(Host::Name(name))
 }
 
-/// Lower-cases, removes one trailing dot, converts Unicode labels (when
-/// allowed) and checks every label against the grammar. Does not interpret
-/// numeric forms.
+/// Lower-cases, removes one trailing dot, applies UTS #46 to configuration
+/// entries that need it (see `idna.rs`) and checks every label against the
+/// grammar. Does not interpret numeric forms.
 pub(crate) fn canonical_labels(input: &str, unicode: Unicode) -> Result<String, Error> {
     let fail = |problem| Err(Error::host(input, problem));
     if input.is_empty() {
@@ -242,17 +245,18 @@ pub(crate) fn canonical_labels(input: &str, unicode: Unicode) -> Result<String, 
     if input.len() > MAX_INPUT_LEN {
         return fail(HostProblem::TooLong);
     }
-    let mapped;
-    let text = if input.is_ascii() {
-        input
-    } else {
-        if unicode == Unicode::Refuse {
-            return fail(HostProblem::NonAscii);
+    let converted;
+    let text = match unicode {
+        Unicode::ToALabel if idna::needs_processing(input) => {
+            converted = match idna::to_ascii(idna::strip_root(input)) {
+                Some(ascii) => ascii,
+                None => return fail(HostProblem::Idna),
+            };
+            converted.as_str()
         }
-        mapped = idna::map_dots(input);
-        &mapped
+        Unicode::Refuse if !input.is_ascii() => return fail(HostProblem::NonAscii),
+        _ => input.strip_suffix('.').unwrap_or(input),
     };
-    let text = text.strip_suffix('.').unwrap_or(text);
     let mut out = String::with_capacity(text.len());
     for (i, label) in text.split('.').enumerate() {
         if i > 0 {
@@ -261,24 +265,16 @@ pub(crate) fn canonical_labels(input: &str, unicode: Unicode) -> Result<String, 
         if label.is_empty() {
             return fail(HostProblem::EmptyLabel);
         }
-        if label.is_ascii() {
-            for b in label.bytes() {
-                if !(b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
-                    return fail(HostProblem::BadByte);
-                }
-                out.push(b.to_ascii_lowercase() as char);
+        for b in label.bytes() {
+            if !(b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+                return fail(HostProblem::BadByte);
             }
-        } else {
-            match idna::to_a_label(label) {
-                Some(a) => out.push_str(&a),
-                None => return fail(HostProblem::Idna),
-            }
+            out.push(b.to_ascii_lowercase() as char);
         }
-        let this = out.rsplit('.').next().unwrap_or("");
-        if this.len() > MAX_LABEL_LEN {
+        if label.len() > MAX_LABEL_LEN {
             return fail(HostProblem::LabelTooLong);
         }
-        if this.starts_with('-') || this.ends_with('-') {
+        if label.starts_with('-') || label.ends_with('-') {
             return fail(HostProblem::Hyphen);
         }
     }

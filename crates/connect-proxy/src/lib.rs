@@ -5,7 +5,8 @@
 //! A connection goes through four steps, in this order:
 //!
 //! 1. the target host is brought to one canonical form ([`Host`],
-//!    [`Target`]): lower case, one trailing dot removed, IDNA A-labels, and
+//!    [`Target`]): lower case, one trailing dot removed, IDNA A-labels
+//!    (UTS #46 for allowlist entries; clients must send A-labels), and
 //!    every numeric spelling the C library accepts read as an IP literal;
 //! 2. the [`EgressPolicy`] decides on the name. [`AllowList`] is the usual
 //!    one: compiled once from the baseline sets, the [`GITHUB`] set and the
@@ -86,6 +87,14 @@
 //!   [`MAX_LABEL_LEN`] (63) per label, input over 1024 bytes refused before
 //!   any work; `%`, `@`, `[name]`, empty labels, non-ASCII on the wire and an
 //!   all-numeric last label that is not an IPv4 address are refused.
+//! - Internationalised names: only configuration entries go through UTS #46
+//!   _ToASCII_ (the `idna` crate; non-transitional, with the hyphen, bidi and
+//!   joiner checks): full-width forms, case and NFC are mapped, disallowed
+//!   code points refused, and an `xn--` label must be a valid A-label that
+//!   re-encodes to itself. The result then passes the same grammar as the
+//!   wire. On the wire, non-ASCII is refused and `xn--` labels are compared
+//!   as bytes (after lower-casing), never decoded. Conformance is checked
+//!   against the Unicode consortium's `IdnaTestV2.txt`.
 //! - Ports: decimal, at most 5 digits, 1..=65535.
 //! - Allowlist entries: at most [`MAX_ENTRY_LEN`] (512) bytes; exactly one
 //!   whole-label `*` at most, never over a top-level domain or an IP literal.
