@@ -77,15 +77,41 @@ pub(crate) fn spawn_tcp_forwarder(listener: TcpListener, upstream: SocketAddr) -
     })
 }
 
+/// A forwarded stream that can be closed with a reset.
+trait Abort {
+    /// Makes the coming close a reset (TCP), where the stream has one.
+    fn abort_on_close(&self);
+}
+
+impl Abort for TcpStream {
+    fn abort_on_close(&self) {
+        let _ = self.set_zero_linger();
+    }
+}
+
+impl Abort for tokio::net::UnixStream {
+    /// A Unix socket has no reset: the peer sees end of stream.
+    fn abort_on_close(&self) {}
+}
+
 /// Connects to `upstream` and relays `inner` both ways until both close.
+/// When either side fails (the proxy resets an aborted tunnel), both are
+/// closed with a reset, so the command inside never mistakes a cut-off
+/// stream for a complete one.
 fn relay_to<S>(mut inner: S, upstream: SocketAddr)
 where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: AsyncRead + AsyncWrite + Abort + Unpin + Send + 'static,
 {
     tokio::spawn(async move {
         if let Ok(mut outer) = TcpStream::connect(upstream).await {
             let _ = outer.set_nodelay(true);
-            let _ = tokio::io::copy_bidirectional(&mut inner, &mut outer).await;
+            if tokio::io::copy_bidirectional(&mut inner, &mut outer)
+                .await
+                .is_err()
+            {
+                inner.abort_on_close();
+                outer.abort_on_close();
+            }
         }
     });
 }

@@ -644,3 +644,37 @@ async fn a_plan_too_long_for_the_command_line_goes_through_args_fd() {
     assert!(!Path::new(&format!("{last}/f")).exists());
     m.destroy(&mut h).await.unwrap();
 }
+
+#[tokio::test]
+async fn an_origin_that_aborts_is_seen_as_a_reset_inside() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("reset");
+    // An origin that promises 100 bytes, sends 7 and aborts the connection.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten().take(4) {
+            let mut s = s;
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let _ = rustix::net::sockopt::set_socket_linger(&s, Some(std::time::Duration::ZERO));
+            drop(s);
+        }
+    });
+    let m = manager(&t, FilenameRules::DropFilenameGlobDenies, Some(port));
+    let mut h = m.launch(t.spec("reset")).await.unwrap();
+    let r = run(
+        &m,
+        &h,
+        &format!("curl -sS -m 10 -p -o /dev/null http://localhost:{port}/; echo \"curl=$?\""),
+    )
+    .await;
+    // 56: receive failure (reset); a clean close would be 18 (partial file).
+    assert!(r.stdout.contains("curl=56"), "{} {}", r.stdout, r.stderr);
+    assert!(r.stderr.to_lowercase().contains("reset"), "{}", r.stderr);
+    m.destroy(&mut h).await.unwrap();
+}

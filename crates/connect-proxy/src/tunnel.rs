@@ -1,5 +1,6 @@
 //! Byte relay between a client and its upstream: half-close passed both
-//! ways, an idle timeout over both directions.
+//! ways, an abort (a reset or any other error on either side) passed on as a
+//! reset of the other, an idle timeout over both directions.
 //!
 //! Copying goes through a user-space buffer that starts at 8 KiB and grows
 //! to [`crate::Limits::copy_buffer_bytes`]. On the 2-core loopback bench a
@@ -50,6 +51,11 @@ impl Clock {
 
 /// Relays until both directions saw end-of-stream, one side failed, or
 /// neither side moved a byte for the idle timeout.
+///
+/// When a side fails (the origin resets the connection, the client goes
+/// away mid-transfer), both sockets are closed with a reset rather than a
+/// FIN, so that the other peer sees an aborted stream, never a clean end of
+/// a truncated one.
 pub(crate) async fn relay(
     client: &mut TcpStream,
     upstream: &mut TcpStream,
@@ -67,12 +73,19 @@ pub(crate) async fn relay(
             pump(&mut ur, &mut cw, copying, &clock),
         )
     };
-    tokio::select! {
+    let result = tokio::select! {
         r = both => r.map(|_| ()),
         () = clock.idle_for(copying.idle) => {
-            Err(io::Error::new(io::ErrorKind::TimedOut, "tunnel idle"))
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "tunnel idle"));
         }
+    };
+    if result.is_err() {
+        // Zero linger: close sends RST. Best effort; the sockets are
+        // dropped by the caller right after.
+        let _ = client.set_zero_linger();
+        let _ = upstream.set_zero_linger();
     }
+    result
 }
 
 async fn pump(

@@ -740,3 +740,40 @@ async fn limits_are_enforced() {
     drop(held);
     f.pair.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_reset_reaches_the_client_as_a_reset_not_a_clean_end() {
+    let f = fixture(|_| {}).await;
+    // An origin that sends part of a body and then aborts the connection.
+    let origin = TcpListener::bind((LOCAL, 0)).await.unwrap();
+    let port = origin.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = origin.accept().await {
+            tokio::spawn(async move {
+                s.write_all(b"partial").await.unwrap();
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                s.set_zero_linger().unwrap();
+                drop(s);
+            });
+        }
+    });
+    for name in ["http", "socks"] {
+        let mut s = if name == "http" {
+            let (s, head) = http_connect(f.pair.http_addr(), &format!("greeter.test:{port}")).await;
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            s
+        } else {
+            let (s, code) = socks_connect(f.pair.socks_addr(), b"greeter.test", port).await;
+            assert_eq!(code, 0);
+            s
+        };
+        let mut got = Vec::new();
+        let r = tokio::time::timeout(GUARD, s.read_to_end(&mut got))
+            .await
+            .unwrap();
+        assert_eq!(text(&got), "partial", "{name}");
+        let e = r.expect_err("a reset, not a clean end of stream");
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{name}: {e}");
+    }
+    f.pair.shutdown().await;
+}
