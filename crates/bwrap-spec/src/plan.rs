@@ -391,7 +391,7 @@ impl BwrapBuilder {
             .collect();
         if !terminal {
             for a in &anchors {
-                for p in crate::repos::linked_git_dir_entries(a, host) {
+                for p in sandbox_core::linked_git_dir_entries(a, host) {
                     if !write_entries.contains(&p) {
                         write_entries.push(p);
                     }

@@ -4,6 +4,8 @@
 //! like the Engine API's create request: capabilities, read-only root,
 //! security options, bind mounts, tmpfs, env, user, network and limits. It
 //! is built from a [`sandbox_core::SandboxSpec`] and its mode with
+//! [`ContainerSpec::from_sandbox_on_host`], which also protects the
+//! mandatory write-deny set inside writable binds (see below), with
 //! [`ContainerSpec::from_sandbox`] (or by hand with
 //! [`ContainerSpec::builder`]) and rendered as `docker run` argv, one flag
 //! per element in `--flag=value` form. No shell string is ever built.
@@ -56,6 +58,79 @@
 //! assert_eq!(argv[argv.len() - 4..], ["alpine:3", "sh", "-c", "id"]);
 //! ```
 //!
+//! # Mandatory write-deny set
+//!
+//! Inside a writable bind (a chat-mode bind mount or a runner state dir)
+//! some entries must stay read-only, because the host runs them later
+//! (R-PATHS-3): shell rc files (`.bashrc`, `.zshrc`, `.profile`, ...),
+//! `.gitconfig`, `.gitmodules`, `.git/hooks` and `.git/config`, the agent's
+//! own configuration (`.claude/settings.json`, `.mcp.json`, `~/.claude`),
+//! editor and tool settings that run commands (`.vscode`, `.idea`,
+//! `.envrc`, ...): the curated
+//! [`MANDATORY_WRITE_DENY`](sandbox_core::defaults::MANDATORY_WRITE_DENY)
+//! and [`AGENT_CONFIG_WRITE_DENY`](sandbox_core::defaults::AGENT_CONFIG_WRITE_DENY)
+//! sets. A container that can write `.git/hooks/pre-commit` or
+//! `core.hooksPath` in `.git/config` runs code on the host at its next git
+//! command.
+//!
+//! [`ContainerSpec::from_sandbox_on_host`] enforces the set. It reads the
+//! host through a [`sandbox_core::HostView`] and anchors every entry at the
+//! run's home, at every writable bind and at every nested repository inside
+//! one (found by the caller, for example with
+//! `bwrap_spec::discover_git_repos_on_host`). For a repository whose `.git`
+//! is a file (a linked worktree or a submodule), the file itself and the
+//! `hooks`, `config` and `config.worktree` of the git directory it names
+//! join the set. Each entry that exists is bound again read-only, from its
+//! canonical host path, at its guest path inside the writable bind; the
+//! engine mounts deeper destinations after shallower ones, so the
+//! read-only bind always lands on top.
+//!
+//! A bind mount can only protect something that exists and is not a
+//! symlink, so the built spec lists what it could not protect:
+//! [`ContainerSpec::unprotected_missing_paths`] (entries that do not exist
+//! yet: docker refuses a bind whose source is missing, so the container can
+//! create them) and [`ContainerSpec::unprotected_symlinked_paths`] (entries
+//! whose name goes through a symlink inside a writable bind; the name
+//! stays replaceable, and a symlink leading out of every writable bind is
+//! never followed into a bind). A caller that must fail closed creates
+//! placeholders for the missing entries before building, or refuses to
+//! start while [`ContainerSpec::unprotected_paths`] yields anything; others
+//! log them. The directories between the writable bind and an entry
+//! (`.git` above `.git/hooks`) get a writable bind of themselves: a mount
+//! point cannot be renamed, so `.git` cannot be moved away and replaced by
+//! one with other hooks (the `.git` file of a linked worktree is read-only).
+//! [`ContainerSpec::from_sandbox`] reads nothing from the host and does none
+//! of this.
+//!
+//! ```
+//! use docker_spec::{ContainerSpec, ImageRef, Network};
+//! use sandbox_core::{FakeHost, Os, SandboxSpec};
+//! use std::path::Path;
+//!
+//! let sandbox: SandboxSpec = serde_json::from_str(
+//!     r#"{"sessionId":"s","mode":"chat","bindMounts":[{"hostPath":"/srv/wt","guestPath":"/work"}]}"#,
+//! ).unwrap();
+//! let mut host = FakeHost::new(Os::Linux);
+//! host.dir("/srv/wt/.git/hooks").file("/srv/wt/.git/config");
+//! let spec = ContainerSpec::from_sandbox_on_host(
+//!     &sandbox, ImageRef::new("alpine:3").unwrap(), Network::None,
+//!     Path::new("/home/u"), &[], &host,
+//! )
+//! .unwrap()
+//! .build()
+//! .unwrap();
+//! let targets: Vec<_> = spec.mounts().iter().map(|m| (m.target(), m.access())).collect();
+//! use sandbox_core::Access::{ReadOnly, ReadWrite};
+//! assert_eq!(targets, [
+//!     ("/work", ReadWrite),
+//!     ("/work/.git", ReadWrite),
+//!     ("/work/.git/hooks", ReadOnly),
+//!     ("/work/.git/config", ReadOnly),
+//! ]);
+//! // Nothing stops the container from creating a `.bashrc` that does not exist.
+//! assert!(spec.unprotected_missing_paths().contains(&"/srv/wt/.bashrc".to_owned()));
+//! ```
+//!
 //! # Input safety
 //!
 //! - Mount and tmpfs paths: absolute, at most [`MAX_PATH_LEN`] bytes, no
@@ -85,6 +160,7 @@ mod envfile;
 mod error;
 mod image;
 mod limits;
+mod mandatory;
 mod mount;
 mod spec;
 

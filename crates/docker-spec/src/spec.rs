@@ -2,7 +2,7 @@
 
 use crate::mount::check_path;
 use crate::{BindMount, Error, ErrorKind, ImageRef, Limits, Network, Tmpfs, User};
-use sandbox_core::{Access, SandboxSpec};
+use sandbox_core::{Access, HostView, SandboxSpec};
 use std::ffi::OsString;
 use std::path::Path;
 
@@ -70,6 +70,8 @@ pub struct ContainerSpec {
     pub(crate) limits: Limits,
     pub(crate) workdir: Option<String>,
     pub(crate) command: Vec<OsString>,
+    pub(crate) unprotected_missing: Vec<String>,
+    pub(crate) unprotected_symlinked: Vec<String>,
 }
 
 impl ContainerSpec {
@@ -90,6 +92,8 @@ impl ContainerSpec {
             command: Vec::new(),
             privileged: Privileged::No,
             host_namespaces: Vec::new(),
+            unprotected_missing: Vec::new(),
+            unprotected_symlinked: Vec::new(),
         }
     }
 
@@ -109,6 +113,11 @@ impl ContainerSpec {
     /// The spec is validated, and protected paths must be absolute (a `~`
     /// entry is refused: expand it against the run's home first); mount
     /// errors surface at [`build`](ContainerSpecBuilder::build).
+    ///
+    /// This constructor reads nothing from the host, so it cannot know
+    /// which entries of the mandatory write-deny set exist and leaves them
+    /// writable inside writable binds; a launch uses
+    /// [`from_sandbox_on_host`](Self::from_sandbox_on_host).
     pub fn from_sandbox(
         spec: &SandboxSpec,
         image: ImageRef,
@@ -161,6 +170,105 @@ impl ContainerSpec {
         Ok(builder)
     }
 
+    /// Like [`from_sandbox`](Self::from_sandbox), and in addition enforces
+    /// the mandatory write-deny set (R-PATHS-3) inside every writable bind,
+    /// reading the host through `host` (pass
+    /// [`sandbox_core::AmbientHost`] for the real machine, a
+    /// [`sandbox_core::FakeHost`] in tests).
+    ///
+    /// The set is [`sandbox_core::defaults::MANDATORY_WRITE_DENY`] (shell rc
+    /// files, `.gitconfig`, `.git/hooks`, `.git/config`, `.vscode`,
+    /// `.claude/settings.json`, ...) anchored at `home`, at every writable
+    /// bind (chat-mode binds and runner state dirs) and at every repository
+    /// of `nested_repos` that lies inside one, plus
+    /// [`sandbox_core::defaults::AGENT_CONFIG_WRITE_DENY`] (`~/.claude`).
+    /// For an anchor whose `.git` is a file (a linked worktree or a
+    /// submodule) it also holds the `.git` file itself and, in the git
+    /// directory the file names (`gitdir: PATH` on its first line, at most
+    /// 4096 bytes, relative to the anchor; its `commondir` file, relative to
+    /// it), the common directory's `hooks` and `config` and the worktree's
+    /// `config.worktree`.
+    ///
+    /// Every entry that exists on the host and lies inside a writable bind
+    /// is bound again read-only, over the writable bind, at its guest path;
+    /// files and directories alike. A writable bind that is itself an entry
+    /// becomes read-only. Entries outside every writable bind are not
+    /// visible in the container and need nothing. `nested_repos` usually
+    /// comes from `bwrap_spec::discover_git_repos_on_host` over the writable
+    /// host paths; pass an empty slice to anchor at the binds only.
+    ///
+    /// Two kinds of entry cannot be protected this way, and the built spec
+    /// lists them instead of failing:
+    ///
+    /// - [`unprotected_missing_paths`](ContainerSpec::unprotected_missing_paths):
+    ///   entries inside a writable bind that do not exist on the host (or are
+    ///   dangling symlinks). Docker refuses a bind whose source is missing,
+    ///   so the container can create them.
+    /// - [`unprotected_symlinked_paths`](ContainerSpec::unprotected_symlinked_paths):
+    ///   entries whose name inside a writable bind goes through a symlink.
+    ///   Docker resolves symlinks on both sides of a bind, so the name
+    ///   itself cannot carry a mount and stays replaceable; what it resolves
+    ///   to is bound read-only when that lies inside a writable bind, and
+    ///   never bound when it lies outside every one (that would show the
+    ///   container a host file it cannot otherwise see).
+    ///
+    /// A caller that must fail closed checks
+    /// [`unprotected_paths`](ContainerSpec::unprotected_paths) and either
+    /// creates placeholders for the missing entries before building (empty
+    /// files or directories, created without following symlinks) or refuses
+    /// to start the container.
+    ///
+    /// Every directory between the writable bind and a read-only entry
+    /// (`.git` above `.git/hooks`, `.claude` above `.claude/settings.json`)
+    /// gets a writable bind of itself: a mount point cannot be renamed or
+    /// removed, so a parent cannot be moved away and replaced by one with
+    /// other hooks. A `.git` file of a linked worktree is itself read-only,
+    /// so its checkout cannot be repointed. Build the spec just before
+    /// starting the container: the host is read now, and docker resolves
+    /// the paths again at start.
+    ///
+    /// `home` and every `nested_repos` entry must be absolute
+    /// ([`ErrorKind::InvalidPath`]); the other errors are those of
+    /// [`from_sandbox`](Self::from_sandbox).
+    pub fn from_sandbox_on_host<H: HostView + ?Sized>(
+        spec: &SandboxSpec,
+        image: ImageRef,
+        network: Network,
+        home: &Path,
+        nested_repos: &[String],
+        host: &H,
+    ) -> Result<ContainerSpecBuilder, Error> {
+        let mut builder = ContainerSpec::from_sandbox(spec, image, network)?;
+        match home.to_str() {
+            Some(h) => check_path(h)?,
+            None => {
+                return Err(ErrorKind::InvalidPath {
+                    path: home.to_string_lossy().into_owned(),
+                    reason: "is not valid UTF-8",
+                }
+                .into());
+            }
+        }
+        for repo in nested_repos {
+            check_path(repo)?;
+        }
+        let plan = crate::mandatory::plan(&builder.mounts, home, nested_repos, host);
+        for i in plan.read_only {
+            if let Some(m) = builder.mounts.get_mut(i) {
+                m.2 = Access::ReadOnly;
+            }
+        }
+        for (source, target) in plan.pins {
+            builder.mount(&source, &target, Access::ReadWrite);
+        }
+        for (source, target) in plan.binds {
+            builder.mount(&source, &target, Access::ReadOnly);
+        }
+        builder.unprotected_missing = plan.missing;
+        builder.unprotected_symlinked = plan.symlinked;
+        Ok(builder)
+    }
+
     /// The image.
     pub fn image(&self) -> &ImageRef {
         &self.image
@@ -200,6 +308,34 @@ impl ContainerSpec {
     pub fn limits(&self) -> Limits {
         self.limits
     }
+
+    /// Host paths of mandatory write-deny entries inside a writable bind
+    /// that did not exist when the spec was built from the host
+    /// ([`from_sandbox_on_host`](Self::from_sandbox_on_host)), so nothing
+    /// stops the container from creating them. Empty for other
+    /// constructors.
+    pub fn unprotected_missing_paths(&self) -> &[String] {
+        &self.unprotected_missing
+    }
+
+    /// Host paths of mandatory write-deny entries whose name inside a
+    /// writable bind goes through a symlink, so the name stays replaceable
+    /// in the container (see
+    /// [`from_sandbox_on_host`](Self::from_sandbox_on_host)). Empty for
+    /// other constructors.
+    pub fn unprotected_symlinked_paths(&self) -> &[String] {
+        &self.unprotected_symlinked
+    }
+
+    /// Every mandatory write-deny entry left unprotected: the missing ones,
+    /// then the symlinked ones. A caller that must fail closed refuses to
+    /// start while this yields anything.
+    pub fn unprotected_paths(&self) -> impl Iterator<Item = &str> {
+        self.unprotected_missing
+            .iter()
+            .chain(&self.unprotected_symlinked)
+            .map(String::as_str)
+    }
 }
 
 /// Builds a [`ContainerSpec`]. Setters take `&mut self` and record what
@@ -219,6 +355,8 @@ pub struct ContainerSpecBuilder {
     command: Vec<OsString>,
     privileged: Privileged,
     host_namespaces: Vec<HostNamespace>,
+    unprotected_missing: Vec<String>,
+    unprotected_symlinked: Vec<String>,
 }
 
 impl ContainerSpecBuilder {
@@ -382,6 +520,8 @@ impl ContainerSpecBuilder {
             limits: self.limits,
             workdir: self.workdir.clone(),
             command: self.command.clone(),
+            unprotected_missing: self.unprotected_missing.clone(),
+            unprotected_symlinked: self.unprotected_symlinked.clone(),
         })
     }
 }

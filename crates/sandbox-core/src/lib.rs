@@ -82,6 +82,7 @@
 
 pub mod defaults;
 mod error;
+pub mod git;
 pub mod host;
 mod mode;
 mod paths;
@@ -99,6 +100,7 @@ mod handle;
 pub use backend::SandboxBackend;
 pub use error::{Error, ErrorKind};
 pub use event::{KillReason, SandboxEvent, SandboxViolation};
+pub use git::linked_git_dir_entries;
 pub use handle::SandboxHandle;
 pub use host::{AmbientHost, FakeHost, HostView, Os, find_on_path};
 pub use mode::{Access, Mode};

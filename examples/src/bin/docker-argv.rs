@@ -5,14 +5,22 @@
 //! whose network is enabled uses that internal network (pass the proxy
 //! variables with `--env NAME=VALUE`); otherwise `--network=none`.
 //!
+//! The argv protects the mandatory write-deny set (`.git/hooks`,
+//! `.git/config`, shell rc files, ...) inside writable binds: it reads this
+//! host (the entries that exist, `$HOME`, and the git repositories nested
+//! in the writable binds, at most 4 levels down) and binds each existing
+//! entry read-only. Entries it cannot protect (missing, or reached through
+//! a symlink) are listed on stderr.
+//!
 //! ```sh
 //! echo '{"sessionId":"s","bindMounts":[{"hostPath":"/srv/a,b"}],"mode":"review"}' \
 //!   | cargo run -q -p agent-sandbox-examples --bin docker-argv -- --image alpine:3 -- id
 //! ```
 
 use docker_spec::{ContainerSpec, ImageRef, Network, NetworkName};
-use sandbox_core::SandboxSpec;
+use sandbox_core::{Access, AmbientHost, HostView, SandboxSpec};
 use std::io::Read;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: docker-argv --image REF [--network NAME] [--env NAME=VALUE]... \
@@ -64,12 +72,30 @@ fn run() -> Result<(), String> {
         .read_to_string(&mut text)
         .map_err(|e| format!("reading stdin: {e}"))?;
     let spec: SandboxSpec = serde_json::from_str(&text).map_err(|e| format!("spec JSON: {e}"))?;
-    let spec = ContainerSpec::from_sandbox(&spec, image, network)
+    let host = AmbientHost::from_ambient();
+    let home = host
+        .var_os("HOME")
+        .map(PathBuf::from)
+        .ok_or("HOME is not set; the mandatory write-deny set is anchored there")?;
+    let writable: Vec<String> = spec
+        .mount_accesses()
+        .filter(|(_, a)| *a == Access::ReadWrite)
+        .map(|(m, _)| m.host_path.clone())
+        .chain(spec.runner_state_dirs.iter().cloned())
+        .collect();
+    let nested = bwrap_spec::discover_git_repos_on_host(&writable);
+    let spec = ContainerSpec::from_sandbox_on_host(&spec, image, network, &home, &nested, &host)
         .map_err(|e| e.to_string())?
         .envs(env)
         .command(command)
         .build()
         .map_err(|e| e.to_string())?;
+    for path in spec.unprotected_missing_paths() {
+        eprintln!("docker-argv: unprotected (missing, the container can create it): {path}");
+    }
+    for path in spec.unprotected_symlinked_paths() {
+        eprintln!("docker-argv: unprotected (reached through a symlink): {path}");
+    }
     let argv = spec.run_argv().map_err(|e| e.to_string())?;
     for arg in argv {
         println!("{}", arg.to_string_lossy());

@@ -397,3 +397,58 @@ fn docker_cli_sends_network_none_for_a_sandbox_spec() {
     assert_eq!(body["User"], "1000:1000");
     assert!(body["Env"].as_array().is_none_or(|a| a.is_empty()));
 }
+
+#[test]
+fn docker_cli_sends_the_mandatory_read_only_binds() {
+    let Some(docker) = skip_without_docker() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox: sandbox_core::SandboxSpec = serde_json::from_str(
+        r#"{"sessionId":"s","mode":"chat","networkEnabled":false,
+            "bindMounts":[{"hostPath":"/srv/wt","guestPath":"/work"}]}"#,
+    )
+    .unwrap();
+    let mut host = sandbox_core::FakeHost::new(sandbox_core::Os::Linux);
+    host.dir("/srv/wt/.git/hooks")
+        .file("/srv/wt/.git/config")
+        .file("/srv/wt/README.md");
+    let spec = ContainerSpec::from_sandbox_on_host(
+        &sandbox,
+        ImageRef::new("alpine:3").unwrap(),
+        Network::None,
+        Path::new("/home/u"),
+        &[],
+        &host,
+    )
+    .unwrap()
+    .build()
+    .unwrap();
+    let (body, _) = run_cli(&docker, dir.path(), spec.run_argv().unwrap());
+    let host_config = &body["HostConfig"];
+    let read_only = |source: &str, target: &str| {
+        json!({
+            "Type": "bind", "Source": source, "Target": target, "ReadOnly": true,
+            "BindOptions": {"ReadOnlyForceRecursive": true, "Propagation": "rprivate"},
+        })
+    };
+    // Exactly what the engine receives: the writable checkout, `.git` pinned
+    // by a bind of itself (a mount point cannot be renamed away), then hooks
+    // and config bound read-only over it at their guest paths.
+    assert_eq!(
+        host_config["Mounts"],
+        json!([
+            {"Type": "bind", "Source": "/srv/wt", "Target": "/work"},
+            {"Type": "bind", "Source": "/srv/wt/.git", "Target": "/work/.git"},
+            read_only("/srv/wt/.git/hooks", "/work/.git/hooks"),
+            read_only("/srv/wt/.git/config", "/work/.git/config"),
+        ]),
+        "{host_config:#}"
+    );
+    assert_eq!(host_config["Mounts"], Value::Array(mounts_json(&spec)));
+    assert!(host_config["Binds"].is_null(), "{}", host_config["Binds"]);
+    assert!(
+        spec.unprotected_missing_paths()
+            .contains(&"/srv/wt/.bashrc".to_owned())
+    );
+}

@@ -4,5 +4,6 @@
 
 mod csv;
 mod fake_engine;
+mod mandatory;
 mod props;
 mod tables;
