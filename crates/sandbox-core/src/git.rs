@@ -106,4 +106,28 @@ mod tests {
         assert!(linked_git_dir_entries("/w/plain", &h).is_empty());
         assert!(linked_git_dir_entries("/w/none", &h).is_empty());
     }
+
+    proptest::proptest! {
+        /// Whatever a `.git` file and a `commondir` file hold (the sandbox
+        /// may have written both in an earlier run), reading them never
+        /// panics, the `.git` file itself always comes first, and nothing
+        /// outside the pointed-to git directory is named but its hooks,
+        /// config and config.worktree.
+        #[test]
+        fn any_pointer_contents(dotgit in ".{0,300}", commondir in ".{0,300}") {
+            let mut h = FakeHost::new(Os::Linux);
+            h.dir("/w/main/.git/worktrees/wt")
+                .contents("/w/wt/.git", dotgit)
+                .contents("/w/main/.git/worktrees/wt/commondir", commondir);
+            let out = linked_git_dir_entries("/w/wt", &h);
+            proptest::prop_assert_eq!(out.first().map(String::as_str), Some("/w/wt/.git"));
+            proptest::prop_assert!(out.len() == 1 || out.len() == 4);
+            for p in &out[1..] {
+                proptest::prop_assert!(
+                    p.ends_with("/hooks") || p.ends_with("/config") || p.ends_with("/config.worktree"),
+                    "{}", p
+                );
+            }
+        }
+    }
 }
