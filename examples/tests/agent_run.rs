@@ -179,7 +179,7 @@ fn bad_arguments_are_usage_errors() {
 }
 
 #[test]
-fn proxy_is_the_only_way_out_as_an_unprivileged_user() {
+fn proxy_is_the_only_way_out_and_the_guard_holds_as_an_unprivileged_user() {
     if !native() {
         return;
     }
@@ -203,17 +203,26 @@ fn proxy_is_the_only_way_out_as_an_unprivileged_user() {
             );
         }
     });
+    let guard = sandbox_core::probe_ambient()
+        .native
+        .filename_rules
+        .is_enforceable();
     let d = scratch("nobody");
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
     let script = format!(
         "id -u; curl -sS -m 10 http://localhost:{port}/; echo; \
          curl -s -m 10 -o /dev/null -w 'code=%{{http_code}}\\n' http://denied.example.test/; \
-         bash -c 'echo > /dev/tcp/127.0.0.1/{port}' 2>/dev/null && echo DIRECT-TCP; true"
+         bash -c 'echo > /dev/tcp/127.0.0.1/{port}' 2>/dev/null && echo DIRECT-TCP; \
+         echo k > x.pem 2>/dev/null && echo PEM-WRITTEN; echo ok > notes.txt && echo NOTES; true"
     );
     let o = Command::new("/usr/bin/setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .args(if guard {
+            None
+        } else {
+            Some("--no-filename-rules")
+        })
         .args([
-            "--no-filename-rules",
             "--allow",
             "localhost",
             "--allow-cidr",
@@ -237,6 +246,12 @@ fn proxy_is_the_only_way_out_as_an_unprivileged_user() {
     );
     assert!(out.contains("code=403"), "{out}");
     assert!(!out.contains("DIRECT-TCP"), "{out}");
+    // The name guard runs for the unprivileged user too.
+    assert!(out.contains("NOTES"), "{out}{e}");
+    if guard {
+        assert!(!out.contains("PEM-WRITTEN"), "{out}{e}");
+        assert!(!d.join("x.pem").exists());
+    }
     assert!(
         e.contains("violation: network-outbound denied.example.test:80"),
         "{e}"
