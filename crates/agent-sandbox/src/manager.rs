@@ -187,10 +187,18 @@ impl ManagerBuilder {
             None => sandbox_core::probe_ambient().clone(),
         };
         let log = self.log.clone().unwrap_or_else(|| Arc::new(|_: &str| {}));
-        log(&probe.startup_line(self.switch));
+        // One start-up line (R-PROBE-1); a selection line only when it
+        // adds something (a degradation), not when it restates the probe's
+        // hint or the switch.
+        let startup = probe.startup_line(self.switch);
+        log(&startup);
         let selection = select_backend(self.request, self.switch, self.surface, &probe)?;
+        let restates_probe = selection.backend == SandboxBackend::None
+            && self.surface == Surface::Dispatch
+            && startup.starts_with(sandbox_core::probe::LINE_NONE);
         if let Some(line) = &selection.log_line
-            && *line != probe.startup_line(self.switch)
+            && *line != startup
+            && !restates_probe
         {
             log(line);
         }
@@ -345,6 +353,33 @@ struct NativeSession {
     _placeholders: PlaceholderGuard,
 }
 
+/// What a dispatch launch has started so far; dropped before
+/// [`LaunchGuard::complete`], it revokes the broker lease and stops the
+/// forwarders, so a failed launch leaves nothing running.
+struct LaunchGuard {
+    lease: Option<cred_broker::Lease>,
+    forwarders: Vec<JoinHandle<()>>,
+}
+
+impl LaunchGuard {
+    /// The launch succeeded: hand the forwarders over.
+    fn complete(mut self) -> Vec<JoinHandle<()>> {
+        self.lease = None;
+        std::mem::take(&mut self.forwarders)
+    }
+}
+
+impl Drop for LaunchGuard {
+    fn drop(&mut self) {
+        if let Some(l) = &self.lease {
+            l.revoke();
+        }
+        for f in &self.forwarders {
+            f.abort();
+        }
+    }
+}
+
 /// The proxies and bridges of a dispatch session (terminals have none).
 struct Egress {
     broker: Option<SessionBroker>,
@@ -422,6 +457,12 @@ impl SandboxManager {
             )?),
             None => None,
         };
+        // Until the session is complete, a failure revokes the lease and
+        // stops the forwarders (the proxies stop when dropped).
+        let mut guard = LaunchGuard {
+            lease: broker.as_ref().map(|b| b.lease.clone()),
+            forwarders: Vec::new(),
+        };
         let mut list = AllowList::builder();
         list.network(Network::from_enabled(spec.network_enabled))
             .allow_all(spec.egress_allowlist.iter().cloned())
@@ -450,9 +491,10 @@ impl SandboxManager {
         bridges
             .add("http", GUEST_HTTP_PORT, proxies.http_addr())?
             .add("socks", GUEST_SOCKS_PORT, proxies.socks_addr())?;
-        let mut forwarders = Vec::new();
         for b in bridges.bridges() {
-            forwarders.push(spawn_forwarder(&bridges.host_socket(b), b.upstream())?);
+            guard
+                .forwarders
+                .push(spawn_forwarder(&bridges.host_socket(b), b.upstream())?);
         }
         let writable: Vec<String> = spec
             .mount_accesses()
@@ -469,13 +511,10 @@ impl SandboxManager {
         if let Some(l) = &inner.name_guard {
             builder.name_guard_launcher(l.clone());
         }
-        let plan = builder.build(&AmbientHost::from_ambient_untimed());
-        let plan = match plan {
+        let plan = match builder.build(&AmbientHost::from_ambient_untimed()) {
             Ok(p) => p,
             Err(e) => {
-                for f in &forwarders {
-                    f.abort();
-                }
+                drop(guard);
                 proxies.shutdown().await;
                 return Err(e.into());
             }
@@ -518,7 +557,7 @@ impl SandboxManager {
             broker,
             bridges,
             proxies,
-            forwarders,
+            forwarders: guard.complete(),
             _sockets: sockets,
         };
         Ok((
@@ -625,6 +664,9 @@ impl SandboxPort for SandboxManager {
         argv.extend(command.args.iter().cloned());
         let (tx, rx) = mpsc::channel(256);
         let (kill_tx, kill_rx) = oneshot::channel();
+        // The stream opens with `starting`; `ready` follows once the command
+        // runs (inside the sandbox, after its proxy listeners exist).
+        let _ = tx.try_send(SandboxEvent::Starting);
         let Some(n) = &session.native else {
             let mut c = tokio::process::Command::new(&argv[0]);
             c.args(&argv[1..]).current_dir(Path::new(&workdir));
@@ -1018,6 +1060,7 @@ async fn run_child(
     mut violations: Option<Violations>,
     forwarders: Vec<JoinHandle<()>>,
 ) {
+    let _ = tx.send(SandboxEvent::Ready).await;
     let out = child
         .stdout
         .take()

@@ -98,6 +98,7 @@ struct Run {
     stderr: String,
     violations: Vec<String>,
     exit: Option<i32>,
+    lifecycle: Vec<&'static str>,
 }
 
 async fn run(m: &SandboxManager, handle: &sandbox_core::SandboxHandle, script: &str) -> Run {
@@ -109,6 +110,7 @@ async fn run(m: &SandboxManager, handle: &sandbox_core::SandboxHandle, script: &
         stderr: String::new(),
         violations: Vec::new(),
         exit: None,
+        lifecycle: Vec::new(),
     };
     while let Some(ev) = next_event(&mut events).await {
         match ev {
@@ -116,9 +118,16 @@ async fn run(m: &SandboxManager, handle: &sandbox_core::SandboxHandle, script: &
             SandboxEvent::Stderr { data } => r.stderr.push_str(&String::from_utf8_lossy(&data)),
             SandboxEvent::Violation { violation } => r.violations.push(violation.to_string()),
             SandboxEvent::Exit { exit_code } => r.exit = Some(exit_code),
+            SandboxEvent::Starting => r.lifecycle.push("starting"),
+            SandboxEvent::Ready => r.lifecycle.push("ready"),
             other => panic!("unexpected {other:?}"),
         }
+        if r.lifecycle.is_empty() {
+            panic!("the stream must open with starting");
+        }
     }
+    // R-SPEC-5: starting, then ready, before anything the command did.
+    assert_eq!(r.lifecycle, ["starting", "ready"], "{}", r.stderr);
     r
 }
 
@@ -677,4 +686,29 @@ async fn an_origin_that_aborts_is_seen_as_a_reset_inside() {
     assert!(r.stdout.contains("curl=56"), "{} {}", r.stdout, r.stderr);
     assert!(r.stderr.to_lowercase().contains("reset"), "{}", r.stderr);
     m.destroy(&mut h).await.unwrap();
+}
+
+#[test]
+fn a_host_without_a_sandbox_logs_one_start_up_line() {
+    let mut host = FakeHost::new(Os::Linux);
+    host.env("PATH", "/usr/bin");
+    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    let m = SandboxManager::builder()
+        .probe(ProbeReport::probe(&host))
+        .home("/home/u")
+        .log(Arc::new(move |l: &str| {
+            sink.lock().unwrap().push(l.to_string())
+        }))
+        .build()
+        .unwrap();
+    assert_eq!(m.selection().backend, SandboxBackend::None);
+    let lines = lines.lock().unwrap();
+    assert_eq!(
+        lines.as_slice(),
+        [
+            "no OS-native agent sandbox on this host: install the missing packages: sudo apt-get install bubblewrap socat"
+        ],
+        "R-PROBE-1: one start-up line"
+    );
 }

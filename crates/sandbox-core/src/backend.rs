@@ -9,8 +9,12 @@ use std::fmt;
 /// and the host; [`SandboxBackend::Native`] is namespace isolation
 /// (bubblewrap on Linux and WSL2, Seatbelt on macOS); [`SandboxBackend::None`]
 /// runs on the host unconfined.
+///
+/// Stored values are read through [`SandboxBackend::from_name`]: in JSON,
+/// `null`, a missing field (where the containing type defaults it) or an
+/// unknown name is `none`, and the legacy `"docker"` is `native`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", from = "Option<String>")]
 pub enum SandboxBackend {
     /// An isolated virtual machine: the only backend with a kernel boundary.
     Microvm,
@@ -62,6 +66,12 @@ impl SandboxBackend {
     /// Whether the backend puts a kernel boundary between run and host.
     pub fn has_kernel_boundary(self) -> bool {
         matches!(self, SandboxBackend::Microvm)
+    }
+}
+
+impl From<Option<String>> for SandboxBackend {
+    fn from(name: Option<String>) -> SandboxBackend {
+        SandboxBackend::from_name(name.as_deref())
     }
 }
 

@@ -12,7 +12,10 @@ use std::collections::BTreeMap;
 pub struct SandboxHandle {
     /// The session id from the spec.
     pub session_id: String,
-    /// The backend actually in use, for reporting and labels.
+    /// The backend actually in use, for reporting and labels. Read through
+    /// [`SandboxBackend::from_name`]: missing, `null` or unknown is `none`,
+    /// `"docker"` is `native`.
+    #[serde(default)]
     pub backend: SandboxBackend,
     /// Lifecycle state.
     pub state: SandboxState,

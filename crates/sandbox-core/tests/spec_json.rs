@@ -161,6 +161,37 @@ fn events_and_handles_serialise_with_note_names() {
 }
 
 #[test]
+fn stored_backend_names_are_read_through_from_name() {
+    // R-BACKEND-2 holds for stored JSON too: docker is native, unknown,
+    // null and missing are none, the three names are themselves.
+    for (stored, want) in [
+        (r#""docker""#, SandboxBackend::Native),
+        (r#""native""#, SandboxBackend::Native),
+        (r#""microvm""#, SandboxBackend::Microvm),
+        (r#""none""#, SandboxBackend::None),
+        (r#""gvisor""#, SandboxBackend::None),
+        (r#""Native""#, SandboxBackend::None),
+        ("null", SandboxBackend::None),
+    ] {
+        let b: SandboxBackend = serde_json::from_str(stored).unwrap();
+        assert_eq!(b, want, "{stored}");
+        let h: SandboxHandle = serde_json::from_str(&format!(
+            r#"{{"sessionId":"s","backend":{stored},"state":"warm"}}"#
+        ))
+        .unwrap();
+        assert_eq!(h.backend, want, "{stored}");
+    }
+    let h: SandboxHandle = serde_json::from_str(r#"{"sessionId":"s","state":"warm"}"#).unwrap();
+    assert_eq!(h.backend, SandboxBackend::None);
+    // Written back, a handle stores the canonical name.
+    let h: SandboxHandle =
+        serde_json::from_str(r#"{"sessionId":"s","backend":"docker","state":"warm"}"#).unwrap();
+    assert_eq!(serde_json::to_value(&h).unwrap()["backend"], "native");
+    // A non-string is still an error, not a silent default.
+    assert!(serde_json::from_str::<SandboxBackend>("3").is_err());
+}
+
+#[test]
 fn network_violation_target_is_host_port() {
     assert_eq!(
         SandboxViolation::network_outbound("evil.test", 443).target,
