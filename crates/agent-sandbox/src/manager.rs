@@ -417,6 +417,19 @@ impl SandboxManager {
         &self.inner.selection
     }
 
+    /// The live state of a session (R-SPEC-4): `active` while a command
+    /// runs, `warm` between commands, `None` once destroyed (or for a
+    /// handle this manager did not launch). `exec` takes the handle by
+    /// reference, so the handle itself keeps the state `launch` gave it.
+    pub fn state(&self, handle: &SandboxHandle) -> Option<SandboxState> {
+        let sessions = self.inner.sessions.lock().ok()?;
+        let session = sessions.get(&handle.session_id)?;
+        Some(match &session.runner {
+            Some(r) if !r.is_finished() => SandboxState::Active,
+            _ => SandboxState::Warm,
+        })
+    }
+
     /// The bubblewrap options of a live native session (for inspection).
     pub fn bwrap_args(&self, handle: &SandboxHandle) -> Option<Vec<OsString>> {
         let sessions = self.inner.sessions.lock().ok()?;

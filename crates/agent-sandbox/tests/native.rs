@@ -306,8 +306,10 @@ async fn destroy_kills_a_running_command() {
     let marker = format!("sleep 600.{}", std::process::id());
     let mut cmd = SandboxCommand::new("/bin/sh");
     cmd.arg("-c").arg(&marker);
+    assert_eq!(m.state(&h), Some(SandboxState::Warm));
     let mut events = m.exec(&h, cmd).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(m.state(&h), Some(SandboxState::Active));
     let mut second = SandboxCommand::new("true");
     second.workdir(t.p("ws"));
     match m.exec(&h, second).await {
@@ -315,6 +317,7 @@ async fn destroy_kills_a_running_command() {
         Ok(_) => panic!("a second exec while one runs must be refused"),
     }
     m.destroy(&mut h).await.unwrap();
+    assert_eq!(m.state(&h), None, "destroyed");
     let mut last = None;
     while let Some(ev) = next_event(&mut events).await {
         last = Some(ev);
