@@ -102,6 +102,13 @@
 //! [`ContainerSpec::from_sandbox`] reads nothing from the host and does none
 //! of this.
 //!
+//! The filename-glob denies (no new `.env`, `*.key`, `*.pem` inside a
+//! writable mount, [`FILENAME_GLOB_DENY`](sandbox_core::defaults::FILENAME_GLOB_DENY))
+//! are not enforced in a container: a bind mount cannot refuse a new name.
+//! [`ContainerSpec::filename_globs_unenforced`] lists them whenever the
+//! spec has a writable bind, so a caller that must fail closed (R-DISPATCH-3)
+//! can refuse or say so, as the native backend does.
+//!
 //! ```
 //! use docker_spec::{ContainerSpec, ImageRef, Network};
 //! use sandbox_core::{FakeHost, Os, SandboxSpec};

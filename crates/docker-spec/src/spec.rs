@@ -336,6 +336,26 @@ impl ContainerSpec {
             .chain(&self.unprotected_symlinked)
             .map(String::as_str)
     }
+
+    /// The filename-glob denies (`.env`, `*.key`, `*.pem` for new files)
+    /// this container does not enforce: all of them when some bind is
+    /// writable (a bind mount cannot refuse a new name), none otherwise. A
+    /// caller that must fail closed (R-DISPATCH-3) refuses to start, or
+    /// logs the opt-out, while this is not empty.
+    pub fn filename_globs_unenforced(&self) -> Vec<&'static str> {
+        if self
+            .mounts
+            .iter()
+            .any(|m| m.access() == sandbox_core::Access::ReadWrite)
+        {
+            sandbox_core::defaults::FILENAME_GLOB_DENY
+                .iter()
+                .map(|c| c.entry)
+                .collect()
+        } else {
+            Vec::new()
+        }
+    }
 }
 
 /// Builds a [`ContainerSpec`]. Setters take `&mut self` and record what

@@ -96,6 +96,13 @@ fn run() -> Result<(), String> {
     for path in spec.unprotected_symlinked_paths() {
         eprintln!("docker-argv: unprotected (reached through a symlink): {path}");
     }
+    let globs = spec.filename_globs_unenforced();
+    if !globs.is_empty() {
+        eprintln!(
+            "docker-argv: not enforced in a container (a bind cannot refuse new names): {}",
+            globs.join(" ")
+        );
+    }
     let argv = spec.run_argv().map_err(|e| e.to_string())?;
     for arg in argv {
         println!("{}", arg.to_string_lossy());

@@ -188,3 +188,26 @@ fn home_and_nested_repos_must_be_absolute() {
         );
     }
 }
+
+#[test]
+fn filename_globs_are_reported_unenforced_only_when_something_is_writable() {
+    let image = || ImageRef::new("alpine:3").unwrap();
+    let chat: SandboxSpec = serde_json::from_str(
+        r#"{"sessionId":"s","mode":"chat","bindMounts":[{"hostPath":"/srv/wt"}]}"#,
+    )
+    .unwrap();
+    let spec = ContainerSpec::from_sandbox(&chat, image(), Network::None)
+        .unwrap()
+        .build()
+        .unwrap();
+    assert_eq!(spec.filename_globs_unenforced(), [".env", "*.key", "*.pem"]);
+    let review: SandboxSpec = serde_json::from_str(
+        r#"{"sessionId":"s","mode":"review","bindMounts":[{"hostPath":"/srv/wt"}]}"#,
+    )
+    .unwrap();
+    let spec = ContainerSpec::from_sandbox(&review, image(), Network::None)
+        .unwrap()
+        .build()
+        .unwrap();
+    assert!(spec.filename_globs_unenforced().is_empty());
+}
