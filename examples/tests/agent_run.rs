@@ -160,6 +160,29 @@ fn sandbox_off_runs_on_the_host_and_says_so() {
         "{e}"
     );
     assert!(d.join("f").exists());
+    // The `--name=value` spelling, and an `=` after `--` stays the command's.
+    let o = agent_run(&d, &["--sandbox=off", "--", "sh", "-c", "echo a=b"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "a=b\n");
+    assert!(err(&o).contains("agent sandbox DISABLED by --sandbox off"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn an_explicit_microvm_without_a_runtime_fails_loudly() {
+    if sandbox_core::probe_ambient().microvm.available {
+        eprintln!("SKIPPED: this host can start a microVM");
+        return;
+    }
+    let d = scratch("microvm");
+    let o = agent_run(&d, &["--backend", "microvm", "--", "true"]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    let e = err(&o);
+    assert!(e.to_lowercase().contains("microvm"), "{e}");
+    assert!(
+        !e.contains("backend native") && !e.contains("backend none"),
+        "never downgraded: {e}"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 

@@ -29,7 +29,7 @@ const GUARD_MARKER: &str = "--as-name-guard-exec";
 
 const USAGE: &str = "usage: agent-run [--allow ENTRY]... [--allow-cidr CIDR]... [--no-filename-rules] [--no-name-guard] \
 [--network on|off] [--mode chat|review|plan|orchestrate] [--mount PATH[:ro]]... [--protect PATH]... \
-[--workdir DIR] [--sandbox on|off] [--backend native|none] [--terminal] \
+[--workdir DIR] [--sandbox on|off] [--backend native|none|microvm] [--terminal] \
 [--broker HOST]... [--broker-rules FILE] [--broker-credential-env NAME] \
 [--broker-template bearer|token|git-basic] [--broker-push-rule FILE] [--upstream-ca FILE]... \
 -- CMD [ARG...]";
@@ -78,7 +78,25 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         upstream_ca: Vec::new(),
         command: Vec::new(),
     };
-    let mut it = args.into_iter();
+    // `--name=value` is read as `--name value` (options only, never after
+    // `--`).
+    let mut split: Vec<String> = Vec::with_capacity(args.len());
+    let mut rest = args.into_iter();
+    for a in rest.by_ref() {
+        if a == "--" {
+            split.push(a);
+            break;
+        }
+        match a.split_once('=') {
+            Some((name, v)) if name.starts_with("--") => {
+                split.push(name.to_string());
+                split.push(v.to_string());
+            }
+            _ => split.push(a),
+        }
+    }
+    split.extend(rest);
+    let mut it = split.into_iter();
     while let Some(a) = it.next() {
         let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
         match a.as_str() {
@@ -120,7 +138,14 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
                 o.backend = Some(match v.as_str() {
                     "native" => SandboxBackend::Native,
                     "none" => SandboxBackend::None,
-                    _ => return Err(format!("--backend takes native or none, not {v:?}")),
+                    // Never downgraded: without a microVM runtime this is a
+                    // loud error from the backend selection.
+                    "microvm" => SandboxBackend::Microvm,
+                    _ => {
+                        return Err(format!(
+                            "--backend takes native, none or microvm, not {v:?}"
+                        ));
+                    }
                 });
             }
             "--terminal" => o.terminal = true,
