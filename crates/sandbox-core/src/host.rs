@@ -73,6 +73,15 @@ pub trait HostView {
         let _ = path;
         false
     }
+    /// Whether `path` is known to be a regular file (symlinks followed).
+    /// `false` means "not known to be": a missing path, another type, a
+    /// lookup that failed or timed out. The provided implementation answers
+    /// `false`, so callers that narrow a rule for files (a Seatbelt
+    /// `literal` instead of `subpath`) keep the wider one.
+    fn is_file(&self, path: &Path) -> bool {
+        let _ = path;
+        false
+    }
 }
 
 /// How much of a small file [`HostView::read_small_file`] reads.
@@ -199,6 +208,11 @@ impl HostView for AmbientHost {
     fn is_dir(&self, path: &Path) -> bool {
         let path = path.to_path_buf();
         self.call(move || path.is_dir()).unwrap_or(false)
+    }
+
+    fn is_file(&self, path: &Path) -> bool {
+        let path = path.to_path_buf();
+        self.call(move || path.is_file()).unwrap_or(false)
     }
 }
 

@@ -3,7 +3,8 @@
 use crate::error::{Error, ErrorKind};
 use crate::model::{Action, Filter, Operation, Profile, RemoteHost, RemotePort, Rule};
 use crate::policy::{
-    ancestors, device_filters, literal_filters, names_below, resolve_dirs, subpath_filters,
+    ancestors, deny_filters, device_filters, literal_filters, names_below, resolve_dirs,
+    subpath_filters,
 };
 use sandbox_core::defaults::{
     DANGEROUS_BINARIES, FILENAME_GLOB_DENY, MANDATORY_WRITE_DENY, mandatory_write_deny_paths,
@@ -40,11 +41,15 @@ pub const DNS_SOCKET: &str = "/private/var/run/mDNSResponder";
 ///    and the DNS socket.
 ///
 /// Every path is emitted as written and as its symlinks resolve on `host`.
-/// Deny entries use `subpath` whether they name a file or a directory: a
-/// file's `subpath` matches exactly what its `literal` would, and the rule
-/// still holds if the name is later created as a directory. The regexes
-/// anchored at a writable directory repeat its path, so a writable
-/// directory longer than about 650 bytes is a
+/// A denied entry (steps 2 and 4) is a `literal` where `host` shows a
+/// regular file, a `subpath` where it shows a directory, and a `regex`
+/// where it is a glob. An entry that does not exist stays a `subpath`, so
+/// the rule still holds if the name is later created as a directory; so
+/// does every entry whose file type the host view cannot confirm (a failed
+/// or timed-out lookup). The ancestor rules of step 5 are `literal` whatever the entry:
+/// they deny deleting or replacing the ancestor itself, not the files
+/// below it. The regexes anchored at a writable directory repeat its path,
+/// so a writable directory longer than about 650 bytes is a
 /// [`StringTooLong`](crate::ErrorKind::StringTooLong) error.
 ///
 /// ```
@@ -160,7 +165,7 @@ impl DispatchProfileBuilder {
         p.rule_if_any(
             Action::Deny,
             &[Operation::FileReadAll],
-            subpath_filters(&secrets, host)?,
+            deny_filters(&secrets, host)?,
         );
 
         p.comment("Writes: reset to deny, then the writable directories (R-SEATBELT-3).");
@@ -170,8 +175,8 @@ impl DispatchProfileBuilder {
         p.rule_if_any(Action::Allow, &[Operation::FileWriteAll], allow);
 
         p.comment("Never writable, even inside a writable directory (R-PATHS-3, R-PATHS-4).");
-        let mut deny = subpath_filters(&secrets, host)?;
-        deny.extend(subpath_filters(&write_denied, host)?);
+        let mut deny = deny_filters(&secrets, host)?;
+        deny.extend(deny_filters(&write_denied, host)?);
         let names: Vec<&str> = MANDATORY_WRITE_DENY.iter().map(|c| c.entry).collect();
         let globs: Vec<&str> = FILENAME_GLOB_DENY.iter().map(|c| c.entry).collect();
         // At any depth below a writable directory, the directories holding a

@@ -11,11 +11,16 @@
 //!   and reopened for the writable directories, mandatory and protected
 //!   denies after them, no rename of a denied path's ancestors, exec blocked
 //!   from writable directories, network limited to the session's proxies on
-//!   localhost and DNS.
+//!   localhost and DNS. A denied path is a `literal` where the host shows
+//!   a regular file, a `subpath` where it shows a directory and where it
+//!   does not exist (it may be created as a directory later), a `regex`
+//!   for a glob, each in its written and its resolved spelling; the
+//!   ancestor rules are always `literal`.
 //! - [`TerminalProfileBuilder`]: the fixed terminal profile (R-SEATBELT-8).
 //! - [`glob_to_regex`]: the one glob conversion (`*`, `**`, `?`, classes).
 //! - [`parse_violation_line`]: sandbox log lines into
-//!   [`SandboxViolation`](sandbox_core::SandboxViolation)s (R-SEATBELT-9).
+//!   [`SandboxViolation`](sandbox_core::SandboxViolation)s (R-SEATBELT-9),
+//!   `deny(N)` lines and the older `deny` lines without a count alike.
 //! - [`launcher_argv`] and [`launcher_command`]: the `sandbox-exec` argv and
 //!   an unstarted command for it, on every platform; `spawn` on macOS.
 //! - [`read_profile`] and [`Evaluator`] (feature `evaluator`): read the
@@ -78,7 +83,8 @@
 //! - The reader accepts at most [`MAX_SBPL_BYTES`] bytes and
 //!   [`MAX_SBPL_DEPTH`] levels of nesting, symbols of 256 bytes, and refuses
 //!   what it does not know, with a byte offset. The log parser ignores lines
-//!   over [`MAX_LOG_LINE`] bytes. Neither panics on any input.
+//!   over [`MAX_LOG_LINE`] bytes and lines whose count has more than ten
+//!   digits. Neither panics on any input.
 //!
 //! # Crate features
 //!

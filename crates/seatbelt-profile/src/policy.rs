@@ -4,7 +4,7 @@
 use crate::error::{Error, ErrorKind};
 use crate::model::Filter;
 use crate::regex::RegexText;
-use sandbox_core::{HostView, PathSet};
+use sandbox_core::{HostView, PathEntry, PathSet};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -35,7 +35,8 @@ pub(crate) fn device_filters() -> Result<Vec<Filter>, Error> {
 
 /// One `subpath` per spelling of each plain entry and one `regex` per
 /// spelling of each glob (matching what the glob matches and everything
-/// below it).
+/// below it). For directories a rule opens or confines (writable roots,
+/// exec grants).
 pub(crate) fn subpath_filters<H: HostView + ?Sized>(
     set: &PathSet,
     host: &H,
@@ -43,21 +44,72 @@ pub(crate) fn subpath_filters<H: HostView + ?Sized>(
     let mut out = Vec::new();
     for e in set.entries() {
         if e.glob {
-            for (prefix, rest) in glob_spellings(&e.literal, host)? {
-                let mut b = RegexText::anchored();
-                b.push_literal(&prefix)?;
-                b.push_glob(&rest)?;
-                b.push_raw("(/.*)?");
-                out.push(Filter::Regex(b.finish()?));
-            }
+            glob_filters(&e.literal, host, &mut out)?;
         } else {
-            out.push(Filter::Subpath(e.literal.clone()));
-            if let Some(r) = &e.resolved {
-                out.push(Filter::Subpath(r.clone()));
-            }
+            out.extend(spellings(e).map(|s| Filter::Subpath(s.to_owned())));
         }
     }
     Ok(out)
+}
+
+/// The filters of a deny rule over `set`, both spellings of each entry
+/// (R-SEATBELT-2..4): `literal` for an entry `host` shows to be a regular
+/// file, `subpath` for a directory, `regex` for a glob (as in
+/// [`subpath_filters`]).
+///
+/// Anything else stays `subpath`, the reading that denies more: an entry
+/// that does not exist (it may be created as a directory later), one whose
+/// spellings disagree, and every entry whose lookup failed or timed out, or
+/// of a host that cannot say (`HostView::is_file` answers only a positive
+/// "regular file"; its provided answer is `false`). A path below a regular file cannot exist,
+/// so for a file `literal` denies exactly what `subpath` would, and a
+/// sibling with a longer name (`~/.netrc2` next to `~/.netrc`) is matched
+/// by neither.
+pub(crate) fn deny_filters<H: HostView + ?Sized>(
+    set: &PathSet,
+    host: &H,
+) -> Result<Vec<Filter>, Error> {
+    let mut out = Vec::new();
+    for e in set.entries() {
+        if e.glob {
+            glob_filters(&e.literal, host, &mut out)?;
+            continue;
+        }
+        // Only a positive answer narrows the rule: a lookup that failed or
+        // timed out keeps `subpath`.
+        let file = spellings(e).all(|s| host.is_file(Path::new(s)));
+        out.extend(spellings(e).map(|s| {
+            if file {
+                Filter::Literal(s.to_owned())
+            } else {
+                Filter::Subpath(s.to_owned())
+            }
+        }));
+    }
+    Ok(out)
+}
+
+/// The literal spelling of a plain entry, then its resolved one if it
+/// differs.
+fn spellings(e: &PathEntry) -> impl Iterator<Item = &str> {
+    std::iter::once(e.literal.as_str()).chain(e.resolved.as_deref())
+}
+
+/// One `regex` per spelling of a glob, matching what the glob matches and
+/// everything below it.
+fn glob_filters<H: HostView + ?Sized>(
+    glob: &str,
+    host: &H,
+    out: &mut Vec<Filter>,
+) -> Result<(), Error> {
+    for (prefix, rest) in glob_spellings(glob, host)? {
+        let mut b = RegexText::anchored();
+        b.push_literal(&prefix)?;
+        b.push_glob(&rest)?;
+        b.push_raw("(/.*)?");
+        out.push(Filter::Regex(b.finish()?));
+    }
+    Ok(())
 }
 
 /// A glob split at its fixed leading directory, in that directory's literal
@@ -194,5 +246,93 @@ mod tests {
             Some("/u/.cargo")
         );
         assert_eq!(glob_fixed_prefix("/*.pem"), None);
+    }
+
+    use sandbox_core::{FakeHost, Os};
+    use std::ffi::OsString;
+    use std::path::PathBuf;
+
+    /// A host view that keeps the trait's provided `is_dir` (always false).
+    struct NoDirs(FakeHost);
+
+    impl HostView for NoDirs {
+        fn os(&self) -> Os {
+            self.0.os()
+        }
+        fn var_os(&self, name: &str) -> Option<OsString> {
+            self.0.var_os(name)
+        }
+        fn read_small_file(&self, path: &Path) -> Option<String> {
+            self.0.read_small_file(path)
+        }
+        fn is_executable_file(&self, path: &Path) -> bool {
+            self.0.is_executable_file(path)
+        }
+        fn exists(&self, path: &Path) -> bool {
+            self.0.exists(path)
+        }
+        fn canonicalize(&self, path: &Path) -> Option<PathBuf> {
+            self.0.canonicalize(path)
+        }
+    }
+
+    fn host() -> FakeHost {
+        let mut h = FakeHost::new(Os::MacOs);
+        h.symlink("/Users", "/private/Users")
+            .file("/private/Users/a/.netrc")
+            .file("/private/Users/a/.ssh/id_rsa")
+            .dir("/private/Users/a/.aws");
+        h
+    }
+
+    fn kinds<H: HostView>(host: &H) -> Vec<Filter> {
+        let set = PathSet::resolve(
+            [
+                "~/.netrc",
+                "~/.ssh",
+                "~/.aws",
+                "~/.pgpass",
+                "~/.cargo/credentials*",
+            ],
+            Path::new("/Users/a"),
+            host,
+        )
+        .unwrap();
+        deny_filters(&set, host).unwrap()
+    }
+
+    #[test]
+    fn deny_filters_follow_the_entry_kind_in_both_spellings() {
+        let got = kinds(&host());
+        let lit = |p: &str| Filter::Literal(p.to_owned());
+        let sub = |p: &str| Filter::Subpath(p.to_owned());
+        assert_eq!(
+            got[..8],
+            [
+                lit("/Users/a/.netrc"),
+                lit("/private/Users/a/.netrc"),
+                sub("/Users/a/.ssh"),
+                sub("/private/Users/a/.ssh"),
+                sub("/Users/a/.aws"),
+                sub("/private/Users/a/.aws"),
+                // Missing: a subpath, in case it is created as a directory.
+                sub("/Users/a/.pgpass"),
+                sub("/private/Users/a/.pgpass"),
+            ]
+        );
+        assert_eq!(got.len(), 10);
+        assert!(got[8..].iter().all(|f| matches!(f, Filter::Regex(_))));
+    }
+
+    #[test]
+    fn a_host_that_cannot_say_what_is_a_file_gets_subpaths() {
+        // As a host whose lookups time out: `is_file` and `is_dir` are
+        // both false, and nothing is narrowed to `literal`.
+        let got = kinds(&NoDirs(host()));
+        assert!(
+            got.iter()
+                .all(|f| matches!(f, Filter::Subpath(_) | Filter::Regex(_))),
+            "{got:?}"
+        );
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::model::{Action, Filter, Operation, Profile, Rule};
-use crate::policy::{ancestors, device_filters, resolve_dirs, subpath_filters};
+use crate::policy::{ancestors, deny_filters, device_filters, resolve_dirs, subpath_filters};
 use sandbox_core::{HostView, PathSet};
 use std::path::Path;
 
@@ -14,7 +14,9 @@ pub use sandbox_core::defaults::TERMINAL_SECRET_DIRS;
 /// the network open, the five [`TERMINAL_SECRET_DIRS`] unreadable and
 /// unwritable (both spellings), and none of them (nor an ancestor) can be
 /// deleted or renamed away, since a writable home would otherwise let a
-/// shell move `~/.ssh` out of the rule's reach.
+/// shell move `~/.ssh` out of the rule's reach. Each secret is a `subpath`
+/// unless `host` shows it to be a regular file (then a `literal`), as in
+/// [`DispatchProfileBuilder`](crate::DispatchProfileBuilder).
 ///
 /// ```
 /// use sandbox_core::{FakeHost, Os};
@@ -75,7 +77,7 @@ impl TerminalProfileBuilder {
         p.rule_if_any(
             Action::Deny,
             &[Operation::FileReadAll],
-            subpath_filters(&secrets, host)?,
+            deny_filters(&secrets, host)?,
         );
         p.comment("Writes: reset, then home, the workdir and the temp dirs.");
         p.rule(Rule::new(Action::Deny, Operation::FileWriteAll, Vec::new()));
@@ -86,7 +88,7 @@ impl TerminalProfileBuilder {
         p.rule_if_any(
             Action::Deny,
             &[Operation::FileWriteAll],
-            subpath_filters(&secrets, host)?,
+            deny_filters(&secrets, host)?,
         );
         p.rule_if_any(
             Action::Deny,

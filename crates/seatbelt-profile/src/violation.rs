@@ -5,21 +5,28 @@ use sandbox_core::SandboxViolation;
 /// Longest log line the parser looks at, in bytes; longer lines give `None`.
 pub const MAX_LOG_LINE: usize = 16 * 1024;
 
+/// Longest deny count (`deny(N)`) accepted, in digits.
+const MAX_COUNT_DIGITS: usize = 10;
+
 /// Parses one sandbox violation line from the macOS unified log, such as
 /// `Sandbox: bash(123) deny(1) file-read-data /Users/x/.ssh/id_rsa`, with or
 /// without the timestamp and process columns `log stream --style compact`
-/// puts in front.
+/// puts in front. The form of older releases, without the count
+/// (`Sandbox: bash(123) deny file-read-data /path`), parses the same way.
 ///
 /// The action is the operation Seatbelt names (`file-read-data`,
 /// `network-outbound`, ...) and the target the rest of the line (a path,
 /// `host:port`, or empty for operations without one); the raw line is kept.
-/// Lines of any other shape, `allow` lines, and lines over
+/// The process id must be digits, and a count, when present, one to
+/// ten digits. Lines of any other shape, `allow` lines, and lines over
 /// [`MAX_LOG_LINE`] bytes give `None`. Never panics.
 ///
 /// ```
 /// use seatbelt_profile::parse_violation_line;
 /// let v = parse_violation_line("Sandbox: bash(123) deny(1) network-outbound 1.2.3.4:443").unwrap();
 /// assert_eq!((v.action.as_str(), v.target.as_str()), ("network-outbound", "1.2.3.4:443"));
+/// let old = parse_violation_line("Sandbox: bash(123) deny file-read-data /Users/x/.netrc").unwrap();
+/// assert_eq!((old.action.as_str(), old.target.as_str()), ("file-read-data", "/Users/x/.netrc"));
 /// ```
 pub fn parse_violation_line(line: &str) -> Option<SandboxViolation> {
     if line.len() > MAX_LOG_LINE {
@@ -37,22 +44,34 @@ pub fn parse_violation_line(line: &str) -> Option<SandboxViolation> {
     None
 }
 
-/// `NAME(PID) deny(N) ACTION TARGET`.
+/// `NAME(PID) deny(N) ACTION TARGET` or `NAME(PID) deny ACTION TARGET`.
+///
+/// The first `) deny` followed by `(` or a space ends the process column;
+/// if what surrounds it is not of this shape the line is not a violation.
 fn parse_after_marker(rest: &str) -> Option<SandboxViolation> {
-    let deny_at = rest.find(") deny(")?;
+    let deny_at = rest
+        .match_indices(") deny")
+        .map(|(i, _)| i)
+        .find(|i| matches!(rest.as_bytes().get(i + ") deny".len()), Some(b'(' | b' ')))?;
     let process = &rest[..=deny_at];
     let open = process.rfind('(')?;
     let pid = &process[open + 1..process.len() - 1];
     if open == 0 || pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let after = &rest[deny_at + ") deny(".len()..];
-    let close = after.find(')')?;
-    let count = &after[..close];
-    if count.is_empty() || !count.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+    let mut after = &rest[deny_at + ") deny".len()..];
+    if let Some(counted) = after.strip_prefix('(') {
+        let close = counted.find(')')?;
+        let count = &counted[..close];
+        if count.is_empty()
+            || count.len() > MAX_COUNT_DIGITS
+            || !count.bytes().all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        after = &counted[close + 1..];
     }
-    let after = after[close + 1..].strip_prefix(' ')?;
+    let after = after.strip_prefix(' ')?;
     let (action, target) = match after.split_once(' ') {
         Some((a, t)) => (a, t.trim()),
         None => (after, ""),
@@ -65,4 +84,34 @@ fn parse_after_marker(rest: &str) -> Option<SandboxViolation> {
         return None;
     }
     Some(SandboxViolation::new(action, target))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_limit_holds_for_both_forms() {
+        for head in [
+            "Sandbox: bash(1) deny(1) file-read-data /",
+            "Sandbox: bash(1) deny file-read-data /",
+        ] {
+            let fits = format!("{head}{}", "a".repeat(MAX_LOG_LINE - head.len()));
+            assert!(parse_violation_line(&fits).is_some());
+            let over = format!("{fits}a");
+            assert_eq!(parse_violation_line(&over), None);
+        }
+    }
+
+    #[test]
+    fn the_first_deny_column_decides() {
+        // A target that looks like another process column does not move the split.
+        let v =
+            parse_violation_line("Sandbox: sh(2) deny file-read-data /w/x(3) deny(1) y").unwrap();
+        assert_eq!(v.action, "file-read-data");
+        assert_eq!(v.target, "/w/x(3) deny(1) y");
+        // `) deny` followed by anything but `(` or a space is not the column.
+        let v = parse_violation_line("Sandbox: a) denyx(7) deny(1) process-fork").unwrap();
+        assert_eq!((v.action.as_str(), v.target.as_str()), ("process-fork", ""));
+    }
 }

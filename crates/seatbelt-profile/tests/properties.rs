@@ -6,8 +6,9 @@ use proptest::prelude::*;
 use sandbox_core::defaults::{mandatory_write_deny_paths, secret_read_deny_entries};
 use sandbox_core::{FakeHost, Mode, Os, PathSet, SandboxBindMount, SandboxSpec};
 use seatbelt_profile::{
-    DNS_SOCKET, Decision, DispatchProfileBuilder, Evaluator, Operation, TERMINAL_SECRET_DIRS,
-    Target, TerminalProfileBuilder, read_profile,
+    DNS_SOCKET, Decision, DispatchProfileBuilder, Evaluator, MAX_LOG_LINE, Operation,
+    RenderedProfile, TERMINAL_SECRET_DIRS, Target, TerminalProfileBuilder, parse_violation_line,
+    read_profile,
 };
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
@@ -274,8 +275,251 @@ fn check(c: &Case) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// The filter kind (`literal` or `subpath`) the rule whose parameters are
+/// named `PREFIX_NNN` gives `value`, or `None` if the value is not there.
+fn kind_of<'a>(r: &'a RenderedProfile, prefix: &str, value: &str) -> Option<&'a str> {
+    let key = r.params().iter().find_map(|(k, v)| {
+        let n = k.strip_prefix(prefix)?.strip_prefix('_')?;
+        (v == value && n.bytes().all(|b| b.is_ascii_digit())).then_some(k)
+    })?;
+    ["literal", "subpath"]
+        .into_iter()
+        .find(|kind| r.text().contains(&format!("({kind} (param \"{key}\"))")))
+}
+
+#[derive(Debug, Clone)]
+struct FileCase {
+    home: String,
+    protected: String,
+    protected_is_file: bool,
+    home_writable: bool,
+}
+
+fn file_case() -> impl Strategy<Value = FileCase> {
+    (
+        prop_oneof![
+            "[a-z]{1,8}".prop_map(|n| format!("/Users/{n}")),
+            "[a-z]{1,8}".prop_map(|n| format!("/var/home/{n}")),
+        ],
+        prop_oneof![Just("/repos/"), Just("/tmp/p-")],
+        segment(),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(home, base, seg, protected_is_file, home_writable)| FileCase {
+                home,
+                protected: format!("{base}{seg}"),
+                protected_is_file,
+                home_writable,
+            },
+        )
+}
+
+/// Where the described host keeps `p`: `/tmp` and `/var` lead into `/private`.
+fn real(p: &str) -> String {
+    if p.starts_with("/tmp/") || p.starts_with("/var/") {
+        format!("/private{p}")
+    } else {
+        p.to_owned()
+    }
+}
+
+/// Secrets and mandatory denies that exist as regular files are `literal`,
+/// those that exist as directories and those that do not exist are
+/// `subpath`, both spellings; and every one of them is still unreadable
+/// (secrets), unwritable, undeletable and not renamable through an
+/// ancestor, while a sibling file with a longer name is untouched.
+fn check_file_kinds(c: &FileCase) -> Result<(), TestCaseError> {
+    let home = &c.home;
+    let rh = real(home);
+    let mut host = mac_host();
+    host.file(format!("{rh}/.netrc"))
+        .file(format!("{rh}/.npmrc"))
+        .file(format!("{rh}/.docker/config.json"))
+        .file(format!("{rh}/.bashrc"))
+        .file(format!("{rh}/.gitconfig"))
+        .file(format!("{rh}/.ssh/id_rsa"))
+        .dir(format!("{rh}/.aws"))
+        .file(format!("{rh}/.netrc2"))
+        .file(format!("{rh}/.bashrc2"));
+    let rp = real(&c.protected);
+    if c.protected_is_file {
+        host.file(rp.clone());
+    } else {
+        host.file(format!("{rp}/README.md"));
+    }
+    let mut spec = SandboxSpec::new("s", "w");
+    spec.protected_paths.push(c.protected.clone());
+    if c.home_writable {
+        spec.bind_mounts.push(SandboxBindMount {
+            host_path: home.clone(),
+            guest_path: home.clone(),
+            read_only: false,
+        });
+    }
+    let mut b = DispatchProfileBuilder::new(&spec);
+    b.home(home.clone())
+        .http_proxy_port(8080)
+        .socks_proxy_port(1080);
+    let profile = b.build(&host).unwrap();
+    let r = profile.render().unwrap();
+    let back = read_profile(r.text(), &r.params_map()).unwrap();
+    prop_assert!(back.rules().eq(profile.rules()), "read-back rules differ");
+    let ev = Evaluator::from_sbpl(r.text(), &r.params_map()).unwrap();
+    let path = |op, p: &str| ev.decide(op, Target::Path(p));
+
+    let files = ["~/.netrc", "~/.npmrc", "~/.docker/config.json"];
+    let dirs = ["~/.ssh", "~/.aws"];
+    let missing = ["~/.pgpass", "~/.kube"];
+    let mandatory_files = ["~/.bashrc", "~/.gitconfig"];
+    let mandatory_missing = ["~/.zshrc", "~/.claude"];
+    let kinds = [
+        (&files[..], "literal"),
+        (&dirs[..], "subpath"),
+        (&missing[..], "subpath"),
+    ];
+    for (entries, want) in kinds {
+        for e in entries {
+            let sp = spellings(e, home, &host);
+            prop_assert_eq!(sp.len(), if home.starts_with("/var/") { 2 } else { 1 });
+            for s in sp {
+                prop_assert_eq!(kind_of(&r, "DENY_FILE_READ", &s), Some(want), "read {}", s);
+                prop_assert_eq!(
+                    kind_of(&r, "DENY_FILE_WRITE", &s),
+                    Some(want),
+                    "write {}",
+                    s
+                );
+                prop_assert_eq!(path(Operation::FileReadData, &s), Decision::Deny, "{}", s);
+                prop_assert_eq!(
+                    path(Operation::FileReadMetadata, &s),
+                    Decision::Deny,
+                    "{}",
+                    s
+                );
+                if want == "subpath" {
+                    let child = format!("{s}/id_rsa");
+                    prop_assert_eq!(
+                        path(Operation::FileReadData, &child),
+                        Decision::Deny,
+                        "{}",
+                        child
+                    );
+                    let deep = format!("{s}/new/deeper/key");
+                    prop_assert_eq!(
+                        path(Operation::FileReadData, &deep),
+                        Decision::Deny,
+                        "{}",
+                        deep
+                    );
+                    prop_assert_eq!(
+                        path(Operation::FileWriteCreate, &deep),
+                        Decision::Deny,
+                        "{}",
+                        deep
+                    );
+                }
+            }
+        }
+    }
+    for (entries, want) in [
+        (&mandatory_files[..], "literal"),
+        (&mandatory_missing[..], "subpath"),
+    ] {
+        for e in entries {
+            for s in spellings(e, home, &host) {
+                prop_assert_eq!(
+                    kind_of(&r, "DENY_FILE_WRITE", &s),
+                    Some(want),
+                    "write {}",
+                    s
+                );
+            }
+        }
+    }
+    let protected_kind = if c.protected_is_file {
+        "literal"
+    } else {
+        "subpath"
+    };
+    for s in spellings(&c.protected, home, &host) {
+        prop_assert_eq!(
+            kind_of(&r, "DENY_FILE_WRITE", &s),
+            Some(protected_kind),
+            "{}",
+            s
+        );
+    }
+
+    // Whatever the kind: unwritable, undeletable, not renamable through an
+    // ancestor, and the ancestor rule stays `literal`.
+    let all: Vec<&str> = files
+        .iter()
+        .chain(&dirs)
+        .chain(&missing)
+        .chain(&mandatory_files)
+        .chain(&mandatory_missing)
+        .copied()
+        .chain([c.protected.as_str()])
+        .collect();
+    for e in all {
+        for s in spellings(e, home, &host) {
+            for op in [
+                Operation::FileWriteData,
+                Operation::FileWriteCreate,
+                Operation::FileWriteUnlink,
+            ] {
+                prop_assert_eq!(path(op, &s), Decision::Deny, "{:?} {}", op, s);
+            }
+            for a in ancestors(&s) {
+                prop_assert_eq!(
+                    path(Operation::FileWriteUnlink, &a),
+                    Decision::Deny,
+                    "{}",
+                    a
+                );
+                prop_assert_eq!(
+                    path(Operation::FileWriteCreate, &a),
+                    Decision::Deny,
+                    "{}",
+                    a
+                );
+                prop_assert_eq!(
+                    kind_of(&r, "DENY_FILE_WRITE_UNLINK", &a),
+                    Some("literal"),
+                    "{}",
+                    a
+                );
+            }
+        }
+    }
+
+    // A `literal` for a file does not reach a sibling with a longer name.
+    for s in spellings("~/.netrc2", home, &host) {
+        prop_assert_eq!(path(Operation::FileReadData, &s), Decision::Allow, "{}", s);
+    }
+    if c.home_writable {
+        for s in spellings("~/.bashrc2", home, &host) {
+            prop_assert_eq!(path(Operation::FileWriteData, &s), Decision::Allow, "{}", s);
+        }
+    }
+    Ok(())
+}
+
+/// A process name as the log prints it: no `) deny` inside (which would
+/// be read as the end of the process column) and not empty.
+fn process_name() -> impl Strategy<Value = String> {
+    "[A-Za-z][A-Za-z0-9 ._()-]{0,24}".prop_filter("no ) deny inside", |s| !s.contains(") deny"))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn deny_filter_kinds_follow_the_host(c in file_case()) {
+        check_file_kinds(&c)?;
+    }
 
     #[test]
     fn dispatch_profiles_mean_what_the_spec_says(c in case()) {
@@ -338,6 +582,77 @@ proptest! {
     #[test]
     fn untrusted_sbpl_and_log_lines_never_panic(data in prop::collection::vec(any::<u8>(), 0..512)) {
         seatbelt_profile::fuzzing::untrusted_text(&data);
+    }
+
+    #[test]
+    fn violation_lines_never_panic(
+        parts in prop::collection::vec(
+            prop_oneof![
+                Just("Sandbox: ".to_owned()),
+                Just(") deny".to_owned()),
+                Just(") deny(".to_owned()),
+                Just(") allow(".to_owned()),
+                Just(" ".to_owned()),
+                Just("(".to_owned()),
+                Just(")".to_owned()),
+                "[0-9]{0,12}",
+                "[a-z*-]{0,12}",
+                any::<String>(),
+            ],
+            0..16,
+        ),
+        long in any::<bool>(),
+    ) {
+        let mut line = parts.concat();
+        if long {
+            line.push_str(&"x".repeat(MAX_LOG_LINE));
+        }
+        if let Some(v) = parse_violation_line(&line) {
+            prop_assert!(line.len() <= MAX_LOG_LINE);
+            prop_assert!(!v.action.is_empty());
+            prop_assert!(v.action.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'*'));
+            prop_assert_eq!(v.raw.as_deref(), Some(line.trim_end_matches(['\r', '\n'])));
+            prop_assert!(line.contains(") deny"));
+        }
+    }
+
+    #[test]
+    fn well_formed_violation_lines_round_trip(
+        columns in prop_oneof![
+            Just(String::new()),
+            Just("2026-11-30 10:00:00.123 E  kernel[0:1a2b] (Sandbox) ".to_owned()),
+        ],
+        name in process_name(),
+        pid in "[0-9]{1,10}",
+        count in prop::option::of("[0-9]{1,10}"),
+        action in "[a-z][a-z0-9-]{0,24}\\*?",
+        target in prop_oneof![
+            Just(String::new()),
+            "/[A-Za-z0-9 ._()-]{0,40}[A-Za-z0-9]",
+            "[a-z0-9.]{1,20}:[0-9]{1,5}",
+        ],
+        newline in prop_oneof![Just(""), Just("\n"), Just("\r\n")],
+    ) {
+        let deny = match &count {
+            Some(n) => format!("deny({n})"),
+            None => "deny".to_owned(),
+        };
+        let tail = if target.is_empty() { String::new() } else { format!(" {target}") };
+        let line = format!("{columns}Sandbox: {name}({pid}) {deny} {action}{tail}{newline}");
+        let v = parse_violation_line(&line);
+        prop_assert!(v.is_some(), "{:?}", line);
+        let v = v.unwrap();
+        prop_assert_eq!(&v.action, &action);
+        prop_assert_eq!(&v.target, &target);
+        prop_assert_eq!(v.raw.as_deref(), Some(line.trim_end_matches(['\r', '\n'])));
+        // The same line as an allow is not a violation.
+        let allow = line.replacen(") deny", ") allow", 1);
+        prop_assert_eq!(parse_violation_line(&allow), None, "{:?}", allow);
+        // Cut anywhere inside `deny(N) ACTION`, it is not a violation.
+        let head = format!("{columns}Sandbox: {name}({pid}) ");
+        for cut in head.len()..head.len() + deny.len() + 1 {
+            prop_assert_eq!(parse_violation_line(&line[..cut]), None, "{:?}", &line[..cut]);
+        }
     }
 
     #[test]

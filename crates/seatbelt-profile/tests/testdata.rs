@@ -183,13 +183,16 @@ fn evaluator_table() {
     }
 }
 
-/// The macOS host every profile case and golden profile runs on.
+/// The macOS host every profile case and golden profile runs on: `~/.ssh`
+/// is a directory, `~/.netrc` and `~/.gitconfig` are regular files.
 fn mac_host() -> FakeHost {
     let mut host = FakeHost::new(Os::MacOs);
     host.symlink("/tmp", "/private/tmp")
         .symlink("/var", "/private/var")
         .symlink("/etc", "/private/etc")
         .file("/Users/dev/.ssh/id_ed25519")
+        .file("/Users/dev/.netrc")
+        .file("/Users/dev/.gitconfig")
         .file("/private/tmp")
         .file("/private/var/folders/zz")
         .executable("/usr/bin/sudo");
@@ -210,7 +213,37 @@ struct ProfileCase {
     socks: Option<u16>,
     #[serde(default)]
     queries: Vec<Query>,
+    #[serde(default)]
+    filters: Vec<FilterQuery>,
     error: Option<String>,
+}
+
+/// How the rule whose parameters are named `RULE_NNN` names `path`.
+#[derive(Deserialize)]
+struct FilterQuery {
+    rule: String,
+    path: String,
+    kind: String,
+}
+
+fn check_filters(intent: &str, r: &seatbelt_profile::RenderedProfile, filters: &[FilterQuery]) {
+    for f in filters {
+        let key = r
+            .params()
+            .iter()
+            .find_map(|(k, v)| {
+                let n = k.strip_prefix(f.rule.as_str())?.strip_prefix('_')?;
+                (*v == f.path && n.bytes().all(|b| b.is_ascii_digit())).then_some(k)
+            })
+            .unwrap_or_else(|| panic!("{intent}: no {} parameter for {}", f.rule, f.path));
+        let want = format!("({} (param \"{key}\"))", f.kind);
+        assert!(
+            r.text().contains(&want),
+            "{intent}: {} {} should be {want}",
+            f.rule,
+            f.path
+        );
+    }
 }
 
 fn build_case(c: &ProfileCase) -> Result<Profile, Error> {
@@ -252,6 +285,7 @@ fn profile_table() {
         let ev = Evaluator::from_sbpl(r.text(), &r.params_map())
             .unwrap_or_else(|e| panic!("{}: {e}", c.intent));
         check_queries(&c.intent, &ev, &c.queries);
+        check_filters(&c.intent, &r, &c.filters);
     }
 }
 

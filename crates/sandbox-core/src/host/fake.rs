@@ -206,4 +206,8 @@ impl HostView for FakeHost {
                 .iter()
                 .any(|f| f != &real && f.starts_with(&real))
     }
+
+    fn is_file(&self, path: &Path) -> bool {
+        self.exists(path) && !self.is_dir(path)
+    }
 }
