@@ -25,6 +25,9 @@ pub enum ErrorKind {
     /// The credential broker could not be set up.
     #[error("credential broker: {0}")]
     Broker(#[from] cred_broker::Error),
+    /// The Seatbelt profile could not be built or rendered.
+    #[error("seatbelt profile: {0}")]
+    Seatbelt(seatbelt_profile::Error),
     /// The environment policy could not be built.
     #[error("environment: {0}")]
     Env(#[from] env_guard::Error),

@@ -2,7 +2,12 @@
 //! network only through the session's proxies.
 //!
 //! [`SandboxManager`] implements [`sandbox_core::SandboxPort`] for the
-//! `native` backend (bubblewrap on Linux and WSL2) and for `none`:
+//! `native` backend (bubblewrap on Linux and WSL2, Seatbelt on macOS) and
+//! for `none`. On macOS a launch starts the same proxies and renders the
+//! Seatbelt profile of the `seatbelt-profile` crate for the spec, the home
+//! and the proxies' ports (portable code, tested on Linux with the crate's
+//! SBPL evaluator); `exec` runs the command through `sandbox-exec` with that
+//! profile. The Linux path is described here:
 //!
 //! - `launch` starts the session's proxy pair on 127.0.0.1 (allowlist from
 //!   the spec, denylist first, address policy), a private 0700 directory with

@@ -16,9 +16,9 @@ use connect_proxy::{
     AllowList, IpPolicy, Network, ProxyConfig, ProxyPair, Resolver, SystemResolver,
 };
 use sandbox_core::{
-    AmbientHost, BackendRequest, EventStream, FilenameRuleSupport, KillReason, ProbeReport,
-    SandboxBackend, SandboxCommand, SandboxEvent, SandboxHandle, SandboxPort, SandboxSpec,
-    SandboxState, SandboxSwitch, SandboxViolation, Selection, Surface, select_backend,
+    AmbientHost, BackendRequest, EventStream, FilenameRuleSupport, KillReason, NativeMechanism,
+    ProbeReport, SandboxBackend, SandboxCommand, SandboxEvent, SandboxHandle, SandboxPort,
+    SandboxSpec, SandboxState, SandboxSwitch, SandboxViolation, Selection, Surface, select_backend,
 };
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -219,7 +219,9 @@ impl ManagerBuilder {
                 .map(|(_, p)| p.clone())
         };
         let (bwrap, socat) = (tool("bwrap"), tool("socat"));
-        if selection.backend == SandboxBackend::Native && cfg!(target_os = "linux") {
+        let bubblewrap = selection.backend == SandboxBackend::Native
+            && probe.native.mechanism == Some(NativeMechanism::Bubblewrap);
+        if bubblewrap {
             if bwrap.is_none() {
                 return Err(ErrorKind::ToolMissing {
                     tool: "bwrap",
@@ -235,7 +237,9 @@ impl ManagerBuilder {
                 .into());
             }
         }
-        let native_linux = selection.backend == SandboxBackend::Native && cfg!(target_os = "linux");
+        // Filename rules are a bubblewrap matter; Seatbelt refuses the names
+        // itself.
+        let native_linux = bubblewrap && cfg!(target_os = "linux");
         let guard_blocker: Option<String> = match (&self.name_guard, &probe.native.filename_rules) {
             (None, _) => Some("no name-guard launcher was set".to_string()),
             (Some(_), FilenameRuleSupport::NameGuard) => None,
@@ -282,6 +286,7 @@ impl ManagerBuilder {
                 temp_dir: self.temp_dir.clone().unwrap_or_else(std::env::temp_dir),
                 bwrap,
                 socat,
+                mechanism: probe.native.mechanism,
                 log,
                 inner_bridge: self.inner_bridge,
                 broker: self.broker.clone(),
@@ -321,6 +326,8 @@ struct Inner {
     temp_dir: PathBuf,
     bwrap: Option<PathBuf>,
     socat: Option<PathBuf>,
+    /// The native mechanism the probe found (bubblewrap or Seatbelt).
+    mechanism: Option<NativeMechanism>,
     log: LogSink,
     inner_bridge: InnerBridge,
     broker: Option<BrokerSettings>,
@@ -331,6 +338,7 @@ struct Session {
     spec: SandboxSpec,
     env: Vec<(OsString, OsString)>,
     native: Option<NativeSession>,
+    seatbelt: Option<SeatbeltSession>,
     running: Option<oneshot::Sender<()>>,
     runner: Option<JoinHandle<()>>,
 }
@@ -345,6 +353,20 @@ impl Session {
         self.running = Some(kill_tx);
         self.runner = Some(tokio::spawn(task));
     }
+}
+
+/// A Seatbelt session (macOS): the rendered profile and, for a dispatch,
+/// the proxies it may reach (terminals share the host network).
+struct SeatbeltSession {
+    profile: seatbelt_profile::RenderedProfile,
+    egress: Option<SeatbeltEgress>,
+}
+
+struct SeatbeltEgress {
+    broker: Option<SessionBroker>,
+    proxies: ProxyPair,
+    /// The session's private directory: its temp dir and the CA bundle.
+    _dir: SocketDir,
 }
 
 struct NativeSession {
@@ -430,6 +452,19 @@ impl SandboxManager {
         })
     }
 
+    /// The Seatbelt profile of a live macOS session (for inspection).
+    pub fn seatbelt_profile(
+        &self,
+        handle: &SandboxHandle,
+    ) -> Option<seatbelt_profile::RenderedProfile> {
+        let sessions = self.inner.sessions.lock().ok()?;
+        sessions
+            .get(&handle.session_id)?
+            .seatbelt
+            .as_ref()
+            .map(|s| s.profile.clone())
+    }
+
     /// The bubblewrap options of a live native session (for inspection).
     pub fn bwrap_args(&self, handle: &SandboxHandle) -> Option<Vec<OsString>> {
         let sessions = self.inner.sessions.lock().ok()?;
@@ -440,27 +475,86 @@ impl SandboxManager {
             .map(|n| n.plan.args().to_vec())
     }
 
-    async fn launch_native(
+    /// A Seatbelt launch (macOS): the terminal profile with the host network,
+    /// or, for a dispatch, the session's proxies and a profile that lets the
+    /// run reach only them; the environment points at the proxies' real
+    /// loopback ports (no bridges: Seatbelt filters by port). The profile is
+    /// built and rendered here, on any OS; only running it needs macOS.
+    async fn launch_seatbelt(
         &self,
         spec: &SandboxSpec,
-    ) -> Result<(NativeSession, Vec<(OsString, OsString)>), Error> {
+    ) -> Result<(SeatbeltSession, Vec<(OsString, OsString)>), Error> {
         let inner = &self.inner;
+        let home = inner.home.to_string_lossy().into_owned();
+        let host = AmbientHost::from_ambient_untimed();
+        let seatbelt_err = |e: seatbelt_profile::Error| Error::from(ErrorKind::Seatbelt(e));
         if inner.surface == Surface::Terminal {
-            // The fixed terminal profile: host network, no proxies.
-            let plan = BwrapBuilder::new(spec, &inner.home)
-                .profile(Profile::Terminal)
-                .build(&AmbientHost::from_ambient_untimed())?;
-            let placeholders = PlaceholderGuard::create_on_host(plan.placeholders())?;
+            let mut b = seatbelt_profile::TerminalProfileBuilder::new();
+            b.home(&home);
+            if let Some(w) = &spec.guest_workdir {
+                b.workdir(w);
+            }
+            let profile = b
+                .build(&host)
+                .and_then(|p| p.render())
+                .map_err(seatbelt_err)?;
             let env = sanitized_env(&inner.base_env, inner.home.as_os_str(), None)?.vars;
             return Ok((
-                NativeSession {
-                    plan,
+                SeatbeltSession {
+                    profile,
                     egress: None,
-                    _placeholders: placeholders,
                 },
                 env,
             ));
         }
+        let (dir, broker, proxies, guard) = self.start_egress(spec).await?;
+        let mut b = seatbelt_profile::DispatchProfileBuilder::new(spec);
+        b.home(&home)
+            .http_proxy_port(proxies.http_addr().port())
+            .socks_proxy_port(proxies.socks_addr().port())
+            .temp_dir(dir.path().to_string_lossy());
+        let profile = b
+            .build(&host)
+            .and_then(|p| p.render())
+            .map_err(seatbelt_err)?;
+        let mut extras = EnvExtras::default();
+        if let Some(br) = &broker {
+            extras.ca_bundle = Some(dir.path().join("ca.pem"));
+            for name in &br.phantom_env {
+                extras
+                    .set
+                    .push((name.clone(), br.lease.phantom().as_str().to_string()));
+            }
+        }
+        let sanitized = sanitized_env_with(
+            &inner.base_env,
+            inner.home.as_os_str(),
+            Some((proxies.http_addr(), proxies.socks_addr())),
+            &extras,
+        )?;
+        log_env_drops(&inner.log, &spec.session_id, &sanitized);
+        guard.complete();
+        Ok((
+            SeatbeltSession {
+                profile,
+                egress: Some(SeatbeltEgress {
+                    broker,
+                    proxies,
+                    _dir: dir,
+                }),
+            },
+            sanitized.vars,
+        ))
+    }
+
+    /// The session's egress: its private directory, the broker (when hosts
+    /// are brokered) and the proxy pair, with a guard that revokes the lease
+    /// if the launch fails later.
+    async fn start_egress(
+        &self,
+        spec: &SandboxSpec,
+    ) -> Result<(SocketDir, Option<SessionBroker>, ProxyPair, LaunchGuard), Error> {
+        let inner = &self.inner;
         let sockets = SocketDir::create_in(&inner.temp_dir)?;
         let broker = match &inner.broker {
             Some(settings) => Some(SessionBroker::start(
@@ -472,7 +566,7 @@ impl SandboxManager {
         };
         // Until the session is complete, a failure revokes the lease and
         // stops the forwarders (the proxies stop when dropped).
-        let mut guard = LaunchGuard {
+        let guard = LaunchGuard {
             lease: broker.as_ref().map(|b| b.lease.clone()),
             forwarders: Vec::new(),
         };
@@ -500,6 +594,31 @@ impl SandboxManager {
             config.intercept(b.intercept());
         }
         let proxies = ProxyPair::start(config.build()?).await?;
+        Ok((sockets, broker, proxies, guard))
+    }
+
+    async fn launch_native(
+        &self,
+        spec: &SandboxSpec,
+    ) -> Result<(NativeSession, Vec<(OsString, OsString)>), Error> {
+        let inner = &self.inner;
+        if inner.surface == Surface::Terminal {
+            // The fixed terminal profile: host network, no proxies.
+            let plan = BwrapBuilder::new(spec, &inner.home)
+                .profile(Profile::Terminal)
+                .build(&AmbientHost::from_ambient_untimed())?;
+            let placeholders = PlaceholderGuard::create_on_host(plan.placeholders())?;
+            let env = sanitized_env(&inner.base_env, inner.home.as_os_str(), None)?.vars;
+            return Ok((
+                NativeSession {
+                    plan,
+                    egress: None,
+                    _placeholders: placeholders,
+                },
+                env,
+            ));
+        }
+        let (sockets, broker, proxies, mut guard) = self.start_egress(spec).await?;
         let mut bridges = BridgePlan::new(sockets.path())?;
         bridges
             .add("http", GUEST_HTTP_PORT, proxies.http_addr())?
@@ -603,7 +722,22 @@ impl SandboxPort for SandboxManager {
         handle
             .details
             .insert("label".into(), self.inner.selection.label.into());
+        let mut seatbelt = None;
         let (native, env) = match backend {
+            SandboxBackend::Native if self.inner.mechanism == Some(NativeMechanism::Seatbelt) => {
+                let (sb, env) = self.launch_seatbelt(&spec).await?;
+                if let Some(e) = &sb.egress {
+                    handle
+                        .details
+                        .insert("httpProxy".into(), e.proxies.http_addr().to_string().into());
+                    handle.details.insert(
+                        "socksProxy".into(),
+                        e.proxies.socks_addr().to_string().into(),
+                    );
+                }
+                seatbelt = Some(sb);
+                (None, env)
+            }
             SandboxBackend::Native if cfg!(target_os = "linux") => {
                 let (n, env) = self.launch_native(&spec).await?;
                 if let Some(e) = &n.egress {
@@ -641,6 +775,7 @@ impl SandboxPort for SandboxManager {
             spec,
             env,
             native,
+            seatbelt,
             running: None,
             runner: None,
         };
@@ -680,6 +815,25 @@ impl SandboxPort for SandboxManager {
         // The stream opens with `starting`; `ready` follows once the command
         // runs (inside the sandbox, after its proxy listeners exist).
         let _ = tx.try_send(SandboxEvent::Starting);
+        if let Some(sb) = &session.seatbelt {
+            let full = seatbelt_profile::launcher_argv(&sb.profile, argv.iter().cloned())
+                .map_err(|e| Error::from(ErrorKind::Seatbelt(e)))?;
+            let mut c = tokio::process::Command::new(&full[0]);
+            c.args(&full[1..]).current_dir(Path::new(&workdir));
+            let child = prepare(&mut c, &session.env)
+                .spawn()
+                .map_err(|e| Error::io(format!("starting {:?}", full[0]), e))?;
+            let violations = sb.egress.as_ref().map(|e| Violations {
+                proxy: Some(e.proxies.subscribe_violations()),
+                broker: e.broker.as_ref().map(|b| b.broker.subscribe_violations()),
+                guard: None,
+            });
+            session.run(
+                kill_tx,
+                run_child(child, tx, kill_rx, violations, Vec::new()),
+            );
+            return Ok(Box::pin(ReceiverStream(rx)));
+        }
         let Some(n) = &session.native else {
             let mut c = tokio::process::Command::new(&argv[0]);
             c.args(&argv[1..]).current_dir(Path::new(&workdir));
@@ -858,6 +1012,12 @@ impl SandboxPort for SandboxManager {
         }
         if let Some(runner) = session.runner.take() {
             let _ = runner.await;
+        }
+        if let Some(e) = session.seatbelt.take().and_then(|s| s.egress) {
+            if let Some(b) = &e.broker {
+                b.lease.revoke();
+            }
+            e.proxies.shutdown().await;
         }
         if let Some(e) = session.native.take().and_then(|n| n.egress) {
             if let Some(b) = &e.broker {

@@ -715,3 +715,55 @@ fn a_host_without_a_sandbox_logs_one_start_up_line() {
         "R-PROBE-1: one start-up line"
     );
 }
+
+/// A macOS host as the probe sees it: `sandbox-exec` present.
+fn macos_probe() -> ProbeReport {
+    let mut host = FakeHost::new(Os::MacOs);
+    host.executable("/usr/bin/sandbox-exec");
+    ProbeReport::probe(&host)
+}
+
+#[tokio::test]
+async fn on_macos_a_dispatch_gets_a_seatbelt_profile_that_reaches_only_its_proxies() {
+    use seatbelt_profile::{Evaluator, Operation, Target};
+    let t = Tree::new("seatbelt");
+    let m = SandboxManager::builder()
+        .probe(macos_probe())
+        .home(t.p("home"))
+        .temp_dir(t.p("sockets"))
+        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())])
+        .build()
+        .unwrap();
+    assert_eq!(m.selection().backend, SandboxBackend::Native);
+    let mut h = m.launch(t.spec("seatbelt")).await.unwrap();
+    let http: std::net::SocketAddr = h.details["httpProxy"].as_str().unwrap().parse().unwrap();
+    let socks: std::net::SocketAddr = h.details["socksProxy"].as_str().unwrap().parse().unwrap();
+    let profile = m.seatbelt_profile(&h).expect("a seatbelt session");
+    assert!(m.bwrap_args(&h).is_none());
+    let eval = Evaluator::from_sbpl(profile.text(), &profile.params_map()).unwrap();
+    let lo = std::net::IpAddr::from([127, 0, 0, 1]);
+    for port in [http.port(), socks.port()] {
+        assert!(eval.allows(Operation::NetworkOutbound, Target::Ip(lo, port)));
+    }
+    assert!(!eval.allows(Operation::NetworkOutbound, Target::Ip(lo, 22)));
+    assert!(!eval.allows(
+        Operation::NetworkOutbound,
+        Target::Ip("93.184.216.34".parse().unwrap(), 443)
+    ));
+    let key = t.p("home/.ssh/id_rsa");
+    assert!(!eval.allows(Operation::FileReadData, Target::Path(&key)));
+    let hook = t.p("ws/.git/hooks/pre-commit");
+    assert!(!eval.allows(Operation::FileWriteData, Target::Path(&hook)));
+    let pem = t.p("ws/new.pem");
+    assert!(!eval.allows(Operation::FileWriteData, Target::Path(&pem)));
+    let ok = t.p("ws/src/main.rs");
+    assert!(eval.allows(Operation::FileWriteData, Target::Path(&ok)));
+    // Running it needs macOS; here the launcher is missing and exec fails
+    // with a typed error instead of running anything unconfined.
+    if !Path::new(seatbelt_profile::SANDBOX_EXEC).exists() {
+        assert!(m.exec(&h, SandboxCommand::new("true")).await.is_err());
+    }
+    m.destroy(&mut h).await.unwrap();
+    // The proxies are gone with the session.
+    assert!(std::net::TcpStream::connect(http).is_err());
+}
