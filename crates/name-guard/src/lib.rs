@@ -100,9 +100,13 @@
 //! Limits: x86-64 only; an `openat2` that creates with `resolve` flags is
 //! answered `ENOSYS` (callers fall back to `openat`); `bind` of a Unix
 //! socket (which creates a name but holds no data) is not supervised; the
-//! supervisor handles one call at a time; rules match ASCII case
-//! insensitively only (other Unicode case folding is not applied); `mkdir`
-//! of a denied name that already exists answers `EACCES`, not `EEXIST`;
+//! supervisor handles one call at a time, except the open of an existing
+//! FIFO, which waits for its other end on a worker thread (at most
+//! [`MAX_WAITING_FIFO_OPENS`] at once) so that it never holds up the calls
+//! of the process that would open that other end; rules match ASCII case
+//! insensitively only (other Unicode case folding is not applied); `mkdir`,
+//! `mknod`, `symlink` or `link` onto a denied name that already exists
+//! answer `EEXIST`, as the kernel would, and report nothing;
 //! [`run`] does not check the kernel version itself. A report
 //! line is written only for a refusal because a rule matched, not for other
 //! errors; a line longer than `PIPE_BUF` (4096 bytes) may reach a pipe in
@@ -128,7 +132,7 @@ pub use report::{
     Denial, DeniedCall, MAX_REPORT_LINE, VIOLATION_ACTION, format_denial_line, parse_denial_line,
 };
 pub use rules::{MAX_RULE_LEN, MAX_RULES, Rules};
-pub use supervisor::{MAX_RETRIES, MAX_SYMLINK_HOPS, PATH_MAX, Stats};
+pub use supervisor::{MAX_RETRIES, MAX_SYMLINK_HOPS, MAX_WAITING_FIFO_OPENS, PATH_MAX, Stats};
 
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStrExt;

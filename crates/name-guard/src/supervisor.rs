@@ -27,7 +27,14 @@ const RENAME_EXCHANGE: u32 = 1 << 1;
 enum Reply {
     Val(i64),
     Fd(OwnedFd, bool),
+    /// A worker thread answers (an open that may block, see
+    /// [`Supervisor::open_fifo_elsewhere`]).
+    Deferred,
 }
+
+/// Most opens of existing FIFOs waiting at once on worker threads; past
+/// it, they wait on the supervisor itself.
+pub const MAX_WAITING_FIFO_OPENS: usize = 64;
 
 type Res = Result<Reply, i32>;
 
@@ -172,6 +179,8 @@ pub(crate) struct Supervisor<'a> {
     /// The unwritten end of a report line a short write left behind.
     pending: std::cell::RefCell<Vec<u8>>,
     dropped: std::cell::Cell<u64>,
+    /// FIFO opens waiting on worker threads.
+    waiting: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl<'a> Supervisor<'a> {
@@ -184,6 +193,7 @@ impl<'a> Supervisor<'a> {
             report_fd,
             pending: std::cell::RefCell::new(Vec::new()),
             dropped: std::cell::Cell::new(0),
+            waiting: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)),
         }
     }
 
@@ -260,6 +270,7 @@ impl<'a> Supervisor<'a> {
         self.stats.denied += self.refused.take();
         self.stats.reports_dropped += self.dropped.take();
         let sent = match reply {
+            Ok(Reply::Deferred) => Ok(()),
             Ok(Reply::Val(v)) => sys::notif_send(self.listener, n.id, Ok(v)),
             Err(e) => sys::notif_send(self.listener, n.id, Err(e)),
             Ok(Reply::Fd(fd, cloexec)) => {
@@ -407,7 +418,7 @@ impl<'a> Supervisor<'a> {
             };
             let path = self.read_path(t, p)?;
             self.valid(n)?;
-            return self.open(t, self.anchor(t, dirfd, path)?, flags, mode, call);
+            return self.open(n.id, t, self.anchor(t, dirfd, path)?, flags, mode, call);
         }
         if nr == libc::SYS_openat2 {
             let path = self.read_path(t, a[1])?;
@@ -436,7 +447,7 @@ impl<'a> Supervisor<'a> {
             let creating = flags & (libc::O_CREAT as u64 | O_TMPFILE_BITS as u64) != 0;
             if resolve == 0 && creating {
                 let flags = i32::try_from(flags).map_err(|_| libc::EINVAL)?;
-                return self.open(t, anchor, flags, mode as u32, DeniedCall::Open);
+                return self.open(n.id, t, anchor, flags, mode as u32, DeniedCall::Open);
             }
             if creating && flags & libc::O_CREAT as u64 != 0 {
                 // A creating open with resolve restrictions is not performed
@@ -588,11 +599,50 @@ impl<'a> Supervisor<'a> {
         Err(libc::ENOSYS)
     }
 
+    /// Opens the existing FIFO `r` (without `O_CREAT`: if it vanished, the
+    /// caller gets `ENOENT` rather than a new file) on a worker thread, which
+    /// answers the notification `id` itself.
+    fn open_fifo_elsewhere(&self, id: u64, r: Resolved, flags: i32, cloexec: bool) -> Res {
+        use std::sync::atomic::Ordering;
+        let listener = sys::dup_cloexec(self.listener)?;
+        let waiting = self.waiting.clone();
+        waiting.fetch_add(1, Ordering::AcqRel);
+        let spawned = std::thread::Builder::new()
+            .name("name-guard-fifo".into())
+            .spawn(move || {
+                let l = listener.as_raw_fd();
+                let sent = match sys::openat(r.parent.as_raw_fd(), &r.call_name, flags, 0) {
+                    Ok(fd) => match sys::notif_addfd_send(l, id, &fd, cloexec) {
+                        Ok(_) | Err(libc::ENOENT) => Ok(()),
+                        Err(e) => sys::notif_send(l, id, Err(e)),
+                    },
+                    Err(e) => sys::notif_send(l, id, Err(e)),
+                };
+                let _ = sent;
+                waiting.fetch_sub(1, Ordering::AcqRel);
+            });
+        match spawned {
+            Ok(_) => Ok(Reply::Deferred),
+            Err(_) => {
+                self.waiting.fetch_sub(1, Ordering::AcqRel);
+                Err(libc::EAGAIN)
+            }
+        }
+    }
+
     /// A creating open (`O_CREAT` or `O_TMPFILE`), performed on the checked
     /// final component with `O_NOFOLLOW`; symbolic links at the final
     /// component are followed here, so the name decided on is the name
     /// created.
-    fn open(&self, t: &mut Target, start: Anchor, flags: i32, mode: u32, call: DeniedCall) -> Res {
+    fn open(
+        &self,
+        id: u64,
+        t: &mut Target,
+        start: Anchor,
+        flags: i32,
+        mode: u32,
+        call: DeniedCall,
+    ) -> Res {
         let cloexec = flags & libc::O_CLOEXEC != 0;
         let mode = mode & 0o7777;
         if flags & O_TMPFILE_BITS != 0 {
@@ -640,6 +690,16 @@ impl<'a> Supervisor<'a> {
                 }
             };
             let flags_nf = flags | libc::O_NOFOLLOW;
+            // An existing FIFO creates nothing, and opening it waits for the
+            // other end, which may first need the supervisor itself (a
+            // reader that creates a log file before opening the pipe): wait
+            // on a worker thread instead.
+            if !excl
+                && self.waiting.load(std::sync::atomic::Ordering::Acquire) < MAX_WAITING_FIFO_OPENS
+                && sys::is_fifo_at(r.parent.as_raw_fd(), &r.call_name)
+            {
+                return self.open_fifo_elsewhere(id, r, flags_nf & !libc::O_CREAT, cloexec);
+            }
             let res = if self.denied(&r) {
                 if excl {
                     return Err(self.refuse(call, &r));

@@ -291,6 +291,31 @@ pub(crate) fn set_cloexec_nonblock(fd: RawFd) -> Result<(), i32> {
     Ok(())
 }
 
+/// A close-on-exec duplicate of `fd`.
+pub(crate) fn dup_cloexec(fd: RawFd) -> Result<OwnedFd, i32> {
+    // SAFETY: fcntl(F_DUPFD_CLOEXEC) on a descriptor number; the result is a
+    // new descriptor this process owns, or -1 with errno.
+    owned(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) })
+}
+
+/// Whether `name` in the directory `dir` is a FIFO (not following a
+/// symbolic link at `name`).
+pub(crate) fn is_fifo_at(dir: RawFd, name: &CStr) -> bool {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `name` is NUL-terminated and outlives the call; `st` is a
+    // valid out pointer for one `struct stat`, read only when the call
+    // succeeded (it then initialised it).
+    unsafe {
+        libc::fstatat(
+            dir,
+            cstr_ptr(name),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        ) == 0
+            && (st.assume_init().st_mode & libc::S_IFMT) == libc::S_IFIFO
+    }
+}
+
 /// One `write(2)` of `buf` to `fd`; returns the number of bytes written.
 pub(crate) fn write_once(fd: RawFd, buf: &[u8]) -> Result<usize, i32> {
     // SAFETY: `buf` is valid for `buf.len()` bytes for the call.

@@ -401,3 +401,34 @@ fn absolute_path_rules_deny_one_place_only() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("handled 3 calls, denied 2"), "{err}");
 }
+
+#[test]
+fn a_blocking_fifo_open_never_stalls_other_creations() {
+    let Some(sb) = Sandbox::new() else { return };
+    let d = sb.path();
+    // The writer's `> p` waits for a reader; the reader first creates a
+    // log file. Opened on the supervisor itself, the writer's open would
+    // hold every later creation, the reader's included: a deadlock. An
+    // existing FIFO of a denied name may be opened too (nothing is created).
+    let made = Command::new("mkfifo")
+        .arg(d.join("x.pem"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let script = "mkfifo p; (echo hi > p) & (echo key > x.pem) & sleep 0.3; \
+                  echo start > log.txt; cat p; cat x.pem; wait; cat log.txt";
+    let inner = sb.command(Some(&DENY), &[], script);
+    let mut c = Command::new("timeout");
+    c.arg("20").arg(inner.get_program()).args(inner.get_args());
+    c.envs(inner.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))));
+    let out = sb.output(c, script);
+    assert!(
+        out.status.success(),
+        "status {:?} (124: deadlocked)",
+        out.status
+    );
+    assert_eq!(stdout(&out), "hi\nkey\nstart\n");
+    assert!(d.join("log.txt").is_file());
+    let ft = fs::symlink_metadata(d.join("x.pem")).unwrap().file_type();
+    assert!(ft.is_fifo(), "still the FIFO, nothing created in its place");
+}
