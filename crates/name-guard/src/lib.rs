@@ -146,8 +146,10 @@ const REPORT_FD_LIMIT: i32 = 1_000_000;
 const USAGE: &str = "usage: name-guard-exec [--report-fd N] --deny GLOB... -- CMD ARGS";
 
 /// The oldest kernel the guard runs on, as (major, minor):
-/// `SECCOMP_ADDFD_FLAG_SEND` appeared in Linux 5.14.
-pub const MIN_KERNEL: (u32, u32) = (5, 14);
+/// `SECCOMP_ADDFD_FLAG_SEND` appeared in Linux 5.14 and
+/// `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV` in 5.19; without the latter a
+/// signal can make a call the supervisor performed run a second time.
+pub const MIN_KERNEL: (u32, u32) = (5, 19);
 
 /// Whether a kernel release string (`uname -r`, such as
 /// `"5.14.0-284.el9.x86_64"`) names a kernel at least [`MIN_KERNEL`].
@@ -410,9 +412,11 @@ mod tests {
     fn kernel_releases() {
         let table = [
             ("6.18.44-fc-v857", true),
-            ("5.14.0-284.el9.x86_64", true),
-            ("5.14", true),
-            ("5.15.0-1051-azure", true),
+            ("5.19.0-46-generic", true),
+            ("5.19", true),
+            ("5.14.0-284.el9.x86_64", false),
+            ("5.15.0-1051-azure", false),
+            ("6.8.0-1015-azure", true),
             ("10.0.1", true),
             ("6.0", true),
             ("5.13.19-arch1", false),

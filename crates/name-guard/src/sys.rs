@@ -65,6 +65,14 @@ struct SeccompNotifAddfd {
 const SECCOMP_SET_MODE_FILTER: libc::c_uint = 1;
 /// `SECCOMP_FILTER_FLAG_NEW_LISTENER`.
 pub(crate) const FILTER_FLAG_NEW_LISTENER: u32 = 1 << 3;
+/// `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV` (Linux 5.19): once the
+/// supervisor has received a notification, the caller waits for the answer
+/// through every signal but a fatal one. Without it a signal (a profiler's
+/// timer, a runtime's preemption signal) interrupts the wait after the
+/// supervisor performed the call, the call restarts, and is performed twice:
+/// `EEXIST` for an exclusive create that succeeded, `ENOENT` for a rename
+/// that did.
+pub(crate) const FILTER_FLAG_WAIT_KILLABLE_RECV: u32 = 1 << 5;
 const IOCTL_NOTIF_RECV: libc::c_ulong = 0xC050_2100;
 const IOCTL_NOTIF_SEND: libc::c_ulong = 0xC018_2101;
 const IOCTL_NOTIF_ID_VALID: libc::c_ulong = 0x4008_2102;
@@ -477,12 +485,22 @@ pub(crate) fn spawn_filtered(prog: &[SockFilter], argv: &[CString]) -> Result<(i
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 child_fail(b"name-guard-exec: cannot set no_new_privs\n");
             }
-            let listener = libc::syscall(
+            let mut listener = libc::syscall(
                 libc::SYS_seccomp,
                 SECCOMP_SET_MODE_FILTER,
-                FILTER_FLAG_NEW_LISTENER,
+                FILTER_FLAG_NEW_LISTENER | FILTER_FLAG_WAIT_KILLABLE_RECV,
                 &fprog as *const SockFprog,
             );
+            // Kernels before 5.19 do not know the flag: the guard still
+            // holds, but a signal can make a performed call run twice.
+            if listener < 0 && *libc::__errno_location() == libc::EINVAL {
+                listener = libc::syscall(
+                    libc::SYS_seccomp,
+                    SECCOMP_SET_MODE_FILTER,
+                    FILTER_FLAG_NEW_LISTENER,
+                    &fprog as *const SockFprog,
+                );
+            }
             if listener < 0 {
                 child_fail(b"name-guard-exec: cannot install the seccomp filter\n");
             }

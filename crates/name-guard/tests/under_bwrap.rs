@@ -432,3 +432,17 @@ fn a_blocking_fifo_open_never_stalls_other_creations() {
     let ft = fs::symlink_metadata(d.join("x.pem")).unwrap().file_type();
     assert!(ft.is_fifo(), "still the FIFO, nothing created in its place");
 }
+
+#[test]
+fn a_signal_storm_never_makes_a_performed_call_run_twice() {
+    let Some(sb) = Sandbox::new() else { return };
+    let out = sb.sh("\"$ATTACK\" signal_storm 1000");
+    assert!(out.status.success());
+    let text = stdout(&out);
+    let mut words = text.split_whitespace();
+    assert_eq!(words.next(), Some("failed"), "{text}");
+    assert_eq!(words.next(), Some("0"), "every call ran once: {text}");
+    assert_eq!(words.next(), Some("signals"));
+    let signals: u64 = words.next().unwrap().parse().unwrap();
+    assert!(signals > 100, "the timer kept interrupting: {text}");
+}

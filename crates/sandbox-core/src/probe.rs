@@ -53,9 +53,12 @@ pub const NOTE_SEATBELT: &str = "sandbox-exec (Seatbelt): namespace isolation, n
 /// The note for a Linux or WSL2 host with bubblewrap and socat.
 pub const NOTE_BUBBLEWRAP: &str = "bubblewrap: namespace isolation, no kernel boundary";
 /// The lowest Linux release whose seccomp user notification can inject a
-/// descriptor and answer in one step (`SECCOMP_ADDFD_FLAG_SEND`), which the
-/// name guard needs.
-pub const NAME_GUARD_MIN_KERNEL: (u32, u32) = (5, 14);
+/// descriptor and answer in one step (`SECCOMP_ADDFD_FLAG_SEND`, 5.14) and
+/// keep a notified caller waiting through non-fatal signals
+/// (`SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`, 5.19), which the name guard
+/// needs: without the latter a signal can make a call the guard performed
+/// run a second time.
+pub const NAME_GUARD_MIN_KERNEL: (u32, u32) = (5, 19);
 /// Appended to the bubblewrap note when the kernel can run the name guard.
 pub const NOTE_NAME_GUARD: &str = "filename rules at creation by name-guard (seccomp)";
 /// The hint for a platform with no native sandbox.
@@ -121,7 +124,8 @@ pub enum FilenameRuleSupport {
     /// Seatbelt refuses new names matching a regex itself (macOS).
     Seatbelt,
     /// The kernel can run the name guard (seccomp user notification with
-    /// descriptor injection, Linux 5.14 or later, x86-64).
+    /// descriptor injection and signal-safe waits, Linux 5.19 or later,
+    /// x86-64).
     NameGuard,
     /// Nothing here enforces them; the reason, for the note and errors.
     Unavailable(String),
@@ -157,10 +161,10 @@ fn name_guard_support(release: &str) -> FilenameRuleSupport {
     match kernel_version(release) {
         Some(v) if v >= NAME_GUARD_MIN_KERNEL => FilenameRuleSupport::NameGuard,
         Some((a, b)) => FilenameRuleSupport::Unavailable(format!(
-            "kernel {a}.{b} is older than {maj}.{min} (seccomp descriptor injection)"
+            "kernel {a}.{b} is older than {maj}.{min} (seccomp user notification with descriptor injection and killable waits)"
         )),
         None => FilenameRuleSupport::Unavailable(
-            "kernel release unknown (need Linux 5.14 or later)".to_string(),
+            "kernel release unknown (need Linux 5.19 or later)".to_string(),
         ),
     }
 }

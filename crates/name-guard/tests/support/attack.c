@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -28,6 +29,8 @@ static int report(long r) {
 
 static char buf[256];
 static volatile int stop;
+static volatile long alarms;
+static void on_alarm(int sig) { (void)sig; alarms++; }
 static const char *good, *bad;
 
 static void *flipper(void *arg) {
@@ -138,6 +141,34 @@ int main(int argc, char **argv) {
     stop = 1;
     pthread_join(t, NULL);
     printf("created %d refused %d\n", created, refused);
+    return 0;
+  }
+  if (!strcmp(m, "signal_storm")) {
+    /* signal_storm N: N exclusive creates, renames and mkdirs of fresh
+       names while a 20 us interval timer keeps interrupting; prints how
+       many failed (a call performed twice by the guard after a restart
+       fails with EEXIST or ENOENT). */
+    int n = atoi(argv[2]), failed = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {{0, 20}, {0, 20}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    char a[64], b[64];
+    for (int i = 0; i < n; i++) {
+      snprintf(a, sizeof a, "s%d", i);
+      snprintf(b, sizeof b, "r%d", i);
+      int fd = open(a, O_CREAT | O_EXCL | O_WRONLY, 0644);
+      if (fd < 0) failed++; else close(fd);
+      if (rename(a, b) != 0) failed++;
+      snprintf(a, sizeof a, "d%d", i);
+      if (mkdir(a, 0755) != 0) failed++;
+    }
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    printf("failed %d signals %ld\n", failed, alarms);
     return 0;
   }
   if (!strcmp(m, "deny_many")) {
