@@ -48,13 +48,33 @@ pub(crate) const NOTIFIED: &[libc::c_long] = &[
     libc::SYS_mkdirat,
 ];
 
-/// System calls refused with `EPERM`: ways around the supervisor.
+/// System calls refused with `EPERM`: ways around the supervisor. The
+/// mount calls would let a process that gained a mount namespace make a
+/// file appear under a denied name with no call the guard sees (an overlay
+/// copies a file up on a plain write); `setns` would join one.
 pub(crate) const REFUSED: &[libc::c_long] = &[
     libc::SYS_io_uring_setup,
     libc::SYS_open_by_handle_at,
     libc::SYS_name_to_handle_at,
     libc::SYS_pidfd_getfd,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_fsopen,
+    libc::SYS_fsmount,
+    libc::SYS_fsconfig,
+    libc::SYS_move_mount,
+    libc::SYS_open_tree,
+    libc::SYS_mount_setattr,
+    libc::SYS_setns,
 ];
+
+/// `CLONE_NEWNS | CLONE_NEWUSER`: new mount or user namespaces, refused in
+/// `unshare` and `clone` (whose flags the filter can read).
+const NEW_NAMESPACE_BITS: u32 = 0x0002_0000 | 0x1000_0000;
+
+/// `PR_SET_DUMPABLE`.
+const PR_SET_DUMPABLE: u32 = 4;
 
 /// Build the program. `supervisor` is the supervisor's pid as the guarded
 /// process sees it; `ptrace` and `process_vm_writev` aimed at it are
@@ -88,12 +108,35 @@ pub(crate) fn program(supervisor: i32) -> Vec<SockFilter> {
     for &call in REFUSED {
         p.extend([ins(JEQ_K, 0, 1, nr(call)), ins(RET_K, 0, 0, eperm)]);
     }
-    // Calls refused only when aimed at the supervisor (or, for seccomp,
-    // asking for a listener): compare one argument's low word.
-    let aimed: [(libc::c_long, u32, u16, u32); 3] = [
+    // clone3 passes its flags in memory the filter cannot read: ENOSYS,
+    // so the C library falls back to clone, whose flags it can.
+    p.extend([
+        ins(JEQ_K, 0, 1, nr(libc::SYS_clone3)),
+        ins(RET_K, 0, 0, RET_ERRNO | libc::ENOSYS as u32),
+    ]);
+    // A non-dumpable process could not have its path arguments read by the
+    // supervisor (which holds no capability), so every call it made that
+    // creates a name would fail: `prctl(PR_SET_DUMPABLE, 0)` answers 0 and
+    // changes nothing. Inside the sandbox only the guarded processes could
+    // read each other anyway.
+    p.extend([
+        ins(JEQ_K, 0, 5, nr(libc::SYS_prctl)),
+        ins(LD_W_ABS, 0, 0, off_arg(0)),
+        ins(JEQ_K, 0, 3, PR_SET_DUMPABLE),
+        ins(LD_W_ABS, 0, 0, off_arg(1)),
+        ins(JEQ_K, 0, 1, 0),
+        ins(RET_K, 0, 0, RET_ERRNO),
+    ]);
+    p.push(ins(LD_W_ABS, 0, 0, OFF_NR));
+    // Calls refused only when aimed at the supervisor, asking for a
+    // listener, or asking for a new mount or user namespace: compare one
+    // argument's low word.
+    let aimed: [(libc::c_long, u32, u16, u32); 5] = [
         (libc::SYS_ptrace, 1, JEQ_K, sup),
         (libc::SYS_process_vm_writev, 0, JEQ_K, sup),
         (libc::SYS_seccomp, 1, JSET_K, FILTER_FLAG_NEW_LISTENER),
+        (libc::SYS_unshare, 0, JSET_K, NEW_NAMESPACE_BITS),
+        (libc::SYS_clone, 0, JSET_K, NEW_NAMESPACE_BITS),
     ];
     for (call, arg, test, k) in aimed {
         p.extend([

@@ -5,18 +5,28 @@
 //! inside a writable mount (R-DISPATCH-3). This crate closes that gap from
 //! inside the sandbox with seccomp user notification:
 //!
-//! - [`run`] (the `name-guard-exec` launcher) forks. The child sets
-//!   `no_new_privs`, installs a seccomp filter with a listener and passes the
-//!   listener to the parent over a socket pair, then execs the command.
+//! - [`run`] (the `name-guard-exec` launcher) gives up every capability
+//!   (so the supervisor can do nothing on the command's behalf that the
+//!   command could not, and the command cannot trace it), then forks. The
+//!   child sets `no_new_privs`, installs a seccomp filter with a listener
+//!   and passes the listener to the parent over a socket pair, then execs
+//!   the command.
 //! - The filter sends every call that can create a name to the parent:
 //!   `open`/`openat` whose flags hold `O_CREAT` or `O_TMPFILE` (tested in the
 //!   filter), `creat`, every `openat2`, `mknod`/`mknodat`,
 //!   `rename`/`renameat`/`renameat2`, `link`/`linkat`,
 //!   `symlink`/`symlinkat` and `mkdir`/`mkdirat`. It refuses with `EPERM`
-//!   the calls that would go around the supervisor: `io_uring_setup`, `open_by_handle_at`,
-//!   `name_to_handle_at`, `pidfd_getfd`, `ptrace` and `process_vm_writev`
-//!   aimed at the supervisor, a nested filter asking for its own listener,
-//!   every non-x86-64 system call ABI.
+//!   the calls that would go around the supervisor: `io_uring_setup`,
+//!   `open_by_handle_at`, `name_to_handle_at`, `pidfd_getfd`, `ptrace` and
+//!   `process_vm_writev` aimed at the supervisor, a nested filter asking for
+//!   its own listener, new mount or user namespaces (`unshare` and `clone`
+//!   with `CLONE_NEWNS` or `CLONE_NEWUSER`), every mount call and `setns`
+//!   (an overlay mount makes a file appear on a plain write), every
+//!   non-x86-64 system call ABI; `clone3`, whose flags it cannot read,
+//!   answers `ENOSYS` (the C library falls back to `clone`).
+//!   `prctl(PR_SET_DUMPABLE, 0)` answers 0 and changes nothing: the
+//!   supervisor, without capabilities, could not read a non-dumpable
+//!   caller's path arguments.
 //! - The parent, the supervisor, is not filtered. For each notification it
 //!   reads the path arguments once from the caller's memory (at most
 //!   [`PATH_MAX`] bytes), checks that the notification is still valid,
@@ -32,8 +42,17 @@
 //! - The decision is on the final component (a trailing slash, as in
 //!   `mkdir("x.pem/")`, is ignored for it) against the glob rules, and on
 //!   the absolute path against the path rules, ignoring ASCII case (see
-//!   [`Rules`]). A `renameat2` with `RENAME_EXCHANGE` gives both names new
-//!   content, so it is refused when either name is denied.
+//!   [`Rules`]). A `renameat2` with `RENAME_EXCHANGE` or `RENAME_WHITEOUT`
+//!   creates the old name too, so it is refused when either name is
+//!   denied. A rename or a symbolic link is also refused when a path rule
+//!   lies below the new name (moving a directory to `.claude` would bring
+//!   `.claude/settings.json` into being).
+//! - The supervisor acts as itself, so in procfs it only serves the caller's
+//!   own descriptor directory (`/proc/PID/fd/N`, and `/dev/fd/N`,
+//!   `/dev/stdin`, `/dev/stdout`, `/dev/stderr`, which are read as links
+//!   into it): such a name opens the caller's open file. Every other procfs
+//!   parent (the supervisor's own `/proc/PID/mem`, reached directly or
+//!   through a planted link) is refused with `EACCES`.
 //! - A creating open follows a symbolic link at the final component itself,
 //!   hop by hop (at most [`MAX_SYMLINK_HOPS`]), and opens the final name with
 //!   `O_NOFOLLOW`, so `ok -> x.pem` cannot create `x.pem`; an existing file of
@@ -97,8 +116,11 @@
 //! cut); [`parse_denial_line`] refuses longer lines and never panics,
 //! whatever the bytes. `--report-fd` takes at most six decimal digits.
 //!
-//! Limits: x86-64 only; an `openat2` that creates with `resolve` flags is
-//! answered `ENOSYS` (callers fall back to `openat`); `bind` of a Unix
+//! Limits: x86-64 only; an `openat2` with `resolve` flags is answered
+//! `ENOSYS` (callers fall back to `openat`); symbolic links in the middle
+//! of a path are resolved by the kernel for the supervisor (the same mount
+//! namespace, since the command cannot make another), so one pointing into
+//! `/proc/self` reaches the supervisor's entries and is refused; `bind` of a Unix
 //! socket (which creates a name but holds no data) is not supervised; the
 //! supervisor handles one call at a time, except the open of an existing
 //! FIFO, which waits for its other end on a worker thread (at most
@@ -350,6 +372,8 @@ pub fn run(inv: &Invocation) -> Result<Outcome, Error> {
         sys::set_cloexec_nonblock(fd).map_err(|errno| ErrorKind::ReportFd { fd, errno })?;
     }
     sys::ignore_signal(libc::SIGPIPE);
+    // The supervisor and the command run with no capability at all.
+    sys::drop_all_capabilities().map_err(|errno| ErrorKind::Supervise { errno })?;
     let prog = filter::program(sys::getpid());
     let (child, listener) =
         sys::spawn_filtered(&prog, &argv).map_err(|errno| ErrorKind::Spawn { errno })?;

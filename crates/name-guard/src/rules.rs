@@ -94,6 +94,26 @@ impl Rules {
         self.globs.iter().any(|g| glob_match(g, name))
     }
 
+    /// Whether some path rule lies strictly below the absolute path `path`
+    /// (`/w/.claude` for the rule `/w/.claude/settings.json`): moving a
+    /// directory, or a symbolic link, into that name would bring a denied
+    /// path into being without creating it. Compared component by
+    /// component, wildcards matching as in a rule.
+    pub fn denies_ancestor(&self, path: &[u8]) -> bool {
+        let parts = |p: &'_ [u8]| -> Vec<Vec<u8>> {
+            p.split(|&c| c == b'/')
+                .filter(|c| !c.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect()
+        };
+        let pc = parts(path);
+        let below = |rule: &Vec<u8>| {
+            let rc = parts(rule);
+            rc.len() > pc.len() && rc.iter().zip(&pc).all(|(r, p)| glob_match(r, p))
+        };
+        self.literal_paths.iter().any(below) || self.paths.iter().any(below)
+    }
+
     /// Whether creating the absolute path `path` is denied by a path rule.
     pub fn denies_path(&self, path: &[u8]) -> bool {
         (!self.literal_paths.is_empty() && self.literal_paths.contains(&path.to_ascii_lowercase()))
@@ -181,6 +201,31 @@ mod tests {
         assert!(!r.denies_path(b"/w/repo1/.vscodex"));
         assert!(!r.denies_path(b"/w/repo1"));
         assert!(!r.denies_name(b".vscode"), "a path rule is not a name rule");
+    }
+
+    #[test]
+    fn ancestors_of_path_rules() {
+        let r = Rules::new(["/w/.claude/settings.json", "/w/.git/hooks/*"]).unwrap();
+        for p in [
+            "/w/.claude",
+            "/W/.Claude/",
+            "/w/.git",
+            "/w/.git/hooks",
+            "/w",
+            "/",
+        ] {
+            assert!(r.denies_ancestor(p.as_bytes()), "{p}");
+        }
+        for p in [
+            "/w/.claude/settings.json",
+            "/w/.claudex",
+            "/w/.git/hooks/pre-commit",
+            "/w/other",
+            "/x",
+        ] {
+            assert!(!r.denies_ancestor(p.as_bytes()), "{p}");
+        }
+        assert!(!Rules::new([".env"]).unwrap().denies_ancestor(b"/w"));
     }
 
     #[test]

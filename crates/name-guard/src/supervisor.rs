@@ -22,6 +22,7 @@ const AT_FDCWD: i32 = libc::AT_FDCWD;
 const O_TMPFILE_BITS: i32 = 0o20_000_000;
 const DENIED: i32 = libc::EACCES;
 const RENAME_EXCHANGE: u32 = 1 << 1;
+const RENAME_WHITEOUT: u32 = 1 << 2;
 
 /// What to answer.
 enum Reply {
@@ -82,8 +83,26 @@ impl Target {
     }
 
     /// `/proc/self` and `/proc/thread-self` name the caller, not the
-    /// supervisor: rewrite that prefix. The final component is unchanged.
+    /// supervisor: rewrite that prefix, and `/dev/fd`, `/dev/stdin`,
+    /// `/dev/stdout`, `/dev/stderr` (links into `/proc/self/fd`) to the
+    /// caller's descriptor directory. The final component is unchanged.
     fn rewrite(&mut self, path: Vec<u8>) -> Result<Vec<u8>, i32> {
+        // The standard links into `/proc/self/fd`.
+        for (prefix, fd) in [
+            (&b"/dev/fd"[..], ""),
+            (&b"/dev/stdin"[..], "/0"),
+            (&b"/dev/stdout"[..], "/1"),
+            (&b"/dev/stderr"[..], "/2"),
+        ] {
+            if path.starts_with(prefix)
+                && (path.len() == prefix.len() || path[prefix.len()] == b'/')
+            {
+                let tgid = self.status()?.0;
+                let mut out = format!("/proc/{tgid}/fd{fd}").into_bytes();
+                out.extend_from_slice(&path[prefix.len()..]);
+                return Ok(out);
+            }
+        }
         for (prefix, thread) in [
             (&b"/proc/self"[..], false),
             (&b"/proc/thread-self"[..], true),
@@ -126,6 +145,9 @@ struct Resolved {
     parent: OwnedFd,
     name: Vec<u8>,
     call_name: CString,
+    /// The parent is the caller's own `/proc/PID/fd` (or a thread's): the
+    /// name is a magic link to one of its open files.
+    caller_fd: bool,
 }
 
 /// Split a path into the directory part and the final component.
@@ -310,7 +332,7 @@ impl<'a> Supervisor<'a> {
         Ok(Anchor { base, rel: path })
     }
 
-    fn resolve(&self, a: &Anchor) -> Result<Resolved, i32> {
+    fn resolve(&self, t: &mut Target, a: &Anchor) -> Result<Resolved, i32> {
         if a.rel.is_empty() {
             return Err(libc::ENOENT);
         }
@@ -327,6 +349,19 @@ impl<'a> Supervisor<'a> {
             libc::O_PATH | libc::O_DIRECTORY,
             0,
         )?;
+        // The supervisor acts as itself: in procfs, a path such as
+        // `/proc/PID/mem` of the supervisor would be its own, and no other
+        // process's entries are the caller's to reach through it. Only the
+        // caller's own descriptor directory is served (`/dev/stdout`,
+        // `/proc/self/fd/N`, bash's `>(...)`).
+        let caller_fd = if sys::is_procfs(parent.as_raw_fd()) {
+            if !self.is_caller_fd_dir(t, &parent)? {
+                return Err(libc::EACCES);
+            }
+            true
+        } else {
+            false
+        };
         let mut call = name.clone();
         if slash {
             call.push(b'/');
@@ -335,6 +370,31 @@ impl<'a> Supervisor<'a> {
             parent,
             call_name: cstring(&call)?,
             name,
+            caller_fd,
+        })
+    }
+
+    /// Whether the procfs directory `dir` is `/proc/TGID/fd` or
+    /// `/proc/TGID/task/TID/fd` of the calling process.
+    fn is_caller_fd_dir(&self, t: &mut Target, dir: &OwnedFd) -> Result<bool, i32> {
+        let Ok(path) = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())) else {
+            return Ok(false);
+        };
+        let path = path.into_os_string().into_encoded_bytes();
+        let tgid = t.status()?.0;
+        let own = format!("/proc/{tgid}/");
+        let Some(rest) = path.strip_prefix(own.as_bytes()) else {
+            return Ok(false);
+        };
+        if rest == b"fd" {
+            return Ok(true);
+        }
+        let Some(rest) = rest.strip_prefix(b"task/") else {
+            return Ok(false);
+        };
+        Ok(match rest.strip_suffix(b"/fd") {
+            Some(tid) => !tid.is_empty() && tid.iter().all(u8::is_ascii_digit),
+            None => false,
         })
     }
 
@@ -358,6 +418,18 @@ impl<'a> Supervisor<'a> {
         if self.rules.has_path_rules() {
             // Fail closed when the parent cannot be named.
             return Self::full_path(r).is_none_or(|full| self.rules.denies_path(&full));
+        }
+        false
+    }
+
+    /// For a name that a rename or a symbolic link brings into being with
+    /// whatever lies below it: also denied when a path rule lies below it.
+    fn denied_with_below(&self, r: &Resolved) -> bool {
+        if self.denied(r) {
+            return true;
+        }
+        if self.rules.has_path_rules() {
+            return Self::full_path(r).is_none_or(|full| self.rules.denies_ancestor(&full));
         }
         false
     }
@@ -443,28 +515,19 @@ impl<'a> Supervisor<'a> {
                 return Err(libc::EINVAL);
             }
             self.valid(n)?;
-            let anchor = self.anchor(t, fd(0), path)?;
-            let creating = flags & (libc::O_CREAT as u64 | O_TMPFILE_BITS as u64) != 0;
-            if resolve == 0 && creating {
-                let flags = i32::try_from(flags).map_err(|_| libc::EINVAL)?;
-                return self.open(n.id, t, anchor, flags, mode as u32, DeniedCall::Open);
-            }
-            if creating && flags & libc::O_CREAT as u64 != 0 {
-                // A creating open with resolve restrictions is not performed
-                // by the guard; callers fall back to openat.
+            if resolve != 0 {
+                // Resolve restrictions apply to the whole path as the
+                // caller's kernel walk would see it, which the supervisor's
+                // own walk cannot reproduce: not performed here; callers
+                // fall back to openat.
                 return Err(libc::ENOSYS);
             }
-            let cloexec = flags & libc::O_CLOEXEC as u64 != 0;
-            let old = sys::umask(t.umask()?);
-            let r = sys::openat2(
-                anchor.base.as_raw_fd(),
-                &cstring(&anchor.rel)?,
-                flags,
-                mode,
-                resolve,
-            );
-            sys::umask(old);
-            return r.map(|f| Reply::Fd(f, cloexec));
+            // Every openat2 comes here (its flags are in memory the filter
+            // cannot read), creating or not: the same checked open, which
+            // also keeps the supervisor's own /proc entries out of reach.
+            let flags = i32::try_from(flags).map_err(|_| libc::EINVAL)?;
+            let anchor = self.anchor(t, fd(0), path)?;
+            return self.open(n.id, t, anchor, flags, mode as u32, DeniedCall::Open);
         }
         if nr == libc::SYS_mknod || nr == libc::SYS_mknodat {
             let (dirfd, p, mode, dev) = if nr == libc::SYS_mknod {
@@ -474,7 +537,7 @@ impl<'a> Supervisor<'a> {
             };
             let path = self.read_path(t, p)?;
             self.valid(n)?;
-            let r = self.resolve(&self.anchor(t, dirfd, path)?)?;
+            let r = self.resolve(t, &self.anchor(t, dirfd, path)?)?;
             if self.denied(&r) {
                 return Err(self.refuse_new(DeniedCall::Mknod, &r));
             }
@@ -492,14 +555,15 @@ impl<'a> Supervisor<'a> {
             let old = self.read_path(t, op)?;
             let new = self.read_path(t, np)?;
             self.valid(n)?;
-            let o = self.resolve(&self.anchor(t, od, old)?)?;
-            let r = self.resolve(&self.anchor(t, nd, new)?)?;
-            if self.denied(&r) {
+            let o = self.resolve(t, &self.anchor(t, od, old)?)?;
+            let r = self.resolve(t, &self.anchor(t, nd, new)?)?;
+            if self.denied_with_below(&r) {
                 return Err(self.refuse(DeniedCall::Rename, &r));
             }
-            // An exchange gives the old name the new one's content: it is a
-            // creation of both names.
-            if flags & RENAME_EXCHANGE != 0 && self.denied(&o) {
+            // An exchange gives the old name the new one's content, and a
+            // whiteout leaves a device node under it: both create the old
+            // name too.
+            if flags & (RENAME_EXCHANGE | RENAME_WHITEOUT) != 0 && self.denied_with_below(&o) {
                 return Err(self.refuse(DeniedCall::Rename, &o));
             }
             return sys::renameat2(
@@ -523,7 +587,7 @@ impl<'a> Supervisor<'a> {
             let old = self.read_path(t, op)?;
             let new = self.read_path(t, np)?;
             self.valid(n)?;
-            let r = self.resolve(&self.anchor(t, nd, new)?)?;
+            let r = self.resolve(t, &self.anchor(t, nd, new)?)?;
             if self.denied(&r) {
                 return Err(self.refuse_new(DeniedCall::Link, &r));
             }
@@ -549,7 +613,7 @@ impl<'a> Supervisor<'a> {
                 )
                 .map(|()| Reply::Val(0));
             }
-            let o = self.resolve(&self.anchor(t, od, old)?)?;
+            let o = self.resolve(t, &self.anchor(t, od, old)?)?;
             return sys::linkat(
                 o.parent.as_raw_fd(),
                 &o.call_name,
@@ -569,8 +633,8 @@ impl<'a> Supervisor<'a> {
             let target = read_c_string(t.tid, target_p)?;
             let new = self.read_path(t, np)?;
             self.valid(n)?;
-            let r = self.resolve(&self.anchor(t, nd, new)?)?;
-            if self.denied(&r) {
+            let r = self.resolve(t, &self.anchor(t, nd, new)?)?;
+            if self.denied_with_below(&r) {
                 return Err(self.refuse_new(DeniedCall::Symlink, &r));
             }
             return sys::symlinkat(&cstring(&target)?, r.parent.as_raw_fd(), &r.call_name)
@@ -586,7 +650,7 @@ impl<'a> Supervisor<'a> {
             self.valid(n)?;
             // A trailing slash is kept for the kernel; the decision is on
             // the component without it.
-            let r = self.resolve(&self.anchor(t, dirfd, path)?)?;
+            let r = self.resolve(t, &self.anchor(t, dirfd, path)?)?;
             if self.denied(&r) {
                 return Err(self.refuse_new(DeniedCall::Mkdir, &r));
             }
@@ -666,7 +730,10 @@ impl<'a> Supervisor<'a> {
             };
             let mut hops = 0;
             let r = loop {
-                let r = self.resolve(&anchor)?;
+                let r = self.resolve(t, &anchor)?;
+                if r.caller_fd {
+                    break r;
+                }
                 if excl || user_nofollow {
                     break r;
                 }
@@ -677,6 +744,7 @@ impl<'a> Supervisor<'a> {
                             return Err(libc::ELOOP);
                         }
                         anchor = if target.first() == Some(&b'/') {
+                            let target = t.rewrite(target)?;
                             self.anchor(t, AT_FDCWD, target)?
                         } else {
                             Anchor {
@@ -689,6 +757,17 @@ impl<'a> Supervisor<'a> {
                     Err(e) => return Err(e),
                 }
             };
+            if r.caller_fd {
+                // One of the caller's open files, through its magic link:
+                // nothing is created, and the caller could open it itself.
+                let f = sys::openat(
+                    r.parent.as_raw_fd(),
+                    &r.call_name,
+                    flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW),
+                    0,
+                )?;
+                return Ok(Reply::Fd(f, cloexec));
+            }
             let flags_nf = flags | libc::O_NOFOLLOW;
             // An existing FIFO creates nothing, and opening it waits for the
             // other end, which may first need the supervisor itself (a
@@ -712,6 +791,12 @@ impl<'a> Supervisor<'a> {
                     flags_nf & !libc::O_CREAT,
                     0,
                 ) {
+                    // A missing denied name: refused when the call would
+                    // create it; a plain open (openat2 without O_CREAT)
+                    // gets what the kernel would answer.
+                    Err(libc::ENOENT) if flags & libc::O_CREAT == 0 => {
+                        return Err(libc::ENOENT);
+                    }
                     Err(libc::ENOENT) => return Err(self.refuse(call, &r)),
                     other => other,
                 }

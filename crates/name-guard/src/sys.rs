@@ -215,30 +215,6 @@ pub(crate) fn openat(dir: RawFd, path: &CStr, flags: i32, mode: u32) -> Result<O
     owned(unsafe { libc::openat(dir, cstr_ptr(path), flags | libc::O_CLOEXEC, mode) })
 }
 
-/// `openat(2)` keeping the caller's `O_CLOEXEC` choice out of the supervisor's
-/// own descriptor (always close-on-exec here).
-pub(crate) fn openat2(
-    dir: RawFd,
-    path: &CStr,
-    flags: u64,
-    mode: u64,
-    resolve: u64,
-) -> Result<OwnedFd, i32> {
-    let how: [u64; 3] = [flags | libc::O_CLOEXEC as u64, mode, resolve];
-    // SAFETY: `how` is a valid `struct open_how` of 24 bytes; `path` is
-    // NUL-terminated; both outlive the call.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir,
-            cstr_ptr(path),
-            how.as_ptr(),
-            std::mem::size_of_val(&how),
-        )
-    };
-    owned(libc::c_int::try_from(r).map_err(|_| libc::EOVERFLOW)?)
-}
-
 /// `mknodat(2)`.
 pub(crate) fn mknodat(dir: RawFd, name: &CStr, mode: u32, dev: u64) -> Result<(), i32> {
     // SAFETY: `name` is NUL-terminated and outlives the call.
@@ -297,6 +273,18 @@ pub(crate) fn set_cloexec_nonblock(fd: RawFd) -> Result<(), i32> {
         check(libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK))?;
     }
     Ok(())
+}
+
+/// Whether the directory `dir` is on procfs.
+pub(crate) fn is_procfs(dir: RawFd) -> bool {
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: `st` is a valid out pointer for one `struct statfs`, read only
+    // when the call succeeded (it then initialised it).
+    unsafe {
+        libc::fstatfs(dir, st.as_mut_ptr()) == 0
+            // PROC_SUPER_MAGIC
+            && st.assume_init().f_type == 0x9fa0
+    }
 }
 
 /// A close-on-exec duplicate of `fd`.
@@ -360,6 +348,65 @@ pub(crate) fn getpid() -> i32 {
 pub(crate) fn set_non_dumpable() -> Result<(), i32> {
     // SAFETY: plain prctl with integer arguments.
     check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) }).map(|_| ())
+}
+
+/// Gives up every capability, for good: the bounding set (where this
+/// process may change it), the ambient set, and the effective, permitted
+/// and inheritable sets. Called before the fork, so the supervisor and the
+/// guarded command hold the same credentials: the supervisor can do nothing
+/// on the command's behalf that the command could not, and a command
+/// without `CAP_SYS_PTRACE` cannot read or write the non-dumpable
+/// supervisor's memory.
+pub(crate) fn drop_all_capabilities() -> Result<(), i32> {
+    #[repr(C)]
+    struct CapHeader {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct CapData {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    // SAFETY: prctl with integer arguments; dropping from the bounding set
+    // needs CAP_SETPCAP and fails harmlessly (EPERM) without it, in which
+    // case the capset below still leaves nothing to raise.
+    unsafe {
+        for cap in 0..64 {
+            if libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) == 1 {
+                libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+            }
+        }
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+    }
+    let mut header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset with a valid version-3 header and two data words, as
+    // the version requires; both outlive the call.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_capset,
+            &mut header as *mut CapHeader,
+            data.as_ptr(),
+        ) as libc::c_int
+    })
+    .map(|_| ())
 }
 
 /// Ignore a signal in this process.

@@ -446,3 +446,76 @@ fn a_signal_storm_never_makes_a_performed_call_run_twice() {
     let signals: u64 = words.next().unwrap().parse().unwrap();
     assert!(signals > 100, "the timer kept interrupting: {text}");
 }
+
+#[test]
+fn the_supervisors_own_proc_entries_and_capabilities_are_out_of_reach() {
+    let Some(sb) = Sandbox::new() else { return };
+    // bubblewrap run as root keeps most capabilities; the guard drops them
+    // all, so nothing can trace or rewrite the supervisor, and paths into
+    // its /proc entries (directly or through a planted link) are refused.
+    let out = sb.sh("grep CapEff /proc/self/status; \
+         (exec 3<>/proc/$PPID/mem) 2>/dev/null && echo SUP-MEM-OPENED; \
+         ln -s /proc/self evil; (echo x > evil/mem) 2>/dev/null && echo EVIL-OPENED; \
+         (echo x > /proc/$PPID/fd/0) 2>/dev/null && echo SUP-FD-OPENED; \
+         unshare -Urm true 2>/dev/null && echo UNSHARED; \
+         \"$ATTACK\" nondumpable_create nd.txt");
+    let text = stdout(&out);
+    assert!(text.contains("CapEff:\t0000000000000000"), "{text}");
+    for bad in ["SUP-MEM-OPENED", "EVIL-OPENED", "SUP-FD-OPENED", "UNSHARED"] {
+        assert!(!text.contains(bad), "{bad}: {text}");
+    }
+    // A process that makes itself non-dumpable still creates files.
+    assert!(text.ends_with("ok\n"), "{text}");
+    assert!(sb.path().join("nd.txt").is_file());
+}
+
+#[test]
+fn magic_links_reach_the_callers_own_files() {
+    let Some(sb) = Sandbox::new() else { return };
+    let script = "echo a > /dev/stdout; echo b > /proc/self/fd/1; echo c > /dev/stderr; \
+                  exec 4>out.txt; echo v > /dev/fd/4; cat out.txt; \
+                  mkdir d; exec 5<d; (echo k > /dev/fd/5/x.pem) 2>/dev/null || echo PEM-REFUSED; \
+                  echo ok > /dev/fd/5/ok.txt; cat d/ok.txt";
+    let plain = sb.sh_with(false, &format!("rm -rf d out.txt; {script}"));
+    let guarded = sb.sh(&format!("rm -rf d out.txt; {script}"));
+    assert_eq!(stdout(&guarded), "a\nb\nv\nPEM-REFUSED\nok\n");
+    // The same as without the guard, except the refused name.
+    assert_eq!(stdout(&plain), "a\nb\nv\nok\n");
+    let err = String::from_utf8_lossy(&guarded.stderr);
+    assert!(err.starts_with("c\n"), "{err}");
+    assert!(!sb.path().join("d/x.pem").exists());
+}
+
+#[test]
+fn path_rules_hold_against_moving_a_directory_into_place() {
+    let Some(sb) = Sandbox::new() else { return };
+    let d = sb.path().to_str().unwrap().to_string();
+    let rules = [
+        ".env".to_string(),
+        format!("{d}/.claude/settings.json"),
+        format!("{d}/.git/hooks/*"),
+    ];
+    let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+    let out = sb.sh_rules(
+        true,
+        &rules,
+        "mkdir c h; echo '{}' > c/settings.json; echo hook > h/pre-commit; \
+         mv c .claude 2>/dev/null && echo MOVED-CLAUDE; \
+         ln -s c .claude 2>/dev/null && echo LINKED-CLAUDE; \
+         mkdir .git; mv h .git/hooks 2>/dev/null && echo MOVED-HOOKS; \
+         mkdir .claude && echo x > .claude/other.json && echo OTHER-OK; \
+         (echo x > .claude/settings.json) 2>/dev/null && echo SETTINGS-WRITTEN; true",
+    );
+    let text = stdout(&out);
+    for bad in [
+        "MOVED-CLAUDE",
+        "LINKED-CLAUDE",
+        "MOVED-HOOKS",
+        "SETTINGS-WRITTEN",
+    ] {
+        assert!(!text.contains(bad), "{bad}: {text}");
+    }
+    assert!(text.contains("OTHER-OK"), "{text}");
+    assert!(!sb.path().join(".claude/settings.json").exists());
+    assert!(!sb.path().join(".git/hooks/pre-commit").exists());
+}

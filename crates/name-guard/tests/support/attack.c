@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/syscall.h>
@@ -142,6 +143,12 @@ int main(int argc, char **argv) {
     pthread_join(t, NULL);
     printf("created %d refused %d\n", created, refused);
     return 0;
+  }
+  if (!strcmp(m, "nondumpable_create")) {
+    /* nondumpable_create NAME: make this process non-dumpable, then create
+       NAME. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    return report(open(argv[2], O_CREAT | O_WRONLY, 0644));
   }
   if (!strcmp(m, "signal_storm")) {
     /* signal_storm N: N exclusive creates, renames and mkdirs of fresh
