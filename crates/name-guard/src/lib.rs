@@ -47,12 +47,13 @@
 //!   denied. A rename or a symbolic link is also refused when a path rule
 //!   lies below the new name (moving a directory to `.claude` would bring
 //!   `.claude/settings.json` into being).
-//! - The supervisor acts as itself, so in procfs it only serves the caller's
-//!   own descriptor directory (`/proc/PID/fd/N`, and `/dev/fd/N`,
+//! - The supervisor acts as itself, so in procfs it only serves the
+//!   caller's own `/proc/PID` (`/proc/self/...`, and `/dev/fd/N`,
 //!   `/dev/stdin`, `/dev/stdout`, `/dev/stderr`, which are read as links
-//!   into it): such a name opens the caller's open file. Every other procfs
-//!   parent (the supervisor's own `/proc/PID/mem`, reached directly or
-//!   through a planted link) is refused with `EACCES`.
+//!   into its descriptor directory): such a name opens the caller's own
+//!   entry or open file, creating nothing. Every other procfs parent (the
+//!   supervisor's own `/proc/PID/mem`, reached directly or through a
+//!   planted link, another process's entries) is refused with `EACCES`.
 //! - A creating open follows a symbolic link at the final component itself,
 //!   hop by hop (at most [`MAX_SYMLINK_HOPS`]), and opens the final name with
 //!   `O_NOFOLLOW`, so `ok -> x.pem` cannot create `x.pem`; an existing file of

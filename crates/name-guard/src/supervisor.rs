@@ -145,9 +145,10 @@ struct Resolved {
     parent: OwnedFd,
     name: Vec<u8>,
     call_name: CString,
-    /// The parent is the caller's own `/proc/PID/fd` (or a thread's): the
-    /// name is a magic link to one of its open files.
-    caller_fd: bool,
+    /// The parent is in the caller's own `/proc/PID` (its descriptor
+    /// directory, a thread's, ...): the name is one of its own entries, a
+    /// magic link to one of its open files for `fd/N`.
+    caller_proc: bool,
 }
 
 /// Split a path into the directory part and the final component.
@@ -352,10 +353,10 @@ impl<'a> Supervisor<'a> {
         // The supervisor acts as itself: in procfs, a path such as
         // `/proc/PID/mem` of the supervisor would be its own, and no other
         // process's entries are the caller's to reach through it. Only the
-        // caller's own descriptor directory is served (`/dev/stdout`,
-        // `/proc/self/fd/N`, bash's `>(...)`).
-        let caller_fd = if sys::is_procfs(parent.as_raw_fd()) {
-            if !self.is_caller_fd_dir(t, &parent)? {
+        // caller's own entries are served (`/dev/stdout`, `/proc/self/fd/N`,
+        // bash's `>(...)`, `/proc/self/oom_score_adj`).
+        let caller_proc = if sys::is_procfs(parent.as_raw_fd()) {
+            if !self.is_caller_proc_dir(t, &parent)? {
                 return Err(libc::EACCES);
             }
             true
@@ -370,32 +371,22 @@ impl<'a> Supervisor<'a> {
             parent,
             call_name: cstring(&call)?,
             name,
-            caller_fd,
+            caller_proc,
         })
     }
 
-    /// Whether the procfs directory `dir` is `/proc/TGID/fd` or
-    /// `/proc/TGID/task/TID/fd` of the calling process.
-    fn is_caller_fd_dir(&self, t: &mut Target, dir: &OwnedFd) -> Result<bool, i32> {
+    /// Whether the procfs directory `dir` is the calling process's
+    /// `/proc/TGID` or a directory below it.
+    fn is_caller_proc_dir(&self, t: &mut Target, dir: &OwnedFd) -> Result<bool, i32> {
         let Ok(path) = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())) else {
             return Ok(false);
         };
         let path = path.into_os_string().into_encoded_bytes();
         let tgid = t.status()?.0;
-        let own = format!("/proc/{tgid}/");
-        let Some(rest) = path.strip_prefix(own.as_bytes()) else {
-            return Ok(false);
-        };
-        if rest == b"fd" {
-            return Ok(true);
-        }
-        let Some(rest) = rest.strip_prefix(b"task/") else {
-            return Ok(false);
-        };
-        Ok(match rest.strip_suffix(b"/fd") {
-            Some(tid) => !tid.is_empty() && tid.iter().all(u8::is_ascii_digit),
-            None => false,
-        })
+        let own = format!("/proc/{tgid}");
+        Ok(path
+            .strip_prefix(own.as_bytes())
+            .is_some_and(|rest| rest.is_empty() || rest.first() == Some(&b'/')))
     }
 
     /// The absolute path of the name as the supervisor sees it: its parent
@@ -731,7 +722,7 @@ impl<'a> Supervisor<'a> {
             let mut hops = 0;
             let r = loop {
                 let r = self.resolve(t, &anchor)?;
-                if r.caller_fd {
+                if r.caller_proc {
                     break r;
                 }
                 if excl || user_nofollow {
@@ -757,7 +748,7 @@ impl<'a> Supervisor<'a> {
                     Err(e) => return Err(e),
                 }
             };
-            if r.caller_fd {
+            if r.caller_proc {
                 // One of the caller's open files, through its magic link:
                 // nothing is created, and the caller could open it itself.
                 let f = sys::openat(

@@ -475,12 +475,13 @@ fn magic_links_reach_the_callers_own_files() {
     let script = "echo a > /dev/stdout; echo b > /proc/self/fd/1; echo c > /dev/stderr; \
                   exec 4>out.txt; echo v > /dev/fd/4; cat out.txt; \
                   mkdir d; exec 5<d; (echo k > /dev/fd/5/x.pem) 2>/dev/null || echo PEM-REFUSED; \
-                  echo ok > /dev/fd/5/ok.txt; cat d/ok.txt";
+                  echo ok > /dev/fd/5/ok.txt; cat d/ok.txt; \
+                  echo 500 > /proc/self/oom_score_adj; cat /proc/self/oom_score_adj";
     let plain = sb.sh_with(false, &format!("rm -rf d out.txt; {script}"));
     let guarded = sb.sh(&format!("rm -rf d out.txt; {script}"));
-    assert_eq!(stdout(&guarded), "a\nb\nv\nPEM-REFUSED\nok\n");
+    assert_eq!(stdout(&guarded), "a\nb\nv\nPEM-REFUSED\nok\n500\n");
     // The same as without the guard, except the refused name.
-    assert_eq!(stdout(&plain), "a\nb\nv\nok\n");
+    assert_eq!(stdout(&plain), "a\nb\nv\nok\n500\n");
     let err = String::from_utf8_lossy(&guarded.stderr);
     assert!(err.starts_with("c\n"), "{err}");
     assert!(!sb.path().join("d/x.pem").exists());
