@@ -959,18 +959,29 @@ impl SandboxPort for SandboxManager {
         drop((info_write, block_read));
         let log = self.inner.log.clone();
         session.run(kill_tx, async move {
-            match host_side_listeners(info_read, block_write, upstreams).await {
+            let mut sandbox_pid = None;
+            match host_side_listeners(info_read, &block_write, upstreams, &mut sandbox_pid).await {
                 Ok(forwarders) => {
-                    drop(report_write);
+                    drop((report_write, block_write));
                     run_child(child, tx, kill_rx, violations, forwarders).await
                 }
                 Err(err) => {
                     log(&format!(
                         "in-namespace proxy listeners unavailable ({err}); using socat bridges"
                     ));
+                    // bubblewrap runs the command once its block descriptor
+                    // reaches end of file, and its sandbox process does not
+                    // die with the launcher until then: kill the sandbox
+                    // itself (its pid namespace goes with it) before the
+                    // descriptor closes, so the command never runs here and
+                    // then a second time in the fallback.
+                    if let Some(pid) = sandbox_pid {
+                        netns::kill_sandbox(pid);
+                    }
                     let mut child = child;
                     let _ = child.start_kill();
                     let _ = child.wait().await;
+                    drop(block_write);
                     let spawned = fallback.spawn();
                     drop((report_write, fallback_args_file));
                     match spawned {
@@ -1088,8 +1099,9 @@ fn prepare<'c>(
 /// command.
 async fn host_side_listeners(
     info_read: rustix::fd::OwnedFd,
-    block_write: rustix::fd::OwnedFd,
+    block_write: &rustix::fd::OwnedFd,
     upstreams: [std::net::SocketAddr; 2],
+    sandbox_pid: &mut Option<u32>,
 ) -> Result<Vec<JoinHandle<()>>, std::io::Error> {
     let timeout = std::time::Duration::from_secs(5);
     let pid = tokio::time::timeout(
@@ -1099,18 +1111,33 @@ async fn host_side_listeners(
     .await
     .map_err(|_| std::io::Error::other("bubblewrap did not report its pid"))?
     .map_err(std::io::Error::other)??;
-    let listeners = tokio::task::spawn_blocking(move || {
-        netns::bind_in_sandbox(pid, &[GUEST_HTTP_PORT, GUEST_SOCKS_PORT])
-    })
-    .await
-    .map_err(std::io::Error::other)??;
+    *sandbox_pid = Some(pid);
+    // bubblewrap reports the pid while the sandbox may still be setting up
+    // its namespaces (`--disable-userns` adds one); joining them in that
+    // window is refused, so try a few times before falling back.
+    let mut attempt = 0;
+    let listeners = loop {
+        let bound = tokio::task::spawn_blocking(move || {
+            netns::bind_in_sandbox(pid, &[GUEST_HTTP_PORT, GUEST_SOCKS_PORT])
+        })
+        .await
+        .map_err(std::io::Error::other)?;
+        match bound {
+            Ok(l) => break l,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && attempt < 25 => {
+                attempt += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    };
     let mut forwarders = Vec::with_capacity(2);
     for (listener, upstream) in listeners.into_iter().zip(upstreams) {
         listener.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
         forwarders.push(spawn_tcp_forwarder(listener, upstream));
     }
-    rustix::io::write(&block_write, b"go")?;
+    rustix::io::write(block_write, b"go")?;
     Ok(forwarders)
 }
 

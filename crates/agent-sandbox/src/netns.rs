@@ -108,6 +108,25 @@ pub(crate) fn close_inherited_fds(cmd: &mut tokio::process::Command) {
     }
 }
 
+/// Sends SIGKILL to the sandbox's first process (`pid`, from bubblewrap's
+/// info descriptor), which takes its whole pid namespace with it. Only
+/// called while that process is still waiting on the block descriptor, so
+/// the pid cannot have been reused.
+pub(crate) fn kill_sandbox(pid: u32) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    if pid <= 1 {
+        return;
+    }
+    // SAFETY: kill(2) with a positive pid and a signal number; no memory is
+    // involved.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+}
+
 /// Lets the spawned program inherit `fds` (opened close-on-exec) across
 /// exec. The caller keeps the descriptors open until the spawn returned.
 pub(crate) fn inherit_fds<const N: usize>(cmd: &mut tokio::process::Command, fds: [RawFd; N]) {
