@@ -488,6 +488,11 @@ async fn guarded_case(bridge: InnerBridge) {
          echo k > id.key; echo p > sub/x.pem; echo E > .ENV; \
          mv ok.txt .env; ln -s ok.txt cert.pem; ln ok.txt hard.key; mkdir .vscode; \
          cat ~/.ssh/id_rsa; echo x > .git/hooks/pre-commit && echo HOOK; \
+         mkdir evil; echo \"$PWD/evil\" > .git/commondir && echo COMMONDIR; \
+         echo '[core]' >> .git/config.worktree && echo WTCONFIG; \
+         echo x >> ~/.bash_aliases && echo ALIASES; \
+         mkdir -p ~/.config/git && echo x > ~/.config/git/config && echo XDGGIT; \
+         mkdir -p ~/.local/bin && echo x > ~/.local/bin/git && echo LOCALBIN; \
          ls -a; exit 3",
     )
     .await;
@@ -497,6 +502,19 @@ async fn guarded_case(bridge: InnerBridge) {
         !r.stdout.contains("SECRET-KEY") && !r.stdout.contains("HOOK"),
         "{}",
         r.stdout
+    );
+    // Git's pointer and per-worktree config, and startup files of the home
+    // the host runs later.
+    for bad in ["COMMONDIR", "WTCONFIG", "ALIASES", "XDGGIT", "LOCALBIN"] {
+        assert!(!r.stdout.contains(bad), "{bad}: {}", r.stdout);
+    }
+    assert!(!Path::new(&format!("{ws}/.git/commondir")).exists());
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| *v == format!("file-write-create {ws}/.git/commondir")),
+        "{:?}",
+        r.violations
     );
     for denied in [
         "id.key",

@@ -65,12 +65,21 @@ pub const SYSTEM_SECRETS: &[&str] = &[
 const DIR_ENTRIES: &[&str] = &[
     ".git/hooks",
     ".config/fish",
+    ".config/git",
+    ".local/bin",
+    ".config/autostart",
+    ".config/systemd",
+    ".config/environment.d",
     ".claude/commands",
     ".claude/agents",
     ".vscode",
     ".idea",
     ".claude",
 ];
+
+/// Mandatory write-deny entries that may not be given an empty placeholder
+/// when missing, because git reads an empty one as an error.
+const NO_PLACEHOLDER: &[&str] = &["/.git/commondir"];
 
 /// The longest argv passed on the command line; longer plans use `--args FD`.
 pub const MAX_ARGV_BYTES: usize = 128 * 1024;
@@ -503,7 +512,10 @@ impl BwrapBuilder {
                 let in_git =
                     git_at.is_some_and(|i| host.is_dir(Path::new(&p[..i + "/.git".len()])));
                 let in_home = path.starts_with(home) && git_at.is_none();
-                if !(in_git || in_home) {
+                // An empty `.git/commondir` makes every git command fail:
+                // never a placeholder, always a creation-time rule.
+                let placeholder_breaks_git = NO_PLACEHOLDER.iter().any(|e| p.ends_with(e));
+                if !(in_git || in_home) || placeholder_breaks_git {
                     if !unenforced.contains(&p) {
                         unenforced.push(p);
                     }

@@ -102,6 +102,28 @@ pub const MANDATORY_WRITE_DENY: &[Curated] = &[
     c(".config/fish", "fish runs config.fish and conf.d at start"),
     c(".inputrc", "readline key bindings can run commands"),
     c(
+        ".bash_aliases",
+        "the default .bashrc of Debian and Ubuntu sources it",
+    ),
+    c(
+        ".config/git",
+        "git's XDG global config, attributes and ignore files",
+    ),
+    c(
+        ".local/bin",
+        "on PATH before the system directories in default sessions",
+    ),
+    c(
+        ".config/autostart",
+        "desktop sessions start what it lists at login",
+    ),
+    c(".config/systemd", "user units systemd starts on the host"),
+    c(
+        ".config/environment.d",
+        "environment for the user's systemd services",
+    ),
+    c(".pam_environment", "environment set at login"),
+    c(
         ".gitconfig",
         "aliases, hooksPath and credential helpers run commands",
     ),
@@ -113,6 +135,14 @@ pub const MANDATORY_WRITE_DENY: &[Curated] = &[
     c(
         ".git/config",
         "core.hooksPath, fsmonitor and aliases run commands",
+    ),
+    c(
+        ".git/commondir",
+        "git takes config and hooks from the directory it names, in any repository",
+    ),
+    c(
+        ".git/config.worktree",
+        "per-worktree config: the same commands as .git/config",
     ),
     c(
         ".claude/settings.json",
