@@ -8,14 +8,15 @@ use name_guard::{DeniedCall, Invocation, Rules, format_denial_line, parse_denial
 fuzz_target!(|data: &[u8]| {
     let _ = parse_denial_line(data);
     if let Some((&sel, rest)) = data.split_first() {
-        let call = match sel % 7 {
+        let call = match sel % 8 {
             0 => DeniedCall::Open,
             1 => DeniedCall::Creat,
             2 => DeniedCall::Mknod,
             3 => DeniedCall::Rename,
             4 => DeniedCall::Link,
             5 => DeniedCall::Symlink,
-            _ => DeniedCall::Mkdir,
+            6 => DeniedCall::Mkdir,
+            _ => DeniedCall::Bind,
         };
         let line = format_denial_line(call, rest);
         assert!(line.len() <= name_guard::MAX_REPORT_LINE);

@@ -46,6 +46,7 @@ pub(crate) const NOTIFIED: &[libc::c_long] = &[
     libc::SYS_symlinkat,
     libc::SYS_mkdir,
     libc::SYS_mkdirat,
+    libc::SYS_bind,
 ];
 
 /// System calls refused with `EPERM`: ways around the supervisor. The

@@ -15,7 +15,8 @@
 //!   `open`/`openat` whose flags hold `O_CREAT` or `O_TMPFILE` (tested in the
 //!   filter), `creat`, every `openat2`, `mknod`/`mknodat`,
 //!   `rename`/`renameat`/`renameat2`, `link`/`linkat`,
-//!   `symlink`/`symlinkat` and `mkdir`/`mkdirat`. It refuses with `EPERM`
+//!   `symlink`/`symlinkat`, `mkdir`/`mkdirat` and `bind` (only a Unix
+//!   socket bound to a path creates a name; see the limits). It refuses with `EPERM`
 //!   the calls that would go around the supervisor: `io_uring_setup`,
 //!   `open_by_handle_at`, `name_to_handle_at`, `pidfd_getfd`, `ptrace` and
 //!   `process_vm_writev` aimed at the supervisor, a nested filter asking for
@@ -118,11 +119,14 @@
 //! whatever the bytes. `--report-fd` takes at most six decimal digits.
 //!
 //! Limits: x86-64 only; an `openat2` with `resolve` flags is answered
-//! `ENOSYS` (callers fall back to `openat`); symbolic links in the middle
+//! `ENOSYS` (callers fall back to `openat`); `bind` of a Unix socket is
+//! checked, refused under a denied name, and otherwise left to the kernel
+//! (the socket is the caller's), so a second thread rewriting the address
+//! in flight could still leave a socket node, which holds no data, under a
+//! denied name; symbolic links in the middle
 //! of a path are resolved by the kernel for the supervisor (the same mount
 //! namespace, since the command cannot make another), so one pointing into
-//! `/proc/self` reaches the supervisor's entries and is refused; `bind` of a Unix
-//! socket (which creates a name but holds no data) is not supervised; the
+//! `/proc/self` reaches the supervisor's entries and is refused; the
 //! supervisor handles one call at a time, except the open of an existing
 //! FIFO, which waits for its other end on a worker thread (at most
 //! [`MAX_WAITING_FIFO_OPENS`] at once) so that it never holds up the calls

@@ -41,9 +41,11 @@ pub enum DeniedCall {
     Symlink,
     /// `mkdir` or `mkdirat`.
     Mkdir,
+    /// `bind` of a Unix socket to a path.
+    Bind,
 }
 
-const CALLS: [DeniedCall; 7] = [
+const CALLS: [DeniedCall; 8] = [
     DeniedCall::Open,
     DeniedCall::Creat,
     DeniedCall::Mknod,
@@ -51,6 +53,7 @@ const CALLS: [DeniedCall; 7] = [
     DeniedCall::Link,
     DeniedCall::Symlink,
     DeniedCall::Mkdir,
+    DeniedCall::Bind,
 ];
 
 impl DeniedCall {
@@ -64,6 +67,7 @@ impl DeniedCall {
             DeniedCall::Link => "link",
             DeniedCall::Symlink => "symlink",
             DeniedCall::Mkdir => "mkdir",
+            DeniedCall::Bind => "bind",
         }
     }
 

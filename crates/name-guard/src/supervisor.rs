@@ -31,6 +31,9 @@ enum Reply {
     /// A worker thread answers (an open that may block, see
     /// [`Supervisor::open_fifo_elsewhere`]).
     Deferred,
+    /// The kernel performs the call as made (a `bind` that creates no
+    /// denied name).
+    Continue,
 }
 
 /// Most opens of existing FIFOs waiting at once on worker threads; past
@@ -294,6 +297,7 @@ impl<'a> Supervisor<'a> {
         self.stats.reports_dropped += self.dropped.take();
         let sent = match reply {
             Ok(Reply::Deferred) => Ok(()),
+            Ok(Reply::Continue) => sys::notif_send_continue(self.listener, n.id),
             Ok(Reply::Val(v)) => sys::notif_send(self.listener, n.id, Ok(v)),
             Err(e) => sys::notif_send(self.listener, n.id, Err(e)),
             Ok(Reply::Fd(fd, cloexec)) => {
@@ -650,8 +654,45 @@ impl<'a> Supervisor<'a> {
             sys::umask(old);
             return res.map(|()| Reply::Val(0));
         }
+        if nr == libc::SYS_bind {
+            return self.bind(n, t);
+        }
         // Not a call the filter sends here.
         Err(libc::ENOSYS)
+    }
+
+    /// `bind(fd, addr, len)`: only a Unix socket bound to a path creates a
+    /// name. Its path is checked like any other name, and a denied one is
+    /// refused; everything else is performed by the kernel as made. The
+    /// socket itself is the caller's, so the call is not performed here:
+    /// a second thread that rewrites the address between this check and
+    /// the kernel's read can still leave a socket node (which holds no
+    /// data) under a denied name.
+    fn bind(&self, n: &Notif, t: &mut Target) -> Res {
+        const SUN_PATH: usize = 108;
+        let len = usize::try_from(n.args[2]).map_err(|_| libc::EINVAL)?;
+        if len < 3 {
+            return Ok(Reply::Continue);
+        }
+        let addr = sys::read_target(n.pid, n.args[1], len.min(2 + SUN_PATH))?;
+        let family = u16::from_ne_bytes([addr[0], addr[1]]);
+        if i32::from(family) != libc::AF_UNIX || addr[2] == 0 {
+            // Not a Unix socket, or an abstract address: no name.
+            return Ok(Reply::Continue);
+        }
+        let path = &addr[2..];
+        let path = path[..path.iter().position(|&c| c == 0).unwrap_or(path.len())].to_vec();
+        let path = t.rewrite(path)?;
+        self.valid(n)?;
+        let r = self.resolve(t, &self.anchor(t, AT_FDCWD, path)?)?;
+        if self.denied(&r) {
+            // An existing name is EADDRINUSE for bind, as the kernel says.
+            return Err(match self.refuse_new(DeniedCall::Bind, &r) {
+                libc::EEXIST => libc::EADDRINUSE,
+                e => e,
+            });
+        }
+        Ok(Reply::Continue)
     }
 
     /// Opens the existing FIFO `r` (without `O_CREAT`: if it vanished, the

@@ -130,6 +130,27 @@ pub(crate) fn notif_id_valid(listener: RawFd, id: u64) -> bool {
 
 /// Answer a notification with a return value or an `errno` (never
 /// "continue").
+/// Answers notification `id` with "continue": the kernel performs the call
+/// as the caller made it.
+pub(crate) fn notif_send_continue(listener: RawFd, id: u64) -> Result<(), i32> {
+    const USER_NOTIF_FLAG_CONTINUE: u32 = 1;
+    let mut resp = SeccompNotifResp {
+        id,
+        val: 0,
+        error: 0,
+        flags: USER_NOTIF_FLAG_CONTINUE,
+    };
+    // SAFETY: `resp` is a valid `struct seccomp_notif_resp` for the call.
+    check(unsafe {
+        libc::ioctl(
+            listener,
+            IOCTL_NOTIF_SEND,
+            &mut resp as *mut SeccompNotifResp,
+        )
+    })
+    .map(|_| ())
+}
+
 pub(crate) fn notif_send(listener: RawFd, id: u64, result: Result<i64, i32>) -> Result<(), i32> {
     let (val, error) = match result {
         Ok(v) => (v, 0),

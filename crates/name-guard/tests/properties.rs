@@ -52,7 +52,7 @@ fn name() -> impl Strategy<Value = Vec<u8>> {
     )
 }
 
-const CALLS: [DeniedCall; 7] = [
+const CALLS: [DeniedCall; 8] = [
     DeniedCall::Open,
     DeniedCall::Creat,
     DeniedCall::Mknod,
@@ -60,6 +60,7 @@ const CALLS: [DeniedCall; 7] = [
     DeniedCall::Link,
     DeniedCall::Symlink,
     DeniedCall::Mkdir,
+    DeniedCall::Bind,
 ];
 
 proptest! {
@@ -86,7 +87,7 @@ proptest! {
     /// Every report line parses back to the call and the (lossily decoded)
     /// path, is one line, and stays within the limit.
     #[test]
-    fn report_lines_round_trip(call in 0usize..7, path in proptest::collection::vec(any::<u8>(), 0..300)) {
+    fn report_lines_round_trip(call in 0usize..8, path in proptest::collection::vec(any::<u8>(), 0..300)) {
         let call = CALLS[call];
         let line = format_denial_line(call, &path);
         prop_assert!(line.len() <= MAX_REPORT_LINE);

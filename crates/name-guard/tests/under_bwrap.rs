@@ -520,3 +520,37 @@ fn path_rules_hold_against_moving_a_directory_into_place() {
     assert!(!sb.path().join(".claude/settings.json").exists());
     assert!(!sb.path().join(".git/hooks/pre-commit").exists());
 }
+
+#[test]
+fn unix_sockets_cannot_be_bound_under_a_denied_name() {
+    let Some(sb) = Sandbox::new() else { return };
+    let cases: Vec<(String, String)> = [
+        ("pem", "bind_unix x.pem"),
+        ("env", "bind_unix sub/.env"),
+        ("KEY", "bind_unix ID.KEY"),
+        ("ok", "bind_unix ok.sock"),
+        ("abstract", "bind_abstract x.pem"),
+        ("tcp", "bind_tcp"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    fs::create_dir(sb.path().join("sub")).unwrap();
+    let out = sb.sh(&script_of(&cases));
+    let got = results(&out);
+    let want = [
+        ("pem", "err EACCES"),
+        ("env", "err EACCES"),
+        ("KEY", "err EACCES"),
+        ("ok", "ok"),
+        ("abstract", "ok"),
+        ("tcp", "ok"),
+    ]
+    .map(|(a, b)| (a.to_string(), b.to_string()));
+    assert_eq!(got, want);
+    assert!(sb.denied_entries().is_empty(), "{:?}", sb.denied_entries());
+    let ft = fs::symlink_metadata(sb.path().join("ok.sock"))
+        .unwrap()
+        .file_type();
+    assert!(ft.is_socket());
+}

@@ -9,7 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/syscall.h>
@@ -143,6 +147,30 @@ int main(int argc, char **argv) {
     pthread_join(t, NULL);
     printf("created %d refused %d\n", created, refused);
     return 0;
+  }
+  if (!strcmp(m, "bind_unix") || !strcmp(m, "bind_abstract") || !strcmp(m, "bind_tcp")) {
+    /* bind_unix PATH | bind_abstract NAME | bind_tcp: bind a new socket. */
+    int tcp = !strcmp(m, "bind_tcp");
+    int s = socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM, 0);
+    if (tcp) {
+      struct sockaddr_in a;
+      memset(&a, 0, sizeof a);
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      return report(bind(s, (struct sockaddr *)&a, sizeof a));
+    }
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    socklen_t len;
+    if (!strcmp(m, "bind_abstract")) {
+      strncpy(a.sun_path + 1, argv[2], sizeof a.sun_path - 2);
+      len = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(argv[2]);
+    } else {
+      strncpy(a.sun_path, argv[2], sizeof a.sun_path - 1);
+      len = sizeof a;
+    }
+    return report(bind(s, (struct sockaddr *)&a, len));
   }
   if (!strcmp(m, "nondumpable_create")) {
     /* nondumpable_create NAME: make this process non-dumpable, then create
