@@ -371,6 +371,9 @@ struct SeatbeltEgress {
 
 struct NativeSession {
     plan: BwrapPlan,
+    /// The writable roots and the repositories found in them at launch.
+    writable: Vec<String>,
+    repos_at_launch: Vec<String>,
     egress: Option<Egress>,
     _placeholders: PlaceholderGuard,
 }
@@ -612,6 +615,8 @@ impl SandboxManager {
             return Ok((
                 NativeSession {
                     plan,
+                    writable: Vec::new(),
+                    repos_at_launch: Vec::new(),
                     egress: None,
                     _placeholders: placeholders,
                 },
@@ -636,7 +641,7 @@ impl SandboxManager {
         let repos = discover_git_repos_on_host(&writable);
         let mut builder = BwrapBuilder::new(spec, &inner.home);
         builder
-            .nested_repos(repos)
+            .nested_repos(repos.clone())
             .filename_rules(inner.filename_rules)
             .argv_delivery(bwrap_spec::ArgvDelivery::ArgsFd)
             .bridges(bridges.clone());
@@ -695,6 +700,8 @@ impl SandboxManager {
         Ok((
             NativeSession {
                 plan,
+                writable,
+                repos_at_launch: repos,
                 egress: Some(egress),
                 _placeholders: placeholders,
             },
@@ -1029,6 +1036,24 @@ impl SandboxPort for SandboxManager {
                 b.lease.revoke();
             }
             e.proxies.shutdown().await;
+        }
+        if let Some(n) = &session.native {
+            // A repository made during the run has the config and hooks the
+            // sandboxed process wrote; a parent's `git status` on the host
+            // may run them (a populated gitlink is recursed into).
+            let now = discover_git_repos_on_host(&n.writable);
+            let new: Vec<&String> = now
+                .iter()
+                .filter(|r| !n.repos_at_launch.contains(r))
+                .collect();
+            if !new.is_empty() {
+                let list: Vec<&str> = new.iter().map(|r| r.as_str()).collect();
+                (self.inner.log)(&format!(
+                    "session {}: git repositories created inside the sandbox (their config and hooks came from the sandboxed run; review before running git there on the host): {}",
+                    handle.session_id,
+                    list.join(" ")
+                ));
+            }
         }
         if let Some(e) = session.native.take().and_then(|n| n.egress) {
             if let Some(b) = &e.broker {

@@ -785,3 +785,41 @@ async fn on_macos_a_dispatch_gets_a_seatbelt_profile_that_reaches_only_its_proxi
     // The proxies are gone with the session.
     assert!(std::net::TcpStream::connect(http).is_err());
 }
+
+#[tokio::test]
+async fn repositories_made_inside_are_named_at_destroy() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("newrepo");
+    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    let mut b = SandboxManager::builder();
+    b.probe(probe_ambient().clone())
+        .home(t.p("home"))
+        .temp_dir(t.p("sockets"))
+        .filename_rules(FilenameRules::DropFilenameGlobDenies)
+        .log(Arc::new(move |l: &str| {
+            sink.lock().unwrap().push(l.to_string())
+        }))
+        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())]);
+    let m = b.build().unwrap();
+    let mut h = m.launch(t.spec("newrepo")).await.unwrap();
+    let r = run(&m, &h, "git init -q sub && echo made").await;
+    assert!(r.stdout.contains("made"), "{}", r.stderr);
+    m.destroy(&mut h).await.unwrap();
+    let sub = t.p("ws/sub");
+    let lines = lines.lock().unwrap();
+    let named: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("git repositories created inside the sandbox"))
+        .collect();
+    assert_eq!(named.len(), 1, "{lines:#?}");
+    assert!(named[0].ends_with(&sub), "{}", named[0]);
+    // The repository that was there at launch is not named.
+    assert!(
+        !named[0].contains(&format!("{} ", t.p("ws"))),
+        "{}",
+        named[0]
+    );
+}
