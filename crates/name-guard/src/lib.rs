@@ -15,8 +15,9 @@
 //!   `open`/`openat` whose flags hold `O_CREAT` or `O_TMPFILE` (tested in the
 //!   filter), `creat`, every `openat2`, `mknod`/`mknodat`,
 //!   `rename`/`renameat`/`renameat2`, `link`/`linkat`,
-//!   `symlink`/`symlinkat`, `mkdir`/`mkdirat` and `bind` (only a Unix
-//!   socket bound to a path creates a name; see the limits). It refuses with `EPERM`
+//!   `symlink`/`symlinkat`, `mkdir`/`mkdirat` and `bind` (a Unix socket
+//!   bound to a path creates a name; every bind is performed on a copy of
+//!   the address). It refuses with `EPERM`
 //!   the calls that would go around the supervisor: `io_uring_setup`,
 //!   `open_by_handle_at`, `name_to_handle_at`, `pidfd_getfd`, `ptrace` and
 //!   `process_vm_writev` aimed at the supervisor, a nested filter asking for
@@ -119,11 +120,11 @@
 //! whatever the bytes. `--report-fd` takes at most six decimal digits.
 //!
 //! Limits: x86-64 only; an `openat2` with `resolve` flags is answered
-//! `ENOSYS` (callers fall back to `openat`); `bind` of a Unix socket is
-//! checked, refused under a denied name, and otherwise left to the kernel
-//! (the socket is the caller's), so a second thread rewriting the address
-//! in flight could still leave a socket node, which holds no data, under a
-//! denied name; symbolic links in the middle
+//! `ENOSYS` (callers fall back to `openat`); `bind` is performed on the
+//! caller's socket taken with `pidfd_getfd`, so a caller the supervisor may
+//! not trace (one running an unreadable binary, or, where Yama restricts
+//! tracing to descendants, a daemon that left the guarded tree) cannot
+//! bind; symbolic links in the middle
 //! of a path are resolved by the kernel for the supervisor (the same mount
 //! namespace, since the command cannot make another), so one pointing into
 //! `/proc/self` reaches the supervisor's entries and is refused; the

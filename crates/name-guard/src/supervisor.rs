@@ -31,9 +31,6 @@ enum Reply {
     /// A worker thread answers (an open that may block, see
     /// [`Supervisor::open_fifo_elsewhere`]).
     Deferred,
-    /// The kernel performs the call as made (a `bind` that creates no
-    /// denied name).
-    Continue,
 }
 
 /// Most opens of existing FIFOs waiting at once on worker threads; past
@@ -297,7 +294,6 @@ impl<'a> Supervisor<'a> {
         self.stats.reports_dropped += self.dropped.take();
         let sent = match reply {
             Ok(Reply::Deferred) => Ok(()),
-            Ok(Reply::Continue) => sys::notif_send_continue(self.listener, n.id),
             Ok(Reply::Val(v)) => sys::notif_send(self.listener, n.id, Ok(v)),
             Err(e) => sys::notif_send(self.listener, n.id, Err(e)),
             Ok(Reply::Fd(fd, cloexec)) => {
@@ -583,7 +579,7 @@ impl<'a> Supervisor<'a> {
             let new = self.read_path(t, np)?;
             self.valid(n)?;
             let r = self.resolve(t, &self.anchor(t, nd, new)?)?;
-            if self.denied(&r) {
+            if self.denied_with_below(&r) {
                 return Err(self.refuse_new(DeniedCall::Link, &r));
             }
             let follow = flags & libc::AT_SYMLINK_FOLLOW;
@@ -661,38 +657,68 @@ impl<'a> Supervisor<'a> {
         Err(libc::ENOSYS)
     }
 
-    /// `bind(fd, addr, len)`: only a Unix socket bound to a path creates a
-    /// name. Its path is checked like any other name, and a denied one is
-    /// refused; everything else is performed by the kernel as made. The
-    /// socket itself is the caller's, so the call is not performed here:
-    /// a second thread that rewrites the address between this check and
-    /// the kernel's read can still leave a socket node (which holds no
-    /// data) under a denied name.
+    /// `bind(fd, addr, len)`. Only a Unix socket bound to a path creates a
+    /// name; its path is resolved and checked like any other. The call is
+    /// then performed here, never left to the kernel: the caller's socket
+    /// is taken with `pidfd_getfd` and bound to the address as read (for a
+    /// path, through the checked parent directory), so neither a thread that
+    /// rewrites the address nor a symbolic link resolved differently can
+    /// change what is bound. A caller the supervisor may not trace (one that
+    /// runs an unreadable binary) gets `EPERM`.
     fn bind(&self, n: &Notif, t: &mut Target) -> Res {
         const SUN_PATH: usize = 108;
+        const SUN_OFFSET: usize = 2;
         let len = usize::try_from(n.args[2]).map_err(|_| libc::EINVAL)?;
-        if len < 3 {
-            return Ok(Reply::Continue);
+        if len > 128 {
+            return Err(libc::EINVAL);
         }
-        let addr = sys::read_target(n.pid, n.args[1], len.min(2 + SUN_PATH))?;
-        let family = u16::from_ne_bytes([addr[0], addr[1]]);
-        if i32::from(family) != libc::AF_UNIX || addr[2] == 0 {
-            // Not a Unix socket, or an abstract address: no name.
-            return Ok(Reply::Continue);
+        let addr = sys::read_target(n.pid, n.args[1], len)?;
+        let sockfd = i32::try_from(n.args[0] as i64).map_err(|_| libc::EBADF)?;
+        let family = if addr.len() >= SUN_OFFSET {
+            i32::from(u16::from_ne_bytes([addr[0], addr[1]]))
+        } else {
+            -1
+        };
+        let path_bind = family == libc::AF_UNIX && addr.len() > SUN_OFFSET && addr[SUN_OFFSET] != 0;
+        let mut addr = addr;
+        let mut checked: Option<Resolved> = None;
+        if path_bind {
+            let raw = &addr[SUN_OFFSET..];
+            let path = raw[..raw.iter().position(|&c| c == 0).unwrap_or(raw.len())].to_vec();
+            let path = t.rewrite(path)?;
+            self.valid(n)?;
+            let r = self.resolve(t, &self.anchor(t, AT_FDCWD, path)?)?;
+            if r.caller_proc {
+                return Err(libc::EACCES);
+            }
+            if self.denied_with_below(&r) {
+                // An existing name is EADDRINUSE for bind, as the kernel says.
+                return Err(match self.refuse_new(DeniedCall::Bind, &r) {
+                    libc::EEXIST => libc::EADDRINUSE,
+                    e => e,
+                });
+            }
+            // Bind through the checked parent: /proc/self/fd/N/NAME.
+            let mut via = format!("/proc/self/fd/{}/", r.parent.as_raw_fd()).into_bytes();
+            via.extend_from_slice(&r.name);
+            if via.len() >= SUN_PATH {
+                return Err(libc::ENAMETOOLONG);
+            }
+            addr.truncate(SUN_OFFSET);
+            addr.extend_from_slice(&via);
+            addr.push(0);
+            checked = Some(r);
+        } else {
+            self.valid(n)?;
         }
-        let path = &addr[2..];
-        let path = path[..path.iter().position(|&c| c == 0).unwrap_or(path.len())].to_vec();
-        let path = t.rewrite(path)?;
-        self.valid(n)?;
-        let r = self.resolve(t, &self.anchor(t, AT_FDCWD, path)?)?;
-        if self.denied(&r) {
-            // An existing name is EADDRINUSE for bind, as the kernel says.
-            return Err(match self.refuse_new(DeniedCall::Bind, &r) {
-                libc::EEXIST => libc::EADDRINUSE,
-                e => e,
-            });
-        }
-        Ok(Reply::Continue)
+        let tgid = t.status()?.0;
+        let pidfd = sys::pidfd_open(i32::try_from(tgid).map_err(|_| libc::ESRCH)?)?;
+        let sock = sys::pidfd_getfd(pidfd.as_raw_fd(), sockfd)?;
+        let old = sys::umask(t.umask()?);
+        let res = sys::bind_raw(sock.as_raw_fd(), &addr);
+        sys::umask(old);
+        drop(checked);
+        res.map(|()| Reply::Val(0))
     }
 
     /// Opens the existing FIFO `r` (without `O_CREAT`: if it vanished, the

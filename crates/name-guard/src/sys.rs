@@ -130,27 +130,6 @@ pub(crate) fn notif_id_valid(listener: RawFd, id: u64) -> bool {
 
 /// Answer a notification with a return value or an `errno` (never
 /// "continue").
-/// Answers notification `id` with "continue": the kernel performs the call
-/// as the caller made it.
-pub(crate) fn notif_send_continue(listener: RawFd, id: u64) -> Result<(), i32> {
-    const USER_NOTIF_FLAG_CONTINUE: u32 = 1;
-    let mut resp = SeccompNotifResp {
-        id,
-        val: 0,
-        error: 0,
-        flags: USER_NOTIF_FLAG_CONTINUE,
-    };
-    // SAFETY: `resp` is a valid `struct seccomp_notif_resp` for the call.
-    check(unsafe {
-        libc::ioctl(
-            listener,
-            IOCTL_NOTIF_SEND,
-            &mut resp as *mut SeccompNotifResp,
-        )
-    })
-    .map(|_| ())
-}
-
 pub(crate) fn notif_send(listener: RawFd, id: u64, result: Result<i64, i32>) -> Result<(), i32> {
     let (val, error) = match result {
         Ok(v) => (v, 0),
@@ -436,6 +415,26 @@ pub(crate) fn ignore_signal(sig: i32) {
     unsafe {
         libc::signal(sig, libc::SIG_IGN);
     }
+}
+
+/// A duplicate of descriptor `fd` of the process behind `pidfd`
+/// (`pidfd_getfd(2)`, needs the right to trace it).
+pub(crate) fn pidfd_getfd(pidfd: RawFd, fd: i32) -> Result<OwnedFd, i32> {
+    // SAFETY: integer arguments; on success the result is a new descriptor
+    // this process owns.
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0) };
+    if r < 0 {
+        return Err(errno());
+    }
+    owned(r as libc::c_int)
+}
+
+/// `bind(2)` of `sock` to the raw address bytes `addr`.
+pub(crate) fn bind_raw(sock: RawFd, addr: &[u8]) -> Result<(), i32> {
+    let len = libc::socklen_t::try_from(addr.len()).map_err(|_| libc::EINVAL)?;
+    // SAFETY: `addr` is valid for `len` bytes for the call; the kernel copies
+    // it and checks its family and length itself.
+    check(unsafe { libc::bind(sock, addr.as_ptr().cast(), len) }).map(|_| ())
 }
 
 /// `pidfd_open(2)`.

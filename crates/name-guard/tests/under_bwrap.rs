@@ -554,3 +554,41 @@ fn unix_sockets_cannot_be_bound_under_a_denied_name() {
         .file_type();
     assert!(ft.is_socket());
 }
+
+#[test]
+fn binds_and_links_cannot_reach_a_denied_name_or_path_rule() {
+    let Some(sb) = Sandbox::new() else { return };
+    let d = sb.path().to_str().unwrap().to_string();
+    let rules = [
+        "*.pem".to_string(),
+        format!("{d}/sub/sock"),
+        format!("{d}/a/s.json"),
+    ];
+    let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+    let out = sb.sh_rules(
+        true,
+        &rules,
+        "mkdir sub x; echo secret > x/s.json; \
+         printf 'direct: '; \"$ATTACK\" bind_unix sub/sock; \
+         ln -s /proc/self/cwd me; cd sub; printf 'via link: '; \"$ATTACK\" bind_unix ../me/sock; cd ..; \
+         ln -s x lnk; printf 'hardlink: '; \"$ATTACK\" link lnk a; \
+         printf 'race: '; \"$ATTACK\" bind_race ok.sock x.pem 3000",
+    );
+    let got = results(&out);
+    let get = |k: &str| {
+        got.iter()
+            .find(|(a, _)| a == k)
+            .map(|(_, b)| b.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(get("direct"), "err EACCES");
+    // Through a link into /proc/self the parent is resolved for the
+    // supervisor (its own working directory): whatever is bound is the
+    // checked name, never the protected one.
+    assert!(!get("via link").is_empty(), "{got:?}");
+    assert_eq!(get("hardlink"), "err EACCES");
+    assert_eq!(get("race"), "held 3000");
+    assert!(!sb.path().join("sub/sock").exists());
+    assert!(!sb.path().join("a").exists());
+    assert!(sb.denied_entries().is_empty(), "{:?}", sb.denied_entries());
+}

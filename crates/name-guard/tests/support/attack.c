@@ -38,6 +38,15 @@ static volatile long alarms;
 static void on_alarm(int sig) { (void)sig; alarms++; }
 static const char *good, *bad;
 
+static void *flipper_addr(void *arg) {
+  struct sockaddr_un *a = arg;
+  while (!stop) {
+    strcpy(a->sun_path, bad);
+    strcpy(a->sun_path, good);
+  }
+  return NULL;
+}
+
 static void *flipper(void *arg) {
   (void)arg;
   while (!stop) {
@@ -171,6 +180,34 @@ int main(int argc, char **argv) {
       len = sizeof a;
     }
     return report(bind(s, (struct sockaddr *)&a, len));
+  }
+  if (!strcmp(m, "bind_race")) {
+    /* bind_race GOOD BAD ITER: a second thread rewrites the address's path
+       between GOOD and BAD while the main thread binds fresh sockets. */
+    good = argv[2];
+    bad = argv[3];
+    int iters = atoi(argv[4]);
+    static struct sockaddr_un shared;
+    memset(&shared, 0, sizeof shared);
+    shared.sun_family = AF_UNIX;
+    strcpy(buf, good);
+    pthread_t t;
+    pthread_create(&t, NULL, flipper_addr, &shared);
+    for (int i = 0; i < iters; i++) {
+      int s = socket(AF_UNIX, SOCK_STREAM, 0);
+      bind(s, (struct sockaddr *)&shared, sizeof shared);
+      close(s);
+      unlink(good);
+      if (access(bad, F_OK) == 0) {
+        printf("race lost at %d\n", i);
+        stop = 1;
+        return 3;
+      }
+    }
+    stop = 1;
+    pthread_join(t, NULL);
+    printf("held %d\n", iters);
+    return 0;
   }
   if (!strcmp(m, "nondumpable_create")) {
     /* nondumpable_create NAME: make this process non-dumpable, then create
