@@ -129,9 +129,11 @@
 //! namespace, since the command cannot make another), so one pointing into
 //! `/proc/self` reaches the supervisor's entries and is refused; the
 //! supervisor handles one call at a time, except the open of an existing
-//! FIFO, which waits for its other end on a worker thread (at most
-//! [`MAX_WAITING_FIFO_OPENS`] at once) so that it never holds up the calls
-//! of the process that would open that other end; rules match ASCII case
+//! FIFO, which waits for its other end on a worker thread so that it never
+//! holds up the calls of the process that would open that other end (a
+//! wait whose caller is gone is released by opening the other end for an
+//! instant; past [`MAX_WAITING_FIFO_OPENS`] waiting at once, a FIFO open
+//! answers `EAGAIN`); rules match ASCII case
 //! insensitively only (other Unicode case folding is not applied); `mkdir`,
 //! `mknod`, `symlink` or `link` onto a denied name that already exists
 //! answer `EEXIST`, as the kernel would, and report nothing;
@@ -406,7 +408,15 @@ fn supervise(
     let mut listener = Some(listener);
     loop {
         let lfd = listener.as_ref().map(AsRawFd::as_raw_fd);
-        let (lrev, prev) = sys::poll2(lfd, pidfd.as_raw_fd()).map_err(sup_err)?;
+        // While FIFO opens wait on worker threads, wake up now and then to
+        // release those whose caller is gone.
+        let timeout = if sup.has_waiting_fifo_opens() {
+            100
+        } else {
+            -1
+        };
+        let (lrev, prev) = sys::poll2(lfd, pidfd.as_raw_fd(), timeout).map_err(sup_err)?;
+        sup.release_abandoned_fifo_opens();
         if lrev & libc::POLLIN != 0 {
             if let Some(l) = &listener {
                 match sys::notif_recv(l.as_raw_fd()) {

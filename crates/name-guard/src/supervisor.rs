@@ -34,8 +34,17 @@ enum Reply {
 }
 
 /// Most opens of existing FIFOs waiting at once on worker threads; past
-/// it, they wait on the supervisor itself.
-pub const MAX_WAITING_FIFO_OPENS: usize = 64;
+/// it, an open of a FIFO answers `EAGAIN` rather than stall the supervisor.
+pub const MAX_WAITING_FIFO_OPENS: usize = 256;
+
+/// A FIFO open waiting on a worker thread.
+struct FifoWait {
+    id: u64,
+    parent: OwnedFd,
+    name: CString,
+    /// Whether the caller opens for writing (it waits for a reader).
+    writer: bool,
+}
 
 type Res = Result<Reply, i32>;
 
@@ -204,6 +213,8 @@ pub(crate) struct Supervisor<'a> {
     dropped: std::cell::Cell<u64>,
     /// FIFO opens waiting on worker threads.
     waiting: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// The same opens, to release those whose caller is gone.
+    fifo_waits: std::sync::Arc<std::sync::Mutex<Vec<FifoWait>>>,
 }
 
 impl<'a> Supervisor<'a> {
@@ -217,6 +228,7 @@ impl<'a> Supervisor<'a> {
             pending: std::cell::RefCell::new(Vec::new()),
             dropped: std::cell::Cell::new(0),
             waiting: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            fifo_waits: std::sync::Arc::new(std::sync::Mutex::new(Vec::new())),
         }
     }
 
@@ -721,32 +733,86 @@ impl<'a> Supervisor<'a> {
         res.map(|()| Reply::Val(0))
     }
 
+    /// Whether FIFO opens wait on worker threads.
+    pub(crate) fn has_waiting_fifo_opens(&self) -> bool {
+        self.waiting.load(std::sync::atomic::Ordering::Acquire) > 0
+    }
+
+    /// A worker blocked opening a FIFO for a caller that has since gone
+    /// (killed, or interrupted) would wait for ever: open the other end for
+    /// an instant, so its open completes, its answer finds no caller, and
+    /// the worker ends.
+    pub(crate) fn release_abandoned_fifo_opens(&self) {
+        let Ok(waits) = self.fifo_waits.lock() else {
+            return;
+        };
+        for w in waits.iter() {
+            if sys::notif_id_valid(self.listener, w.id) {
+                continue;
+            }
+            let other = if w.writer {
+                libc::O_RDONLY
+            } else {
+                libc::O_WRONLY
+            };
+            let _ = sys::openat(
+                w.parent.as_raw_fd(),
+                &w.name,
+                other | libc::O_NONBLOCK | libc::O_NOFOLLOW,
+                0,
+            );
+        }
+    }
+
     /// Opens the existing FIFO `r` (without `O_CREAT`: if it vanished, the
     /// caller gets `ENOENT` rather than a new file) on a worker thread, which
     /// answers the notification `id` itself.
     fn open_fifo_elsewhere(&self, id: u64, r: Resolved, flags: i32, cloexec: bool) -> Res {
         use std::sync::atomic::Ordering;
         let listener = sys::dup_cloexec(self.listener)?;
+        let parent = r
+            .parent
+            .try_clone()
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE))?;
+        if let Ok(mut waits) = self.fifo_waits.lock() {
+            waits.push(FifoWait {
+                id,
+                parent,
+                name: r.call_name.clone(),
+                writer: flags & libc::O_ACCMODE != libc::O_RDONLY,
+            });
+        }
         let waiting = self.waiting.clone();
+        let waits = self.fifo_waits.clone();
         waiting.fetch_add(1, Ordering::AcqRel);
+        let done = move |waiting: &std::sync::atomic::AtomicUsize| {
+            if let Ok(mut w) = waits.lock() {
+                w.retain(|w| w.id != id);
+            }
+            waiting.fetch_sub(1, Ordering::AcqRel);
+        };
         let spawned = std::thread::Builder::new()
             .name("name-guard-fifo".into())
-            .spawn(move || {
-                let l = listener.as_raw_fd();
-                let sent = match sys::openat(r.parent.as_raw_fd(), &r.call_name, flags, 0) {
-                    Ok(fd) => match sys::notif_addfd_send(l, id, &fd, cloexec) {
-                        Ok(_) | Err(libc::ENOENT) => Ok(()),
+            .spawn({
+                let waiting = waiting.clone();
+                let done = done.clone();
+                move || {
+                    let l = listener.as_raw_fd();
+                    let sent = match sys::openat(r.parent.as_raw_fd(), &r.call_name, flags, 0) {
+                        Ok(fd) => match sys::notif_addfd_send(l, id, &fd, cloexec) {
+                            Ok(_) | Err(libc::ENOENT) => Ok(()),
+                            Err(e) => sys::notif_send(l, id, Err(e)),
+                        },
                         Err(e) => sys::notif_send(l, id, Err(e)),
-                    },
-                    Err(e) => sys::notif_send(l, id, Err(e)),
-                };
-                let _ = sent;
-                waiting.fetch_sub(1, Ordering::AcqRel);
+                    };
+                    let _ = sent;
+                    done(&waiting);
+                }
             });
         match spawned {
             Ok(_) => Ok(Reply::Deferred),
             Err(_) => {
-                self.waiting.fetch_sub(1, Ordering::AcqRel);
+                done(&waiting);
                 Err(libc::EAGAIN)
             }
         }
@@ -831,10 +897,11 @@ impl<'a> Supervisor<'a> {
             // other end, which may first need the supervisor itself (a
             // reader that creates a log file before opening the pipe): wait
             // on a worker thread instead.
-            if !excl
-                && self.waiting.load(std::sync::atomic::Ordering::Acquire) < MAX_WAITING_FIFO_OPENS
-                && sys::is_fifo_at(r.parent.as_raw_fd(), &r.call_name)
-            {
+            if !excl && sys::is_fifo_at(r.parent.as_raw_fd(), &r.call_name) {
+                if self.waiting.load(std::sync::atomic::Ordering::Acquire) >= MAX_WAITING_FIFO_OPENS
+                {
+                    return Err(libc::EAGAIN);
+                }
                 return self.open_fifo_elsewhere(id, r, flags_nf & !libc::O_CREAT, cloexec);
             }
             let res = if self.denied(&r) {

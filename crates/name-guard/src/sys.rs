@@ -445,7 +445,7 @@ pub(crate) fn pidfd_open(pid: i32) -> Result<OwnedFd, i32> {
 }
 
 /// Poll two descriptors for input, without timeout; returns both `revents`.
-pub(crate) fn poll2(a: Option<RawFd>, b: RawFd) -> Result<(i16, i16), i32> {
+pub(crate) fn poll2(a: Option<RawFd>, b: RawFd, timeout_ms: i32) -> Result<(i16, i16), i32> {
     let mut fds = [
         libc::pollfd {
             fd: a.unwrap_or(-1),
@@ -460,7 +460,7 @@ pub(crate) fn poll2(a: Option<RawFd>, b: RawFd) -> Result<(i16, i16), i32> {
     ];
     loop {
         // SAFETY: `fds` is a valid array of two `pollfd`.
-        let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
         if r >= 0 {
             return Ok((fds[0].revents, fds[1].revents));
         }

@@ -592,3 +592,26 @@ fn binds_and_links_cannot_reach_a_denied_name_or_path_rule() {
     assert!(!sb.path().join("a").exists());
     assert!(sb.denied_entries().is_empty(), "{:?}", sb.denied_entries());
 }
+
+#[test]
+fn fifo_opens_of_callers_that_are_gone_are_released() {
+    let Some(sb) = Sandbox::new() else { return };
+    // 70 writers killed while they wait for a reader: their opens must not
+    // keep waiting in the supervisor, or later FIFO opens would stall.
+    let script = "for i in $(seq 70); do mkfifo f$i; timeout 0.05 sh -c \"echo x > f$i\"; done; \
+                  sleep 0.5; echo threads $(ls /proc/$PPID/task | wc -l); \
+                  mkfifo g; (echo hi > g &); sleep 0.2; echo start > log.txt; \
+                  cat g; cat log.txt";
+    let inner = sb.command(Some(&DENY), &[], script);
+    let mut c = Command::new("timeout");
+    c.arg("60").arg(inner.get_program()).args(inner.get_args());
+    c.envs(inner.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))));
+    let out = sb.output(c, script);
+    assert!(
+        out.status.success(),
+        "status {:?} (124: stalled)",
+        out.status
+    );
+    // The supervisor is back to its one thread: no worker still waits.
+    assert_eq!(stdout(&out), "threads 1\nhi\nstart\n");
+}
