@@ -395,10 +395,13 @@ impl<'a> Supervisor<'a> {
         };
         let path = path.into_os_string().into_encoded_bytes();
         let tgid = t.status()?.0;
-        let own = format!("/proc/{tgid}");
-        Ok(path
-            .strip_prefix(own.as_bytes())
-            .is_some_and(|rest| rest.is_empty() || rest.first() == Some(&b'/')))
+        // The process's own directory, or the calling thread's (`/proc/TID`
+        // names a thread too).
+        Ok([tgid, t.tid].iter().any(|id| {
+            let own = format!("/proc/{id}");
+            path.strip_prefix(own.as_bytes())
+                .is_some_and(|rest| rest.is_empty() || rest.first() == Some(&b'/'))
+        }))
     }
 
     /// The absolute path of the name as the supervisor sees it: its parent
