@@ -599,7 +599,8 @@ fn fifo_opens_of_callers_that_are_gone_are_released() {
     // 70 writers killed while they wait for a reader: their opens must not
     // keep waiting in the supervisor, or later FIFO opens would stall.
     let script = "for i in $(seq 70); do mkfifo f$i; timeout 0.05 sh -c \"echo x > f$i\"; done; \
-                  sleep 0.5; echo threads $(ls /proc/$PPID/task | wc -l); \
+                  for j in $(seq 100); do [ $(ls /proc/$PPID/task | wc -l) = 1 ] && break; sleep 0.1; done; \
+                  echo threads $(ls /proc/$PPID/task | wc -l); \
                   mkfifo g; (echo hi > g &); sleep 0.2; echo start > log.txt; \
                   cat g; cat log.txt";
     let inner = sb.command(Some(&DENY), &[], script);
