@@ -538,9 +538,53 @@ async fn real_git_through_proxy_and_broker() {
     assert_eq!(refs(&git, &bare).await, before, "force");
     outputs.push(stderr);
 
+    // A forced update disguised as a fast-forward: the old tip named in a
+    // `parent` line after the committer, which git does not read as a
+    // parent (the commit is a root) while a careless reader would.
+    let old_tip = git.ok(&work, &["rev-parse", &one]).await;
+    let tree = git.ok(&work, &["rev-parse", "HEAD^{tree}"]).await;
+    let forged = format!(
+        "tree {}\nauthor a <a@b> 1 +0000\ncommitter a <a@b> 1 +0000\nparent {}\n\nrewritten root\n",
+        tree.trim(),
+        old_tip.trim()
+    );
+    std::fs::write(work.join("forged.txt"), forged).unwrap();
+    let new = git
+        .ok(
+            &work,
+            &[
+                "hash-object",
+                "-t",
+                "commit",
+                "-w",
+                "--literally",
+                "forged.txt",
+            ],
+        )
+        .await;
+    let out = git
+        .run(
+            &work,
+            &[
+                "push",
+                "--force",
+                "origin",
+                &format!("{}:refs/heads/agent/{SESSION}", new.trim()),
+            ],
+        )
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "disguised force: {stderr}");
+    assert!(
+        stderr.contains("[remote rejected]"),
+        "disguised force: {stderr}"
+    );
+    assert_eq!(refs(&git, &bare).await, before, "disguised force");
+    outputs.push(stderr);
+
     // Nothing of a refused push reached the server.
     assert_eq!(receive_posts(&server), 4);
-    // Five refusals, each a violation.
+    // Six refusals, each a violation.
     let mut refused = 0;
     while let Ok(v) = violations.try_recv() {
         let text = format!("{v:?}");
@@ -549,7 +593,7 @@ async fn real_git_through_proxy_and_broker() {
             refused += 1;
         }
     }
-    assert_eq!(refused, 5);
+    assert_eq!(refused, 6);
 
     // The server saw exactly the real credential on every request, never
     // the phantom; git's output never holds the real value.

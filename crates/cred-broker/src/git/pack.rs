@@ -632,18 +632,37 @@ pub fn apply_delta(base: &[u8], delta: &[u8], max: u64) -> Result<Vec<u8>, &'sta
     Ok(out)
 }
 
-/// The `parent` ids of a commit object's header (the lines before the
-/// first empty line).
+/// The `parent` ids of a commit object's header, read as git reads them:
+/// the header starts with `tree <id>`, and the parents are the `parent <id>`
+/// lines that follow it directly. A `parent` line anywhere later in the
+/// header is something git ignores while walking history but a careless
+/// reader would not, so such a commit is refused rather than read either
+/// way; so is a commit that does not start with a tree line.
 fn commit_parents(body: &[u8], format: ObjectFormat, offset: u64) -> Result<Vec<ObjectId>, Error> {
+    let mut lines = body.split(|&b| b == b'\n');
+    match lines.next() {
+        Some(first) if first.starts_with(b"tree ") => {}
+        _ => return Err(bad(offset, "a commit does not start with its tree")),
+    }
     let mut out = Vec::new();
-    for line in body.split(|&b| b == b'\n') {
+    let mut in_parents = true;
+    for line in lines {
         if line.is_empty() {
             break;
         }
-        if let Some(hex) = line.strip_prefix(b"parent ") {
-            let id = ObjectId::from_hex(hex, format)
-                .ok_or_else(|| bad(offset, "a commit has a malformed parent line"))?;
-            out.push(id);
+        match line.strip_prefix(b"parent ") {
+            Some(hex) if in_parents => {
+                let id = ObjectId::from_hex(hex, format)
+                    .ok_or_else(|| bad(offset, "a commit has a malformed parent line"))?;
+                out.push(id);
+            }
+            Some(_) => {
+                return Err(bad(
+                    offset,
+                    "a commit has a parent line after its other headers, which git does not read as a parent",
+                ));
+            }
+            None => in_parents = false,
         }
     }
     Ok(out)
@@ -654,6 +673,24 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn parents_are_the_lines_right_after_the_tree() {
+        let f = ObjectFormat::Sha1;
+        let a = "1".repeat(40);
+        let b = "2".repeat(40);
+        let t = "3".repeat(40);
+        let ok =
+            format!("tree {t}\nparent {a}\nparent {b}\nauthor x\ncommitter x\n\nmsg\nparent {a}\n");
+        assert_eq!(commit_parents(ok.as_bytes(), f, 0).unwrap().len(), 2);
+        // A parent line after the committer: git sees a root commit.
+        let late = format!("tree {t}\nauthor x\ncommitter x\nparent {a}\n\nmsg\n");
+        assert!(commit_parents(late.as_bytes(), f, 0).is_err());
+        let no_tree = format!("parent {a}\ntree {t}\n\nmsg\n");
+        assert!(commit_parents(no_tree.as_bytes(), f, 0).is_err());
+        let root = format!("tree {t}\nauthor x\n\nmsg\n");
+        assert!(commit_parents(root.as_bytes(), f, 0).unwrap().is_empty());
+    }
 
     #[test]
     fn delta_copy_and_insert() {
