@@ -541,7 +541,14 @@ async fn real_git_through_proxy_and_broker() {
     // A forced update disguised as a fast-forward: the old tip named in a
     // `parent` line after the committer, which git does not read as a
     // parent (the commit is a root) while a careless reader would.
-    let old_tip = git.ok(&work, &["rev-parse", &one]).await;
+    // The server's current tip of the run's branch: what a fast-forward
+    // must descend from.
+    let old_tip = git
+        .ok(
+            &bare,
+            &["--git-dir", bare.to_str().unwrap(), "rev-parse", &branch],
+        )
+        .await;
     let tree = git.ok(&work, &["rev-parse", "HEAD^{tree}"]).await;
     let forged = format!(
         "tree {}\nauthor a <a@b> 1 +0000\ncommitter a <a@b> 1 +0000\nparent {}\n\nrewritten root\n",
@@ -569,7 +576,7 @@ async fn real_git_through_proxy_and_broker() {
                 "push",
                 "--force",
                 "origin",
-                &format!("{}:refs/heads/agent/{SESSION}", new.trim()),
+                &format!("{}:{branch}", new.trim()),
             ],
         )
         .await;
