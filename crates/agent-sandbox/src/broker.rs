@@ -23,6 +23,7 @@ pub const SYSTEM_CA_BUNDLES: &[&str] = &[
 #[derive(Clone)]
 pub struct BrokerSettings {
     hosts: Vec<String>,
+    ports: Vec<u16>,
     engine: RuleEngine,
     credential: Credential,
     phantom_env: Vec<String>,
@@ -48,6 +49,7 @@ impl BrokerSettings {
     pub fn new(engine: RuleEngine, credential: Credential) -> BrokerSettings {
         BrokerSettings {
             hosts: Vec::new(),
+            ports: vec![DEFAULT_BROKER_PORT],
             engine,
             credential,
             phantom_env: vec!["GH_TOKEN".into(), "GITHUB_TOKEN".into()],
@@ -57,12 +59,23 @@ impl BrokerSettings {
         }
     }
 
-    /// Brokers `host` (exact, any case; connections to it on any port go
+    /// Brokers `host` (exact, any case; connections to it on the brokered
+    /// ports, 443 unless [`BrokerSettings::broker_port`] adds others, go
     /// through the broker). It is added to the session's allowlist.
     pub fn host(&mut self, host: &str) -> &mut BrokerSettings {
         let h = host.trim_end_matches('.').to_ascii_lowercase();
         if !self.hosts.contains(&h) {
             self.hosts.push(h);
+        }
+        self
+    }
+
+    /// Also brokers connections to the brokered hosts on `port` (the
+    /// credential is otherwise only for their HTTPS service on 443; another
+    /// port of the same name is tunnelled without it).
+    pub fn broker_port(&mut self, port: u16) -> &mut BrokerSettings {
+        if !self.ports.contains(&port) {
+            self.ports.push(port);
         }
         self
     }
@@ -109,6 +122,7 @@ pub(crate) struct SessionBroker {
     pub(crate) lease: Lease,
     pub(crate) phantom_env: Vec<String>,
     pub(crate) hosts: Vec<String>,
+    pub(crate) ports: Vec<u16>,
 }
 
 impl SessionBroker {
@@ -148,12 +162,17 @@ impl SessionBroker {
             lease,
             phantom_env: settings.phantom_env.clone(),
             hosts: settings.hosts.clone(),
+            ports: settings.ports.clone(),
         })
     }
 
     /// The proxy hook that hands the brokered hosts to the broker.
     pub(crate) fn intercept(&self) -> Arc<dyn Intercept> {
-        broker_intercept(self.broker.clone(), self.hosts.clone())
+        Arc::new(BrokerIntercept {
+            broker: self.broker.clone(),
+            hosts: self.hosts.clone(),
+            ports: self.ports.clone(),
+        })
     }
 }
 
@@ -174,16 +193,29 @@ fn write_read_only(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 /// canonical lower-case names) to `broker`, with the address the proxy
 /// already vetted. Use it to put a broker behind any proxy pair.
 pub fn broker_intercept(broker: Arc<Broker>, hosts: Vec<String>) -> Arc<dyn Intercept> {
-    Arc::new(BrokerIntercept { broker, hosts })
+    Arc::new(BrokerIntercept {
+        broker,
+        hosts,
+        ports: vec![DEFAULT_BROKER_PORT],
+    })
 }
+
+/// The port whose connections to a brokered host go through the broker.
+pub const DEFAULT_BROKER_PORT: u16 = 443;
 
 struct BrokerIntercept {
     broker: Arc<Broker>,
     hosts: Vec<String>,
+    ports: Vec<u16>,
 }
 
 impl Intercept for BrokerIntercept {
     fn claims(&self, target: &Target) -> bool {
+        // The credential is for the host's HTTPS service, not for whatever
+        // else listens on another port of the same name.
+        if !self.ports.contains(&target.port) {
+            return false;
+        }
         let host = target.host.to_string();
         self.hosts.contains(&host)
     }
@@ -272,4 +304,36 @@ pub fn credential_for_hosts(
         cred.host(h);
     }
     Ok(cred.build()?)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use connect_proxy::Host;
+
+    fn target(host: &str, port: u16) -> Target {
+        Target::new(Host::parse_wire(host).unwrap(), port)
+    }
+
+    #[test]
+    fn only_the_brokered_ports_of_a_brokered_host_are_claimed() {
+        let engine = RuleEngine::builder()
+            .rules(cred_broker::RuleFile::from_toml("").unwrap())
+            .build()
+            .unwrap();
+        let ca = SessionCa::builder("s").build().unwrap();
+        let broker = Arc::new(Broker::builder(Arc::new(ca), engine).build().unwrap());
+        let default = broker_intercept(broker.clone(), vec!["api.example.com".into()]);
+        assert!(default.claims(&target("api.example.com", 443)));
+        assert!(!default.claims(&target("api.example.com", 8443)));
+        assert!(!default.claims(&target("other.example.com", 443)));
+        let more = BrokerIntercept {
+            broker,
+            hosts: vec!["api.example.com".into()],
+            ports: vec![443, 8443],
+        };
+        assert!(more.claims(&target("api.example.com", 8443)));
+        assert!(!more.claims(&target("api.example.com", 22)));
+    }
 }

@@ -78,7 +78,7 @@ mod netns;
 mod options;
 
 pub use broker::{
-    BrokerSettings, SYSTEM_CA_BUNDLES, broker_intercept, credential_for_hosts,
+    BrokerSettings, DEFAULT_BROKER_PORT, SYSTEM_CA_BUNDLES, broker_intercept, credential_for_hosts,
     header_template_from_name, pem_certificates_from_file, rule_engine_from_file,
 };
 pub use bwrap_spec::{FilenameRules, NameGuardLauncher};

@@ -14,6 +14,13 @@ use crate::secret::WipeBuf;
 use std::fmt;
 use std::time::SystemTime;
 
+/// Headers that ask an upstream to treat a request as another method.
+const METHOD_OVERRIDES: &[&str] = &[
+    "x-http-method-override",
+    "x-http-method",
+    "x-method-override",
+];
+
 /// The connection's target (the host and port of the `CONNECT` the proxy
 /// allowed). It is authoritative: a request whose `Host` disagrees gets no
 /// credential.
@@ -175,10 +182,13 @@ pub(crate) fn upstream_head_for(
         .into());
     }
     let own = credential.template.header_name();
+    // Method-override headers would make some upstreams run another method
+    // than the one the rules decided on: they never go upstream.
     let skip = |f: &HeaderField| {
         f.is("authorization")
             || f.is("proxy-authorization")
             || f.is(own)
+            || METHOD_OVERRIDES.iter().any(|h| f.is(h))
             || (body.drop_encoding && (f.is("content-encoding") || f.is("expect")))
     };
     // The part without the credential holds no secret; build it first to
