@@ -29,7 +29,8 @@
 //!   from [`RequestClassifier`]s asked in order, with [`RestClassifier`]
 //!   (`rest-read` / `rest-write` by method) last. An explicit deny beats
 //!   any allow; no match is deny; an unclassifiable request or an
-//!   ambiguous path (dot segments, encoded `/`, `//`, `;`, `\`) is deny.
+//!   ambiguous path (dot segments, encoded `/`, `//`, `;`, `\`,
+//!   encoded control bytes, a trailing encoded space) is deny.
 //!   Every [`Decision`] says which rule made it.
 //! - **Credentials.** A [`Secret`] given by the host program (never shown
 //!   by `Debug` or `Display`, wiped on drop), in a [`Credential`] with the

@@ -142,7 +142,8 @@ pub enum PathProblem {
     DotSegment,
     /// An empty segment (`//`).
     EmptySegment,
-    /// An encoded `/`, `\`, NUL, or a `%` not followed by two hex digits.
+    /// An encoded `/`, `\`, NUL or other control byte, an encoded space
+    /// ending the path, or a `%` not followed by two hex digits.
     Encoding,
     /// A backslash or a `;` (servers split paths on them differently).
     Separator,
@@ -155,7 +156,9 @@ impl fmt::Display for PathProblem {
         f.write_str(match self {
             PathProblem::DotSegment => "the path has a '.' or '..' segment",
             PathProblem::EmptySegment => "the path has an empty segment ('//')",
-            PathProblem::Encoding => "the path has an encoded '/', '\\' or NUL, or a bad '%'",
+            PathProblem::Encoding => {
+                "the path has an encoded '/', '\\' or control byte, ends in an encoded space, or has a bad '%'"
+            }
             PathProblem::Separator => "the path has a '\\' or ';'",
             PathProblem::NotAPath => "the target has no path",
         })
@@ -183,7 +186,10 @@ pub(crate) fn normal_path(path: &str) -> Result<String, PathProblem> {
                     return Err(PathProblem::Encoding);
                 };
                 let v = (h * 16 + l) as u8;
-                if v == b'/' || v == b'\\' || v == 0 {
+                // Control bytes (tab, CR, LF, ...) are trimmed or split on
+                // by some servers: the path they see is not the one decided
+                // on.
+                if v == b'/' || v == b'\\' || v < 0x20 || v == 0x7f {
                     return Err(PathProblem::Encoding);
                 }
                 if v.is_ascii_alphanumeric() || b"-._~".contains(&v) {
@@ -199,6 +205,11 @@ pub(crate) fn normal_path(path: &str) -> Result<String, PathProblem> {
                 i += 1;
             }
         }
+    }
+    // A trailing encoded space is trimmed by some servers: `/admin%20`
+    // would be `/admin` there.
+    if out.ends_with("%20") {
+        return Err(PathProblem::Encoding);
     }
     let segments: Vec<&str> = out[1..].split('/').collect();
     for (i, seg) in segments.iter().enumerate() {
@@ -216,6 +227,23 @@ pub(crate) fn normal_path(path: &str) -> Result<String, PathProblem> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn paths_a_server_may_trim_are_refused() {
+        for p in [
+            "/admin%20",
+            "/admin%09",
+            "/a%0Ab",
+            "/a%0d",
+            "/a%7F",
+            "/x/y%20",
+        ] {
+            assert_eq!(normal_path(p), Err(PathProblem::Encoding), "{p}");
+        }
+        for p in ["/my%20file.txt", "/a%20b/c", "/repos/o/r"] {
+            assert!(normal_path(p).is_ok(), "{p}");
+        }
+    }
 
     /// The same glob as a regular expression, as the oracle.
     fn oracle(glob: &str) -> regex::Regex {
