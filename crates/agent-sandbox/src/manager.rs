@@ -520,22 +520,14 @@ impl SandboxManager {
             .build(&host)
             .and_then(|p| p.render())
             .map_err(seatbelt_err)?;
-        let mut extras = EnvExtras::default();
-        if let Some(br) = &broker {
-            extras.ca_bundle = Some(dir.path().join("ca.pem"));
-            for name in &br.phantom_env {
-                extras
-                    .set
-                    .push((name.clone(), br.lease.phantom().as_str().to_string()));
-            }
-        }
-        let sanitized = sanitized_env_with(
-            &inner.base_env,
-            inner.home.as_os_str(),
-            Some((proxies.http_addr(), proxies.socks_addr())),
-            &extras,
+        // No bridges: the run reaches the proxies on their own ports, and
+        // the CA bundle at its host path.
+        let env = self.session_env(
+            spec,
+            broker.as_ref(),
+            dir.path().join("ca.pem"),
+            (proxies.http_addr(), proxies.socks_addr()),
         )?;
-        log_env_drops(&inner.log, &spec.session_id, &sanitized);
         guard.complete();
         Ok((
             SeatbeltSession {
@@ -546,8 +538,39 @@ impl SandboxManager {
                     _dir: dir,
                 }),
             },
-            sanitized.vars,
+            env,
         ))
+    }
+
+    /// A dispatch session's environment: the base environment through
+    /// env-guard with the proxy variables for `proxies` and, when hosts are
+    /// brokered, the CA bundle at `ca_bundle` and the phantom token. Drops
+    /// are logged.
+    fn session_env(
+        &self,
+        spec: &SandboxSpec,
+        broker: Option<&SessionBroker>,
+        ca_bundle: PathBuf,
+        proxies: (std::net::SocketAddr, std::net::SocketAddr),
+    ) -> Result<Vec<(OsString, OsString)>, Error> {
+        let inner = &self.inner;
+        let mut extras = EnvExtras::default();
+        if let Some(b) = broker {
+            extras.ca_bundle = Some(ca_bundle);
+            for name in &b.phantom_env {
+                extras
+                    .set
+                    .push((name.clone(), b.lease.phantom().as_str().to_string()));
+            }
+        }
+        let sanitized = sanitized_env_with(
+            &inner.base_env,
+            inner.home.as_os_str(),
+            Some(proxies),
+            &extras,
+        )?;
+        log_env_drops(&inner.log, &spec.session_id, &sanitized);
+        Ok(sanitized.vars)
     }
 
     /// The session's egress: its private directory, the broker (when hosts
@@ -672,24 +695,13 @@ impl SandboxManager {
         }
         let placeholders = PlaceholderGuard::create_on_host(plan.placeholders())?;
         let guest = |port| std::net::SocketAddr::from(([127, 0, 0, 1], port));
-        let proxies_inside = Some((guest(GUEST_HTTP_PORT), guest(GUEST_SOCKS_PORT)));
-        let mut extras = EnvExtras::default();
-        if let Some(b) = &broker {
-            extras.ca_bundle = Some(crate::broker::guest_bundle_path());
-            for name in &b.phantom_env {
-                extras
-                    .set
-                    .push((name.clone(), b.lease.phantom().as_str().to_string()));
-            }
-        }
-        let sanitized = sanitized_env_with(
-            &inner.base_env,
-            inner.home.as_os_str(),
+        let proxies_inside = (guest(GUEST_HTTP_PORT), guest(GUEST_SOCKS_PORT));
+        let env = self.session_env(
+            spec,
+            broker.as_ref(),
+            crate::broker::guest_bundle_path(),
             proxies_inside,
-            &extras,
         )?;
-        log_env_drops(&inner.log, &spec.session_id, &sanitized);
-        let env = sanitized.vars;
         let egress = Egress {
             broker,
             bridges,
