@@ -12,7 +12,6 @@ use cred_broker::{
     Broker, Credential, GitClassifier, GitLimits, HeaderTemplate, Lease, PushRuleSpec, RuleEngine,
     RuleFile, Secret, SessionCa, UpstreamRoots,
 };
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -193,18 +192,7 @@ async fn cgi(root: &Path, line: &str, headers: &[(String, String)], body: Vec<u8
 
 /// A local HTTPS git server that requires the real credential (401
 /// otherwise) and records every request line and `Authorization`.
-async fn git_server(root: PathBuf, leaf_der: Vec<u8>, leaf_key: Vec<u8>) -> GitServer {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from(leaf_der)],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key)),
-        )
-        .unwrap();
-    let acceptor = TlsAcceptor::from(Arc::new(config));
+async fn git_server(root: PathBuf, acceptor: TlsAcceptor) -> GitServer {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -357,12 +345,9 @@ async fn real_git_through_proxy_and_broker() {
     std::fs::create_dir_all(&home).unwrap();
     let bare = root.join("repo.git");
 
-    let support::TestPki {
-        ca_der,
-        leaf_der,
-        leaf_key,
-    } = support::test_pki(&[HOST]);
-    let server = git_server(root.clone(), leaf_der, leaf_key).await;
+    let pki = support::test_pki(&[HOST]);
+    let server = git_server(root.clone(), pki.acceptor()).await;
+    let ca_der = pki.ca_der;
     let port = server.addr.port();
 
     // The broker: the git classifier, a read-and-push rule, the push rule

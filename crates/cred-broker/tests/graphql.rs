@@ -14,11 +14,9 @@ use cred_broker::{
     Broker, Credential, GraphqlClassifier, HeaderTemplate, Lease, RuleEngine, RuleFile, Secret,
     SessionCa, UpstreamRoots,
 };
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tokio_rustls::TlsAcceptor;
 
 const SECRET: &str = "real-graphql-secret-90ac1";
 const HOST: &str = "api.test";
@@ -37,18 +35,7 @@ classes = ["graphql-query"]
 /// records each request (head and body).
 async fn origin() -> (u16, Vec<u8>, Arc<Mutex<Vec<String>>>) {
     let pki = support::test_pki(&[HOST]);
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(
-        vec![CertificateDer::from(pki.leaf_der.clone())],
-        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pki.leaf_key.clone())),
-    )
-    .unwrap();
-    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let acceptor = pki.acceptor();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let seen = Arc::new(Mutex::new(Vec::new()));

@@ -15,14 +15,14 @@ use cred_broker::{
     Broker, Credential, GitClassifier, HeaderTemplate, Lease, Pkt, PushRuleSpec, RuleEngine,
     RuleFile, Secret, SessionCa, UpstreamRoots, write_pkt,
 };
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use rustls::pki_types::{CertificateDer, ServerName};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio_rustls::{TlsAcceptor, TlsConnector};
+use tokio_rustls::TlsConnector;
 
 const SECRET: &str = "real-push-secret-11d0e";
 const HOST: &str = "git.test";
@@ -90,16 +90,7 @@ type Message = (String, Vec<u8>);
 
 async fn world(push_rule: Option<PushRuleSpec>) -> World {
     let pki = support::test_pki(&[HOST]);
-    let config = rustls::ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from(pki.leaf_der.clone())],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pki.leaf_key.clone())),
-        )
-        .unwrap();
-    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let acceptor = pki.acceptor();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let origin = listener.local_addr().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));

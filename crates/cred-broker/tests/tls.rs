@@ -11,7 +11,7 @@ use cred_broker::{
     BROKER_DENY, Broker, Credential, HeaderTemplate, Lease, RuleEngine, RuleFile, Secret,
     SessionCa, UpstreamRoots,
 };
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use rustls::pki_types::{CertificateDer, ServerName};
 use sandbox_core::SandboxViolation;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::broadcast;
-use tokio_rustls::{TlsAcceptor, TlsConnector};
+use tokio_rustls::TlsConnector;
 
 const SECRET: &str = "real-secret-7f3c9a1e";
 const HOST: &str = "origin.test";
@@ -44,16 +44,7 @@ impl Origin {
 }
 
 async fn origin(pki: &TestPki) -> Origin {
-    let config = rustls::ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from(pki.leaf_der.clone())],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pki.leaf_key.clone())),
-        )
-        .unwrap();
-    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let acceptor = pki.acceptor();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));

@@ -42,6 +42,25 @@ pub(crate) struct TestPki {
     pub(crate) leaf_key: Vec<u8>,
 }
 
+impl TestPki {
+    /// A TLS acceptor serving the leaf (ring provider, default versions).
+    pub(crate) fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(self.leaf_der.clone())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.leaf_key.clone())),
+        )
+        .unwrap();
+        tokio_rustls::TlsAcceptor::from(Arc::new(config))
+    }
+}
+
 /// A fresh CA and a leaf for `names` (DNS names or IP addresses).
 pub(crate) fn test_pki(names: &[&str]) -> TestPki {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
