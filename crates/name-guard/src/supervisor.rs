@@ -732,6 +732,7 @@ impl<'a> Supervisor<'a> {
         let old = sys::umask(t.umask()?);
         let res = sys::bind_raw(sock.as_raw_fd(), &addr);
         sys::umask(old);
+        // The checked parent stays open until the bind has gone through it.
         drop(checked);
         res.map(|()| Reply::Val(0))
     }
