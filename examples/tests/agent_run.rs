@@ -6,11 +6,12 @@ use std::process::{Command, Output};
 const BIN: &str = env!("CARGO_BIN_EXE_agent-run");
 
 fn native() -> bool {
-    let ok = sandbox_core::probe_ambient().native.available;
-    if !ok {
-        eprintln!("SKIPPED: bubblewrap or socat missing (CI installs them)");
-    }
-    ok
+    let p = &sandbox_core::probe_ambient().native;
+    test_support::require(
+        p.available,
+        "a native sandbox (bubblewrap and socat)",
+        &format!("apt-get install {}", p.missing_packages.join(" ")),
+    )
 }
 
 fn scratch(tag: &str) -> std::path::PathBuf {
@@ -60,7 +61,11 @@ fn default_launch_enforces_filename_rules_with_agent_run_as_its_own_guard() {
         .filename_rules
         .is_enforceable()
     {
-        eprintln!("SKIPPED: this kernel cannot run the name guard");
+        test_support::require(
+            false,
+            "a kernel that can run the name guard (Linux 5.19 or later, x86-64)",
+            "run the tests on such a kernel",
+        );
         return;
     }
     let d = scratch("guarded");
@@ -206,11 +211,9 @@ fn proxy_is_the_only_way_out_and_the_guard_holds_as_an_unprivileged_user() {
     if !native() {
         return;
     }
-    let is_root = std::fs::metadata("/proc/self")
-        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
-        .unwrap_or(false);
-    if !is_root || !std::path::Path::new("/usr/bin/setpriv").exists() {
-        eprintln!("SKIPPED: needs root and setpriv to switch to an unprivileged user");
+    if !test_support::require_root()
+        || test_support::tool("setpriv", "apt-get install util-linux").is_none()
+    {
         return;
     }
     use std::io::{Read, Write};
@@ -279,5 +282,42 @@ fn proxy_is_the_only_way_out_and_the_guard_holds_as_an_unprivileged_user() {
         e.contains("violation: network-outbound denied.example.test:80"),
         "{e}"
     );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn without_a_native_sandbox_nothing_runs_unless_asked_for_by_name() {
+    // A PATH with `sh` and nothing else: the probe finds neither bubblewrap
+    // nor socat, as on a fresh machine.
+    let d = scratch("nosandbox");
+    let bin = d.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink("/bin/sh", bin.join("sh")).unwrap();
+    let run_with = |extra: &[&str]| {
+        let mut args = extra.to_vec();
+        args.extend(["--", "sh", "-c", "echo k > made.key"]);
+        Command::new(BIN)
+            .args(&args)
+            .current_dir(&d)
+            .env_remove("CC_SERVER_SANDBOX")
+            .env("PATH", &bin)
+            .output()
+            .unwrap()
+    };
+    let o = run_with(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    let e = err(&o);
+    assert!(e.contains("no OS-native agent sandbox on this host"), "{e}");
+    assert!(e.contains("refusing to run \"sh\" unconfined"), "{e}");
+    assert!(e.contains("apt-get install bubblewrap socat"), "{e}");
+    assert!(!d.join("made.key").exists(), "the command ran: {e}");
+    // The explicit opt-outs run it on the host, and say so.
+    for opt in [&["--backend", "none"][..], &["--sandbox", "off"][..]] {
+        let o = run_with(opt);
+        assert_eq!(o.status.code(), Some(0), "{opt:?}: {}", err(&o));
+        assert!(err(&o).contains("backend none"), "{}", err(&o));
+        assert!(d.join("made.key").exists(), "{opt:?}");
+        std::fs::remove_file(d.join("made.key")).unwrap();
+    }
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -98,8 +98,12 @@ async fn origin(pki: &Pki) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
 
 #[tokio::test]
 async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
-    if !probe_ambient().native.available {
-        eprintln!("SKIPPED: no native sandbox here (CI installs bubblewrap and socat)");
+    let native = &probe_ambient().native;
+    if !test_support::require(
+        native.available,
+        "a native sandbox (bubblewrap and socat)",
+        &format!("apt-get install {}", native.missing_packages.join(" ")),
+    ) {
         return;
     }
     let pki = pki();

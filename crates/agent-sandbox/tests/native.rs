@@ -13,11 +13,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 fn native_available() -> bool {
-    let ok = probe_ambient().native.available;
-    if !ok {
-        eprintln!("SKIPPED: no native sandbox here (CI installs bubblewrap and socat)");
-    }
-    ok
+    let p = &probe_ambient().native;
+    test_support::require(
+        p.available,
+        "a native sandbox (bubblewrap and socat)",
+        &format!("apt-get install {}", p.missing_packages.join(" ")),
+    )
 }
 
 /// Fallbacks from host-side listeners to socat, across this test binary.
@@ -472,8 +473,11 @@ async fn guarded_case(bridge: InnerBridge) {
     if !native_available() {
         return;
     }
-    if !probe_ambient().native.filename_rules.is_enforceable() {
-        eprintln!("SKIPPED: this kernel cannot run the name guard");
+    if !test_support::require(
+        probe_ambient().native.filename_rules.is_enforceable(),
+        "a kernel that can run the name guard (Linux 5.19 or later, x86-64)",
+        "run the tests on such a kernel",
+    ) {
         return;
     }
     let t = Tree::new(&format!("guard-{bridge:?}"));

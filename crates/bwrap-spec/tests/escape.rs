@@ -9,10 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 fn bwrap() -> Option<PathBuf> {
-    ["/usr/bin/bwrap", "/bin/bwrap"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
+    test_support::tool("bwrap", "apt-get install bubblewrap")
 }
 
 /// A scratch tree: home with planted secrets, a writable workspace with a
@@ -88,7 +85,7 @@ fn is_root() -> bool {
 }
 
 fn users() -> Vec<User> {
-    if is_root() && Path::new("/usr/bin/setpriv").exists() {
+    if is_root() && test_support::tool("setpriv", "apt-get install util-linux").is_some() {
         vec![User::Current, User::Nobody]
     } else {
         vec![User::Current]
@@ -147,7 +144,6 @@ fn text(o: &Output) -> String {
 macro_rules! need_bwrap {
     () => {
         if bwrap().is_none() {
-            eprintln!("SKIPPED: bubblewrap is not installed (CI installs it)");
             return;
         }
     };
@@ -383,8 +379,7 @@ fn git(dir: &Path, args: &[&str]) {
 #[test]
 fn a_linked_worktree_cannot_be_pointed_at_a_git_dir_of_its_own() {
     need_bwrap!();
-    if Command::new("git").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: git is not installed");
+    if test_support::tool("git", "apt-get install git").is_none() {
         return;
     }
     for user in users() {

@@ -24,13 +24,7 @@ fn text(b: &[u8]) -> String {
 }
 
 fn curl_available() -> bool {
-    let ok = Command::new("curl").arg("--version").output().is_ok();
-    if !ok {
-        eprintln!(
-            "SKIPPED: curl is not installed; install it (apt-get install curl) to run the curl tests"
-        );
-    }
-    ok
+    test_support::tool("curl", "apt-get install curl").is_some()
 }
 
 async fn curl(args: Vec<String>) -> (bool, String, String) {
@@ -462,19 +456,8 @@ async fn slow_clients_are_cut_at_the_header_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_concurrent_tunnels() {
-    let limit = std::fs::read_to_string("/proc/self/limits")
-        .ok()
-        .and_then(|l| {
-            l.lines()
-                .find(|line| line.starts_with("Max open files"))
-                .and_then(|line| line.split_whitespace().nth(3).map(str::to_owned))
-        })
-        .and_then(|soft| soft.parse::<u64>().ok());
     // Each tunnel holds four descriptors in this process.
-    if limit.is_some_and(|n| n < 4_500) {
-        eprintln!(
-            "SKIPPED: the open-file limit ({limit:?}) is below 4500; raise `ulimit -n` to run the 1,000-tunnel test"
-        );
+    if !test_support::require_fd_limit(4_500) {
         return;
     }
     let n = 1_000;
@@ -483,10 +466,12 @@ async fn a_thousand_concurrent_tunnels() {
     let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
         .ok()
         .and_then(|s| s.trim().parse::<usize>().ok());
-    if somaxconn.is_some_and(|q| q < n) {
-        eprintln!(
-            "SKIPPED: net.core.somaxconn ({somaxconn:?}) is below {n}; accept queues would overflow into SYN cookies and resets"
-        );
+    // Below that, accept queues would overflow into SYN cookies and resets.
+    if !test_support::require(
+        somaxconn.is_some_and(|q| q >= n),
+        &format!("net.core.somaxconn of at least {n} (it is {somaxconn:?})"),
+        "sysctl -w net.core.somaxconn=4096",
+    ) {
         return;
     }
     let f = fixture(|_| {}).await;

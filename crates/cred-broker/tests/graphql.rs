@@ -163,7 +163,7 @@ async fn graphql_through_proxy_and_broker() {
     let out = match post(query).output().await {
         Ok(out) => out,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!("SKIPPED: curl is not installed; the GraphQL curl test did not run");
+            test_support::tool("curl", "apt-get install curl");
             return;
         }
         Err(e) => panic!("curl: {e}"),

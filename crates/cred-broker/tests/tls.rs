@@ -569,7 +569,7 @@ async fn curl_through_proxy_and_broker() {
     {
         Ok(out) => out,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!("SKIPPED: curl is not installed; the curl test did not run");
+            test_support::tool("curl", "apt-get install curl");
             return;
         }
         Err(e) => panic!("curl: {e}"),

@@ -358,8 +358,7 @@ fn tar_extraction_runs_and_denied_members_are_refused() {
 #[test]
 fn git_init_add_commit_runs_under_the_guard() {
     let Some(sb) = Sandbox::new() else { return };
-    if find_in_path("git").is_none() {
-        eprintln!("SKIPPED: git is not installed");
+    if test_support::tool("git", "apt-get install git").is_none() {
         return;
     }
     let out = sb.sh(

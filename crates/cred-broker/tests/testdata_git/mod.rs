@@ -211,11 +211,7 @@ struct Repo {
 }
 
 fn git_available() -> bool {
-    let ok = Command::new("git").arg("--version").output().is_ok();
-    if !ok {
-        eprintln!("SKIPPED: git is not installed; the pack tests need it");
-    }
-    ok
+    test_support::tool("git", "apt-get install git").is_some()
 }
 
 impl Repo {

@@ -8,7 +8,7 @@ use connect_proxy::{AllowList, Baseline, IpPolicy, ProxyConfig, ProxyPair, Stati
 use env_guard::{EnvGuard, Inherit, ProxyEnv, Sanitized};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -46,13 +46,6 @@ fn start_server() -> (u16, Seen) {
         }
     });
     (port, seen)
-}
-
-fn tool(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 /// Runs `cmd` with only `env`, bounded to 60 s; returns (success, stdout, stderr).
@@ -99,15 +92,14 @@ fn wait_for(seen: &Seen, before: usize) -> Vec<Vec<u8>> {
 
 #[test]
 fn proxy_variables_and_git_ssh_command_work_through_connect_proxy() {
-    let missing: Vec<_> = ["curl", "git", "ssh", "nc"]
-        .into_iter()
-        .filter(|t| tool(t).is_none())
-        .collect();
-    if !missing.is_empty() {
-        eprintln!(
-            "\n*** SKIPPED: {missing:?} not on PATH; the proxy-by-use test needs curl, git, \
-             ssh (openssh-client) and OpenBSD nc (netcat-openbsd). ***\n"
-        );
+    let found = [
+        ("curl", "apt-get install curl"),
+        ("git", "apt-get install git"),
+        ("ssh", "apt-get install openssh-client"),
+        ("nc", "apt-get install netcat-openbsd"),
+    ]
+    .map(|(t, install)| test_support::tool(t, install));
+    if found.iter().any(Option::is_none) {
         return;
     }
     let (port, seen) = start_server();

@@ -12,20 +12,10 @@ pub const GUARD: &str = env!("CARGO_BIN_EXE_name-guard-exec");
 pub const DENY: [&str; 3] = [".env", "*.key", "*.pem"];
 pub const DENIED_NAMES: [&str; 3] = ["x.pem", ".env", "id.key"];
 
-pub fn find_in_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
-/// bubblewrap, or `None` after saying loudly that the test is skipped.
+/// bubblewrap; without it the test fails with the install line (or is
+/// skipped visibly when the person asked for that).
 pub fn bwrap() -> Option<PathBuf> {
-    let b = find_in_path("bwrap");
-    if b.is_none() {
-        eprintln!("SKIPPED: bwrap is not installed; the name-guard sandbox tests did not run");
-    }
-    b
+    test_support::tool("bwrap", "apt-get install bubblewrap")
 }
 
 /// The attack program, compiled once per test binary.
