@@ -12,6 +12,10 @@
 //! its first argument, it becomes `name-guard-exec`. `--no-name-guard`
 //! leaves the guard out (a launch with writable mounts is then refused), and
 //! `--no-filename-rules` is the explicit opt-out that drops those rules.
+//!
+//! On a host without a native sandbox it refuses to run CMD, naming the
+//! packages to install; `--backend none` or `--sandbox off` is the explicit
+//! way to run it unconfined.
 
 use agent_sandbox::{BrokerSettings, FilenameRules, NameGuardLauncher, SandboxManager, next_event};
 use connect_proxy::{Cidr, IpPolicy};
@@ -308,6 +312,21 @@ async fn run(o: Options) -> Result<u8, String> {
     let manager = builder.build().map_err(|e| e.to_string())?;
     let sel = manager.selection();
     eprintln!("agent-run: backend {} ({})", sel.backend, sel.label);
+    // This program exists to show a confined run: it never degrades to an
+    // unconfined one by itself. Running on the host takes an explicit
+    // `--backend none` or `--sandbox off`.
+    if sel.backend == SandboxBackend::None
+        && request == BackendRequest::Unspecified
+        && switch == SandboxSwitch::On
+        && surface == Surface::Dispatch
+    {
+        let hint = probe_ambient().native.hint.clone().unwrap_or_default();
+        return Err(format!(
+            "refusing to run {:?} unconfined: no OS-native agent sandbox on this host ({hint}); \
+             `--backend none` or `--sandbox off` runs it on the host without a sandbox",
+            o.command[0]
+        ));
+    }
 
     let mut spec = SandboxSpec::new(format!("agent-run-{}", std::process::id()), "agent-run");
     spec.mode = o.mode;
