@@ -308,7 +308,10 @@ pub fn credential_for_hosts(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(
+        clippy::unwrap_used,
+        reason = "test and bench code: a failed unwrap is a failed run"
+    )]
     use super::*;
     use connect_proxy::Host;
 

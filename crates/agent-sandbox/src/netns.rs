@@ -77,7 +77,10 @@ pub(crate) fn close_inherited_fds(cmd: &mut tokio::process::Command) {
     // SAFETY: the closure runs in the forked child before exec and only
     // makes system calls (close_range, getrlimit, fcntl) on integers; it
     // does not allocate or touch memory shared with other threads.
-    #[allow(unsafe_code)]
+    #[allow(
+        unsafe_code,
+        reason = "the namespace helper needs raw syscalls in pre_exec; each block carries its SAFETY comment"
+    )]
     unsafe {
         cmd.pre_exec(|| {
             let r = libc::syscall(
@@ -121,7 +124,10 @@ pub(crate) fn kill_sandbox(pid: u32) {
     }
     // SAFETY: kill(2) with a positive pid and a signal number; no memory is
     // involved.
-    #[allow(unsafe_code)]
+    #[allow(
+        unsafe_code,
+        reason = "the namespace helper needs raw syscalls in pre_exec; each block carries its SAFETY comment"
+    )]
     unsafe {
         libc::kill(pid, libc::SIGKILL);
     }
@@ -134,7 +140,10 @@ pub(crate) fn inherit_fds<const N: usize>(cmd: &mut tokio::process::Command, fds
     // calls fcntl(F_SETFD) on descriptors that are open in the parent (and
     // so in the child) until the spawn returns, as the callers guarantee;
     // it does not allocate (the array is copied into the closure).
-    #[allow(unsafe_code)]
+    #[allow(
+        unsafe_code,
+        reason = "the namespace helper needs raw syscalls in pre_exec; each block carries its SAFETY comment"
+    )]
     unsafe {
         cmd.pre_exec(move || {
             for fd in fds {
@@ -201,7 +210,10 @@ pub(crate) fn bind_in_sandbox(
     // the helper has exited, makes only system calls (setns, socket,
     // setsockopt, bind, listen, sendmsg) through rustix, and keeps every
     // buffer on the stack: nothing allocates and no lock is taken.
-    #[allow(unsafe_code)]
+    #[allow(
+        unsafe_code,
+        reason = "the namespace helper needs raw syscalls in pre_exec; each block carries its SAFETY comment"
+    )]
     unsafe {
         helper.pre_exec(move || {
             let user = BorrowedFd::borrow_raw(raw.0);

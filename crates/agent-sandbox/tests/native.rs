@@ -1,5 +1,10 @@
 //! The facade end to end: real proxies, real bubblewrap, real processes.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test and bench code: a failed unwrap is a failed run"
+)]
 
 use agent_sandbox::{ErrorKind, FilenameRules, InnerBridge, SandboxManager, next_event};
 use connect_proxy::IpPolicy;

@@ -1,6 +1,11 @@
 //! Whole argv vectors for representative specs, from `testdata/argv.toml`,
 //! on a described (fake) host.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test and bench code: a failed unwrap is a failed run"
+)]
 
 use bwrap_spec::{BridgePlan, BwrapBuilder, ErrorKind, FilenameRules, NameGuardLauncher};
 use sandbox_core::{FakeHost, Os, SandboxSpec};

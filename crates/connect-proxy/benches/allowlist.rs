@@ -3,7 +3,11 @@
 
 // A bench is a test harness: a bad fixture should stop it loudly, and
 // criterion's macros generate undocumented items.
-#![allow(clippy::unwrap_used, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    missing_docs,
+    reason = "test and bench code: a failed unwrap is a failed run, and its items are not API"
+)]
 
 use connect_proxy::{AllowList, Baseline, Host};
 use criterion::{BenchmarkId, Criterion, black_box, criterion_group, criterion_main};

@@ -29,7 +29,12 @@
 //! counted as skipped. For accepted names, the allowlist entry parser must
 //! agree (`name` and `*.name`).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test and bench code: a failed unwrap is a failed run"
+)]
 
 use connect_proxy::{ErrorKind, Host, HostProblem, MAX_HOST_LEN, MAX_LABEL_LEN, Pattern};
 use std::collections::BTreeMap;

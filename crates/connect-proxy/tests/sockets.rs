@@ -3,7 +3,12 @@
 //! half-close, 1,000 concurrent tunnels, slow clients, interception and
 //! shutdown.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test and bench code: a failed unwrap is a failed run"
+)]
 
 mod support;
 

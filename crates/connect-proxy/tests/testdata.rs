@@ -2,7 +2,12 @@
 //! loading, matching, address classes and the egress gate (with a resolver
 //! that counts lookups).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test and bench code: a failed unwrap is a failed run"
+)]
 
 use connect_proxy::{
     AllowList, Baseline, Cidr, Denial, Egress, ErrorKind, Host, IpPolicy, Network, Pattern,

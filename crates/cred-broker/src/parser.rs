@@ -261,7 +261,11 @@ impl RequestParser {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::panic)]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::panic,
+        reason = "test and bench code: a failed unwrap is a failed run"
+    )]
     use super::*;
 
     fn big(head: &RequestHead) -> bool {

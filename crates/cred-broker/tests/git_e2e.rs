@@ -2,7 +2,12 @@
 //! server (`git http-backend` as CGI behind a small TLS server with its own
 //! CA): clone, pushes the push rule allows, pushes it refuses (answered in
 //! git's report format, nothing forwarded), and the credential swap.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test and bench code: a failed unwrap is a failed run"
+)]
 
 mod support;
 use support::BrokerHook;

@@ -4,7 +4,12 @@
 //! beside a named one) are refused with a GraphQL-shaped error body and
 //! never reach it.
 #![cfg(feature = "graphql")]
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test and bench code: a failed unwrap is a failed run"
+)]
 
 mod support;
 use support::BrokerHook;

@@ -3,7 +3,12 @@
 //! origin identity-encoded with a `Content-Length` whatever its client
 //! framing and encoding was; a refused push is answered in git's report
 //! format and reaches nothing.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test and bench code: a failed unwrap is a failed run"
+)]
 
 #[allow(
     dead_code,

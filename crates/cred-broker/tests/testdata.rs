@@ -2,7 +2,12 @@
 //! case refused, whole and one byte at a time), the accepted requests with
 //! their re-framed form, the rule tables and the injection cases.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test and bench code: a failed unwrap is a failed run"
+)]
 
 use cred_broker::{
     Classification, ClassifyInput, Credential, DecisionReason, Error, HeaderTemplate, Lease,

@@ -1,7 +1,12 @@
 //! The broker over real loopback sockets: a local HTTPS origin with a test
 //! CA, clients speaking TLS through `Broker::serve` (directly, and curl
 //! through connect-proxy's proxy pair with an `Intercept` adapter).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test and bench code: a failed unwrap is a failed run"
+)]
 
 mod support;
 use support::{BrokerHook, TestPki, test_pki};

@@ -2,7 +2,12 @@
 //! `testdata/*.toml`, the fuzz regressions, the differential test against
 //! apollo-parser and cynic-parser over `testdata/corpus/` and generated
 //! documents, and the proptest properties.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test and bench code: a failed unwrap is a failed run"
+)]
 
 mod testdata {
     mod differential;

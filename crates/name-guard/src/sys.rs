@@ -6,7 +6,10 @@
 //! them through `libc`. Every `unsafe` block carries a `SAFETY` comment; the
 //! functions exported from here are safe to call and report failures as an
 //! `errno` value.
-#![allow(unsafe_code)]
+#![allow(
+    unsafe_code,
+    reason = "the system-call module of the guard: every block carries its SAFETY comment"
+)]
 
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

@@ -1,7 +1,12 @@
 //! The launcher under real bubblewrap: denied names cannot be created by any
 //! route; ordinary work runs unchanged.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test and bench code: a failed unwrap is a failed run"
+)]
 
 mod support;
 

@@ -1,7 +1,12 @@
 //! Ordinary work under the guard, under real bubblewrap: cloning a git
 //! repository, `cargo new`, extracting a tarball; and the denial reports.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test and bench code: a failed unwrap is a failed run"
+)]
 
 mod support;
 
@@ -200,7 +205,10 @@ fn tarball_extraction_refuses_only_the_denied_members() {
 }
 
 /// Give the command a pipe as descriptor 3; returns the read end.
-#[allow(unsafe_code)]
+#[allow(
+    unsafe_code,
+    reason = "dup2 in pre_exec to hand the test a descriptor 3"
+)]
 fn pipe_as_fd3(c: &mut Command) -> (std::io::PipeReader, std::io::PipeWriter) {
     let (r, w) = std::io::pipe().unwrap();
     let fd = w.as_raw_fd();

@@ -33,6 +33,7 @@ pub fn decide(skip: Option<&OsStr>, ci: Option<&OsStr>) -> Decision {
 /// panics with `missing: WHAT; install: FIX`, or, when the person set
 /// [`SKIP_ENV`], writes a visible `SKIPPED` line and returns `false`.
 #[track_caller]
+#[allow(clippy::panic, reason = "failing the calling test is this function's job")]
 pub fn require(met: bool, what: &str, fix: &str) -> bool {
     if met {
         return true;

@@ -502,7 +502,10 @@ pub fn inflate_gzip(body: &[u8], max: u64) -> Result<Vec<u8>, Error> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(
+        clippy::unwrap_used,
+        reason = "test and bench code: a failed unwrap is a failed run"
+    )]
     use super::*;
     use crate::git::pktline::write_pkt;
     use proptest::prelude::*;

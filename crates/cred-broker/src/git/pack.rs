@@ -670,7 +670,10 @@ fn commit_parents(body: &[u8], format: ObjectFormat, offset: u64) -> Result<Vec<
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(
+        clippy::unwrap_used,
+        reason = "test and bench code: a failed unwrap is a failed run"
+    )]
     use super::*;
     use proptest::prelude::*;
 

@@ -120,7 +120,10 @@ pub fn write_pkt(out: &mut Vec<u8>, pkt: Pkt<'_>) -> Result<(), Error> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(
+        clippy::unwrap_used,
+        reason = "test and bench code: a failed unwrap is a failed run"
+    )]
     use super::*;
     use proptest::prelude::*;
 

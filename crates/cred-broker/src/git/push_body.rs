@@ -286,7 +286,10 @@ impl PushBody {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(
+        clippy::unwrap_used,
+        reason = "test and bench code: a failed unwrap is a failed run"
+    )]
     use super::*;
     use crate::git::commands::parse_receive_pack;
     use proptest::prelude::*;

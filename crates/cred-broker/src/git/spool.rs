@@ -119,7 +119,10 @@ impl Seek for SpoolReader<'_> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(
+        clippy::unwrap_used,
+        reason = "test and bench code: a failed unwrap is a failed run"
+    )]
     use super::*;
 
     #[test]

@@ -1,6 +1,11 @@
 //! The docker-spec behaviour tables (`testdata/*.toml`), the CSV
 //! round-trip property, and the docker CLI against a fake engine.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test and bench code: a failed unwrap is a failed run"
+)]
 
 mod csv;
 mod fake_engine;

@@ -1,7 +1,11 @@
 //! Helpers shared by the sandbox tests: bubblewrap, the attack program and a
 //! writable directory to run scripts in, with or without the guard.
 
-#![allow(dead_code, unreachable_pub)]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    reason = "shared by several test binaries, each using part of it"
+)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
