@@ -33,7 +33,10 @@ pub fn decide(skip: Option<&OsStr>, ci: Option<&OsStr>) -> Decision {
 /// panics with `missing: WHAT; install: FIX`, or, when the person set
 /// [`SKIP_ENV`], writes a visible `SKIPPED` line and returns `false`.
 #[track_caller]
-#[allow(clippy::panic, reason = "failing the calling test is this function's job")]
+#[allow(
+    clippy::panic,
+    reason = "failing the calling test is this function's job"
+)]
 pub fn require(met: bool, what: &str, fix: &str) -> bool {
     if met {
         return true;
@@ -96,10 +99,9 @@ pub fn require_root() -> bool {
     )
 }
 
-/// Requires the soft open-file limit of this process to be at least `n`.
-#[track_caller]
-pub fn require_fd_limit(n: u64) -> bool {
-    let soft = std::fs::read_to_string("/proc/self/limits")
+/// The soft open-file limit of this process.
+fn soft_fd_limit() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/limits")
         .ok()
         .and_then(|s| {
             s.lines()
@@ -112,11 +114,28 @@ pub fn require_fd_limit(n: u64) -> bool {
             } else {
                 v.parse().ok()
             }
-        });
+        })
+}
+
+/// Requires the soft open-file limit of this process to be at least `n`.
+/// A lower soft limit is first raised to `n` with util-linux's `prlimit`
+/// (allowed up to the hard limit without privileges).
+#[track_caller]
+pub fn require_fd_limit(n: u64) -> bool {
+    let mut soft = soft_fd_limit();
+    if soft.is_some_and(|s| s < n) {
+        let _ = std::process::Command::new("prlimit")
+            .arg("--pid")
+            .arg(std::process::id().to_string())
+            .arg(format!("--nofile={n}:"))
+            .stderr(std::process::Stdio::null())
+            .status();
+        soft = soft_fd_limit();
+    }
     require(
         soft.is_some_and(|s| s >= n),
         &format!("an open-file limit of {n} (it is {soft:?})"),
-        &format!("ulimit -n {n} before cargo test, as .ci/run does"),
+        &format!("raise the hard limit (ulimit -Hn {n}) before cargo test, as .ci/run does"),
     )
 }
 
