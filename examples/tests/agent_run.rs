@@ -326,3 +326,111 @@ fn without_a_native_sandbox_nothing_runs_unless_asked_for_by_name() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// The local addresses of the TCP sockets `pid` listens on in this
+/// process's network namespace (the host's).
+fn tcp_listeners_of(pid: u32) -> Vec<String> {
+    let inodes: std::collections::HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter_map(|l| {
+            let l = l.to_string_lossy().into_owned();
+            l.strip_prefix("socket:[")
+                .and_then(|r| r.strip_suffix(']'))
+                .map(str::to_owned)
+        })
+        .collect();
+    let mut found = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        for line in std::fs::read_to_string(table).unwrap().lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // local_address, st (0A = LISTEN), inode
+            if f.len() > 9 && f[3] == "0A" && inodes.contains(f[9]) {
+                found.push(f[1].to_string());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_other_user_reaches_the_sessions_proxies_or_its_broker() {
+    if !native()
+        || !test_support::require_root()
+        || test_support::tool("setpriv", "apt-get install util-linux").is_none()
+        || test_support::tool("socat", "apt-get install socat").is_none()
+    {
+        return;
+    }
+    let d = scratch("private");
+    let tmp = d.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(
+        d.join("rules.toml"),
+        "[[rule]]\nname = \"read\"\ndecision = \"allow\"\nhosts = [\"api.example.test\"]\nclasses = [\"rest-read\"]\n",
+    )
+    .unwrap();
+    let child = Command::new(BIN)
+        .args(["--broker", "api.example.test", "--broker-rules"])
+        .arg(d.join("rules.toml"))
+        .args(["--broker-credential-env", "REAL_TOKEN", "--", "sh", "-c"])
+        .arg(
+            "curl -s -m 10 -o /dev/null -w 'code=%{http_code}\\n' http://denied.example.test/; \
+             while [ ! -e stop ]; do sleep 0.05; done",
+        )
+        .current_dir(&d)
+        .env_remove("CC_SERVER_SANDBOX")
+        .env("TMPDIR", &tmp)
+        .env("REAL_TOKEN", "real-credential-never-shared")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The session's socket directory, once its sockets exist.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let dir = loop {
+        let found = std::fs::read_dir(&tmp)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.join("socks.sock").exists());
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(std::time::Instant::now() < deadline, "no session directory");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // While the command runs (with its broker and its in-namespace
+    // listeners), the host program listens on no TCP port of the host.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(tcp_listeners_of(child.id()), Vec::<String>::new());
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{}", dir.display());
+    // Another user cannot connect to the bridges' sockets.
+    for name in ["http.sock", "socks.sock"] {
+        let sock = dir.join(name);
+        let o = Command::new("/usr/bin/setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "socat",
+                "-u",
+            ])
+            .arg("OPEN:/dev/null")
+            .arg(format!("UNIX-CONNECT:{}", sock.display()))
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "uid 65534 reached {name}");
+        assert!(err(&o).contains("Permission denied"), "{}", err(&o));
+    }
+    std::fs::write(d.join("stop"), "").unwrap();
+    let o = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    // The session's own command reached its proxies all along.
+    assert_eq!(o.status.code(), Some(0), "{out}{}", err(&o));
+    assert!(out.contains("code=403"), "{out}{}", err(&o));
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -1,15 +1,13 @@
-//! The host side of the socat bridges, in process: a Unix socket per proxy
-//! in a private (0700) directory, each connection forwarded to the proxy's
-//! loopback port.
+//! The host side of the bridges: a private (0700) directory per session and
+//! a Unix socket per proxy in it, served by the session's proxies
+//! themselves (no loopback port, no relay in between).
 
 use crate::Error;
-use std::net::SocketAddr;
+use connect_proxy::ProxyKind;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, TcpStream, UnixListener};
-use tokio::task::JoinHandle;
+use tokio::net::UnixListener;
 
 /// A private directory for one session's sockets, removed on drop.
 #[derive(Debug)]
@@ -48,70 +46,17 @@ impl Drop for SocketDir {
     }
 }
 
-/// Listens on `socket` and forwards each connection to `upstream`.
-pub(crate) fn spawn_forwarder(
-    socket: &Path,
-    upstream: SocketAddr,
-) -> Result<JoinHandle<()>, Error> {
+/// The proxies behind the session's two bridges, in the order the bridge
+/// plan adds them (`http`, then `socks`).
+pub(crate) const BRIDGED: [ProxyKind; 2] = [ProxyKind::Http, ProxyKind::Socks5];
+
+/// Binds a Unix socket (in the session's 0700 directory) that only this
+/// user may connect to: mode 0600 besides the directory's 0700, and the
+/// proxies check each peer's uid.
+pub(crate) fn bind_private_socket(socket: &Path) -> Result<UnixListener, Error> {
     let listener = UnixListener::bind(socket)
         .map_err(|e| Error::io(format!("binding {}", socket.display()), e))?;
-    Ok(tokio::spawn(async move {
-        loop {
-            if let Ok((inner, _)) = listener.accept().await {
-                relay_to(inner, upstream);
-            }
-        }
-    }))
-}
-
-/// Accepts on a TCP listener (one bound inside the sandbox's network
-/// namespace) and forwards each connection to `upstream`.
-pub(crate) fn spawn_tcp_forwarder(listener: TcpListener, upstream: SocketAddr) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            if let Ok((inner, _)) = listener.accept().await {
-                let _ = inner.set_nodelay(true);
-                relay_to(inner, upstream);
-            }
-        }
-    })
-}
-
-/// A forwarded stream that can be closed with a reset.
-trait Abort {
-    /// Makes the coming close a reset (TCP), where the stream has one.
-    fn abort_on_close(&self);
-}
-
-impl Abort for TcpStream {
-    fn abort_on_close(&self) {
-        let _ = self.set_zero_linger();
-    }
-}
-
-impl Abort for tokio::net::UnixStream {
-    /// A Unix socket has no reset: the peer sees end of stream.
-    fn abort_on_close(&self) {}
-}
-
-/// Connects to `upstream` and relays `inner` both ways until both close.
-/// When either side fails (the proxy resets an aborted tunnel), both are
-/// closed with a reset, so the command inside never mistakes a cut-off
-/// stream for a complete one.
-fn relay_to<S>(mut inner: S, upstream: SocketAddr)
-where
-    S: AsyncRead + AsyncWrite + Abort + Unpin + Send + 'static,
-{
-    tokio::spawn(async move {
-        if let Ok(mut outer) = TcpStream::connect(upstream).await {
-            let _ = outer.set_nodelay(true);
-            if tokio::io::copy_bidirectional(&mut inner, &mut outer)
-                .await
-                .is_err()
-            {
-                inner.abort_on_close();
-                outer.abort_on_close();
-            }
-        }
-    });
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| Error::io(format!("chmod 0600 {}", socket.display()), e))?;
+    Ok(listener)
 }

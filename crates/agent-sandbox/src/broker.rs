@@ -228,7 +228,7 @@ impl Intercept for BrokerIntercept {
             };
             let host = conn.target.host.to_string();
             let port = conn.target.port;
-            let _ = conn.client.set_nodelay(true);
+            conn.client.set_nodelay();
             let (read, write) = tokio::io::split(conn.client);
             let read = std::io::Cursor::new(conn.buffered).chain(read);
             let stream = tokio::io::join(read, write);

@@ -1,7 +1,7 @@
 //! `SandboxManager`: `SandboxPort` for `native` (bubblewrap on Linux) and
 //! `none`.
 
-use crate::bridge::{SocketDir, spawn_forwarder, spawn_tcp_forwarder};
+use crate::bridge::{BRIDGED, SocketDir, bind_private_socket};
 use crate::broker::{BrokerSettings, SessionBroker};
 use crate::env::{EnvExtras, sanitized_env, sanitized_env_with};
 use crate::events::ReceiverStream;
@@ -13,7 +13,7 @@ use bwrap_spec::{
     Profile, discover_git_repos_on_host,
 };
 use connect_proxy::{
-    AllowList, IpPolicy, Network, ProxyConfig, ProxyPair, Resolver, SystemResolver,
+    AllowList, IpPolicy, Network, ProxyConfig, ProxyPair, ProxyService, Resolver, SystemResolver,
 };
 use sandbox_core::{
     AmbientHost, BackendRequest, EventStream, FilenameRuleSupport, KillReason, NativeMechanism,
@@ -27,7 +27,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
+use tokio::task::{AbortHandle, JoinHandle};
 
 /// The loopback port inside the sandbox where the HTTP proxy answers.
 pub const GUEST_HTTP_PORT: u16 = 3128;
@@ -379,18 +379,16 @@ struct NativeSession {
 }
 
 /// What a dispatch launch has started so far; dropped before
-/// [`LaunchGuard::complete`], it revokes the broker lease and stops the
-/// forwarders, so a failed launch leaves nothing running.
+/// [`LaunchGuard::complete`], it revokes the broker lease, so a failed
+/// launch leaves nothing usable (the proxies stop when dropped).
 struct LaunchGuard {
     lease: Option<cred_broker::Lease>,
-    forwarders: Vec<JoinHandle<()>>,
 }
 
 impl LaunchGuard {
-    /// The launch succeeded: hand the forwarders over.
-    fn complete(mut self) -> Vec<JoinHandle<()>> {
+    /// The launch succeeded: keep the lease.
+    fn complete(mut self) {
         self.lease = None;
-        std::mem::take(&mut self.forwarders)
     }
 }
 
@@ -399,18 +397,18 @@ impl Drop for LaunchGuard {
         if let Some(l) = &self.lease {
             l.revoke();
         }
-        for f in &self.forwarders {
-            f.abort();
-        }
     }
 }
 
 /// The proxies and bridges of a dispatch session (terminals have none).
+/// The proxies have no listener of their own: they serve the bridges'
+/// Unix sockets in the session's 0700 directory (peers of the session's
+/// uid only) and, per command, the listeners bound inside the sandbox's
+/// network namespace. No other process can reach them.
 struct Egress {
     broker: Option<SessionBroker>,
     bridges: BridgePlan,
-    proxies: ProxyPair,
-    forwarders: Vec<JoinHandle<()>>,
+    proxies: Arc<ProxyService>,
     _sockets: SocketDir,
 }
 
@@ -510,7 +508,8 @@ impl SandboxManager {
                 env,
             ));
         }
-        let (dir, broker, proxies, guard) = self.start_egress(spec).await?;
+        let (dir, broker, config, guard) = self.prepare_egress(spec)?;
+        let proxies = ProxyPair::start(config).await?;
         let mut b = seatbelt_profile::DispatchProfileBuilder::new(spec);
         b.home(&home)
             .http_proxy_port(proxies.http_addr().port())
@@ -574,12 +573,12 @@ impl SandboxManager {
     }
 
     /// The session's egress: its private directory, the broker (when hosts
-    /// are brokered) and the proxy pair, with a guard that revokes the lease
-    /// if the launch fails later.
-    async fn start_egress(
+    /// are brokered) and the proxies' configuration, with a guard that
+    /// revokes the lease if the launch fails later.
+    fn prepare_egress(
         &self,
         spec: &SandboxSpec,
-    ) -> Result<(SocketDir, Option<SessionBroker>, ProxyPair, LaunchGuard), Error> {
+    ) -> Result<(SocketDir, Option<SessionBroker>, ProxyConfig, LaunchGuard), Error> {
         let inner = &self.inner;
         let sockets = SocketDir::create_in(&inner.temp_dir)?;
         let broker = match &inner.broker {
@@ -590,11 +589,10 @@ impl SandboxManager {
             )?),
             None => None,
         };
-        // Until the session is complete, a failure revokes the lease and
-        // stops the forwarders (the proxies stop when dropped).
+        // Until the session is complete, a failure revokes the lease (the
+        // proxies stop when dropped).
         let guard = LaunchGuard {
             lease: broker.as_ref().map(|b| b.lease.clone()),
-            forwarders: Vec::new(),
         };
         let mut list = AllowList::builder();
         list.network(Network::from_enabled(spec.network_enabled))
@@ -619,8 +617,7 @@ impl SandboxManager {
         if let Some(b) = &broker {
             config.intercept(b.intercept());
         }
-        let proxies = ProxyPair::start(config.build()?).await?;
-        Ok((sockets, broker, proxies, guard))
+        Ok((sockets, broker, config.build()?, guard))
     }
 
     async fn launch_native(
@@ -646,15 +643,16 @@ impl SandboxManager {
                 env,
             ));
         }
-        let (sockets, broker, proxies, mut guard) = self.start_egress(spec).await?;
+        let (sockets, broker, config, guard) = self.prepare_egress(spec)?;
+        let proxies = Arc::new(ProxyService::start(config));
         let mut bridges = BridgePlan::new(sockets.path())?;
         bridges
-            .add("http", GUEST_HTTP_PORT, proxies.http_addr())?
-            .add("socks", GUEST_SOCKS_PORT, proxies.socks_addr())?;
-        for b in bridges.bridges() {
-            guard
-                .forwarders
-                .push(spawn_forwarder(&bridges.host_socket(b), b.upstream())?);
+            .add("http", GUEST_HTTP_PORT)?
+            .add("socks", GUEST_SOCKS_PORT)?;
+        let uid = rustix::process::geteuid().as_raw();
+        for (b, kind) in bridges.bridges().iter().zip(BRIDGED) {
+            let listener = bind_private_socket(&bridges.host_socket(b))?;
+            proxies.serve_unix(kind, listener, uid);
         }
         let writable: Vec<String> = spec
             .mount_accesses()
@@ -706,9 +704,9 @@ impl SandboxManager {
             broker,
             bridges,
             proxies,
-            forwarders: guard.complete(),
             _sockets: sockets,
         };
+        guard.complete();
         Ok((
             NativeSession {
                 plan,
@@ -760,12 +758,15 @@ impl SandboxPort for SandboxManager {
             SandboxBackend::Native if cfg!(target_os = "linux") => {
                 let (n, env) = self.launch_native(&spec).await?;
                 if let Some(e) = &n.egress {
-                    handle
-                        .details
-                        .insert("httpProxy".into(), e.proxies.http_addr().to_string().into());
+                    // The addresses inside the sandbox: on the host the
+                    // proxies listen on no port at all.
+                    handle.details.insert(
+                        "httpProxy".into(),
+                        format!("127.0.0.1:{GUEST_HTTP_PORT}").into(),
+                    );
                     handle.details.insert(
                         "socksProxy".into(),
-                        e.proxies.socks_addr().to_string().into(),
+                        format!("127.0.0.1:{GUEST_SOCKS_PORT}").into(),
                     );
                     handle.details.insert(
                         "socketDir".into(),
@@ -917,7 +918,6 @@ impl SandboxPort for SandboxManager {
             );
             return Ok(Box::pin(ReceiverStream(rx)));
         };
-        let upstreams = [e.proxies.http_addr(), e.proxies.socks_addr()];
         // The socat bridges, for when the host-side listeners cannot be made.
         let mut fallback = tokio::process::Command::new(bwrap);
         prepare(&mut fallback, &session.env);
@@ -977,9 +977,10 @@ impl SandboxPort for SandboxManager {
         } = steering;
         drop((info_write, block_read));
         let log = self.inner.log.clone();
+        let proxies = e.proxies.clone();
         session.run(kill_tx, async move {
             let mut sandbox_pid = None;
-            match host_side_listeners(info_read, &block_write, upstreams, &mut sandbox_pid).await {
+            match host_side_listeners(info_read, &block_write, &proxies, &mut sandbox_pid).await {
                 Ok(forwarders) => {
                     drop((report_write, block_write));
                     run_child(child, tx, kill_rx, violations, forwarders).await
@@ -1073,12 +1074,6 @@ impl SandboxPort for SandboxManager {
                 // keep-alive connections too.
                 b.lease.revoke();
             }
-            for f in &e.forwarders {
-                f.abort();
-            }
-            for f in e.forwarders {
-                let _ = f.await;
-            }
             e.proxies.shutdown().await;
             // Placeholders and the socket directory are removed on drop.
         }
@@ -1132,14 +1127,14 @@ fn prepare<'c>(
 }
 
 /// Reads the sandbox's pid from bubblewrap, binds the proxy listeners in its
-/// network namespace, starts forwarding them to `upstreams` and releases the
+/// network namespace, hands them to the session's proxies and releases the
 /// command.
 async fn host_side_listeners(
     info_read: rustix::fd::OwnedFd,
     block_write: &rustix::fd::OwnedFd,
-    upstreams: [std::net::SocketAddr; 2],
+    proxies: &ProxyService,
     sandbox_pid: &mut Option<u32>,
-) -> Result<Vec<JoinHandle<()>>, std::io::Error> {
+) -> Result<Vec<AbortHandle>, std::io::Error> {
     let timeout = std::time::Duration::from_secs(5);
     let pid = tokio::time::timeout(
         timeout,
@@ -1169,10 +1164,10 @@ async fn host_side_listeners(
         }
     };
     let mut forwarders = Vec::with_capacity(2);
-    for (listener, upstream) in listeners.into_iter().zip(upstreams) {
+    for (listener, kind) in listeners.into_iter().zip(BRIDGED) {
         listener.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        forwarders.push(spawn_tcp_forwarder(listener, upstream));
+        forwarders.push(proxies.serve_tcp(kind, listener));
     }
     rustix::io::write(block_write, b"go")?;
     Ok(forwarders)
@@ -1295,7 +1290,7 @@ async fn run_child(
     tx: mpsc::Sender<SandboxEvent>,
     mut kill_rx: oneshot::Receiver<()>,
     mut violations: Option<Violations>,
-    forwarders: Vec<JoinHandle<()>>,
+    forwarders: Vec<AbortHandle>,
 ) {
     let _ = tx.send(SandboxEvent::Ready).await;
     let out = child

@@ -15,12 +15,12 @@ use std::path::{Path, PathBuf};
 /// Where the bridge socket directory appears inside the sandbox.
 pub const BRIDGE_GUEST_DIR: &str = "/run/agent-sandbox";
 
-/// One bridge: a loopback port inside, a proxy address outside.
+/// One bridge: a loopback port inside, a Unix socket in the host directory
+/// outside (whoever serves that socket decides where it leads).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bridge {
     name: String,
     guest_port: u16,
-    upstream: SocketAddr,
 }
 
 impl Bridge {
@@ -31,10 +31,6 @@ impl Bridge {
     /// The loopback port the sandbox connects to.
     pub fn guest_port(&self) -> u16 {
         self.guest_port
-    }
-    /// The proxy's address on the host.
-    pub fn upstream(&self) -> SocketAddr {
-        self.upstream
     }
 }
 
@@ -73,13 +69,8 @@ impl BridgePlan {
     }
 
     /// Adds a bridge named `name` (`[a-z0-9-]`, unique) from loopback port
-    /// `guest_port` inside to `upstream` outside.
-    pub fn add(
-        &mut self,
-        name: &str,
-        guest_port: u16,
-        upstream: SocketAddr,
-    ) -> Result<&mut BridgePlan, Error> {
+    /// `guest_port` inside to the socket `<host_dir>/<name>.sock` outside.
+    pub fn add(&mut self, name: &str, guest_port: u16) -> Result<&mut BridgePlan, Error> {
         let ok_name = !name.is_empty()
             && name.len() <= 32
             && name
@@ -101,7 +92,6 @@ impl BridgePlan {
         self.bridges.push(Bridge {
             name: name.to_string(),
             guest_port,
-            upstream,
         });
         Ok(self)
     }
@@ -126,8 +116,14 @@ impl BridgePlan {
         format!("{BRIDGE_GUEST_DIR}/{}.sock", bridge.name)
     }
 
-    /// The socat argv for the host side of `bridge`.
-    pub fn outer_socat_argv(&self, socat: &Path, bridge: &Bridge) -> Vec<OsString> {
+    /// The socat argv for the host side of `bridge`, forwarding to a proxy
+    /// at `upstream`.
+    pub fn outer_socat_argv(
+        &self,
+        socat: &Path,
+        bridge: &Bridge,
+        upstream: SocketAddr,
+    ) -> Vec<OsString> {
         vec![
             socat.as_os_str().to_owned(),
             "-lp".into(),
@@ -137,7 +133,7 @@ impl BridgePlan {
                 self.host_socket(bridge).display()
             )
             .into(),
-            format!("TCP:{}", bridge.upstream).into(),
+            format!("TCP:{upstream}").into(),
         ]
     }
 

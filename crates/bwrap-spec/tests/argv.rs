@@ -79,8 +79,7 @@ fn argv_table() {
         }
         if c.bridges {
             let mut plan = BridgePlan::new("/tmp/as-1").unwrap();
-            plan.add("http", 3128, "127.0.0.1:4000".parse().unwrap())
-                .unwrap();
+            plan.add("http", 3128).unwrap();
             b.bridges(plan);
         }
         match (b.build(&host()), &c.error) {

@@ -40,6 +40,9 @@ pub enum Denial {
     Refused,
     /// The upstream could not be reached.
     Unreachable(String),
+    /// The client is not the session's: a Unix peer of another uid, or a
+    /// client without the session's proxy credentials.
+    Unauthenticated(String),
 }
 
 impl Denial {
@@ -52,6 +55,7 @@ impl Denial {
                 | Denial::Address { .. }
                 | Denial::DenylistedAddress(_)
                 | Denial::Malformed(_)
+                | Denial::Unauthenticated(_)
         )
     }
 }
@@ -68,6 +72,7 @@ impl fmt::Display for Denial {
             Denial::ConnectTimeout => f.write_str("upstream connect timed out"),
             Denial::Refused => f.write_str("upstream refused the connection"),
             Denial::Unreachable(m) => write!(f, "upstream unreachable: {m}"),
+            Denial::Unauthenticated(m) => write!(f, "not the session's client: {m}"),
         }
     }
 }

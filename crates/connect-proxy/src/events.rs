@@ -17,6 +17,8 @@ pub enum Protocol {
     HttpForward,
     /// SOCKS5 `CONNECT`.
     Socks5,
+    /// A Unix-socket client, refused before any protocol.
+    UnixSocket,
 }
 
 impl fmt::Display for Protocol {
@@ -25,6 +27,7 @@ impl fmt::Display for Protocol {
             Protocol::HttpConnect => "http-connect",
             Protocol::HttpForward => "http-forward",
             Protocol::Socks5 => "socks5",
+            Protocol::UnixSocket => "unix-socket",
         })
     }
 }

@@ -1,6 +1,7 @@
 //! The HTTP proxy: CONNECT tunnels and absolute-form plain HTTP, one
 //! request per client connection.
 
+use crate::client::ClientStream;
 use crate::egress::Denial;
 use crate::events::Protocol;
 use crate::host::Target;
@@ -9,11 +10,10 @@ use crate::session::{Route, Shared, printable};
 use crate::tunnel::relay;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// Serves one client connection.
-pub(crate) async fn serve(mut client: TcpStream, shared: Arc<Shared>) {
-    let _ = client.set_nodelay(true);
+pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
+    client.set_nodelay();
     let limits = shared.limits;
     let mut buf = Vec::with_capacity(2048);
     let read = read_head(&mut client, &mut buf, limits.max_header_bytes);
@@ -69,7 +69,7 @@ enum HeadRead {
 }
 
 async fn read_head(
-    client: &mut TcpStream,
+    client: &mut ClientStream,
     buf: &mut Vec<u8>,
     max: usize,
 ) -> Result<usize, HeadRead> {
@@ -94,7 +94,7 @@ async fn read_head(
     }
 }
 
-async fn connect(mut client: TcpStream, shared: &Shared, head: &RequestHead, rest: Vec<u8>) {
+async fn connect(mut client: ClientStream, shared: &Shared, head: &RequestHead, rest: Vec<u8>) {
     let protocol = Protocol::HttpConnect;
     let target = match Target::parse_authority(&head.target) {
         Ok(t) => t,
@@ -130,7 +130,7 @@ async fn connect(mut client: TcpStream, shared: &Shared, head: &RequestHead, res
 
 const ESTABLISHED: &[u8] = b"HTTP/1.1 200 Connection established\r\n\r\n";
 
-async fn forward(mut client: TcpStream, shared: &Shared, head: &RequestHead, rest: Vec<u8>) {
+async fn forward(mut client: ClientStream, shared: &Shared, head: &RequestHead, rest: Vec<u8>) {
     let protocol = Protocol::HttpForward;
     let (target, path) = match forward_target(head) {
         Ok(t) => t,
@@ -261,6 +261,7 @@ fn status_for(d: &Denial) -> (u16, &'static str, &'static str) {
         Denial::ConnectTimeout => (504, "Gateway Timeout", "connection_timeout"),
         Denial::Refused => (502, "Bad Gateway", "connection_refused"),
         Denial::Unreachable(_) => (502, "Bad Gateway", "destination_unavailable"),
+        Denial::Unauthenticated(_) => (407, "Proxy Authentication Required", "http_request_denied"),
     }
 }
 

@@ -1,11 +1,11 @@
 //! The interception hook: a broker can take chosen hosts after the policy
 //! allowed them.
 
+use crate::client::ClientStream;
 use crate::events::Protocol;
 use crate::host::Target;
 use crate::resolver::BoxFuture;
 use std::net::SocketAddr;
-use tokio::net::TcpStream;
 
 /// A client connection handed to an interceptor.
 ///
@@ -23,7 +23,7 @@ pub struct Intercepted {
     /// The vetted addresses the interceptor may dial (never re-resolve).
     pub addrs: Vec<SocketAddr>,
     /// The client stream.
-    pub client: TcpStream,
+    pub client: ClientStream,
     /// Bytes the client sent after its request, already read by the proxy.
     pub buffered: Vec<u8>,
 }

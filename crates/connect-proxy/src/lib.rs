@@ -26,6 +26,19 @@
 //! header, SOCKS5 reply `02`) and published as a
 //! [`sandbox_core::SandboxViolation`] (`network-outbound`, `host:port`).
 //!
+//! # Who can reach the proxies
+//!
+//! [`ProxyPair`] listens on two loopback ports: any local process, of any
+//! user, can connect to them. [`ProxyService`] is the same pair with no
+//! listener of its own: it serves only what it is handed, TCP listeners
+//! bound inside the sandbox's own network namespace
+//! ([`ProxyService::serve_tcp`]) and Unix sockets whose peers must have the
+//! session's uid ([`ProxyService::serve_unix`], checked with
+//! `SO_PEERCRED`; another uid is closed unanswered and reported as a
+//! `network-outbound` violation on `unix-peer:uid=N`). Use it wherever the
+//! sandbox can be given such sockets, so that no other process can use the
+//! session's egress (or its broker, which is reached only through it).
+//!
 //! # Answers
 //!
 //! | outcome | HTTP proxy | SOCKS5 |
@@ -121,6 +134,7 @@
 
 mod allowlist;
 mod baseline;
+mod client;
 mod config;
 mod egress;
 mod error;
@@ -149,6 +163,7 @@ pub use allowlist::{AllowList, AllowListBuilder, Baseline, Network};
 pub use baseline::{
     BASELINE_GIT_HOSTING, BASELINE_LLM_PROVIDERS, BASELINE_PACKAGE_REGISTRIES, DENYLIST, GITHUB,
 };
+pub use client::ClientStream;
 pub use config::{Limits, ProxyConfig, ProxyConfigBuilder};
 pub use egress::{Denial, Egress};
 pub use error::{Error, ErrorKind, HostProblem};
@@ -157,7 +172,7 @@ pub use host::{Host, MAX_HOST_LEN, MAX_LABEL_LEN, Target};
 pub use http_head::MAX_HEADERS;
 pub use intercept::{Intercept, Intercepted};
 pub use ip_policy::{AddrClass, Cidr, IpPolicy, classify};
-pub use pair::ProxyPair;
+pub use pair::{ProxyKind, ProxyPair, ProxyService};
 pub use pattern::{MAX_ENTRY_LEN, Pattern};
 pub use policy::{DenyReason, EgressPolicy, Verdict};
 pub use resolver::{BoxFuture, ResolveError, Resolver, StaticResolver, SystemResolver};

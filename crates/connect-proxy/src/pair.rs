@@ -1,9 +1,12 @@
-//! `ProxyPair`: one HTTP and one SOCKS5 proxy for one session.
+//! `ProxyService` (one HTTP and one SOCKS5 proxy for one session, serving
+//! the listeners it is handed) and `ProxyPair` (the same on two loopback
+//! listeners of its own).
 
+use crate::client::ClientStream;
 use crate::config::ProxyConfig;
-use crate::egress::Egress;
+use crate::egress::{Denial, Egress};
 use crate::error::{Error, ErrorKind};
-use crate::events::{Decision, Events, Subscription};
+use crate::events::{Decision, Events, Outcome, Protocol, Subscription};
 use crate::session::Shared;
 use crate::{http_proxy, socks_proxy};
 use sandbox_core::SandboxViolation;
@@ -11,22 +14,181 @@ use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{Semaphore, watch};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::{AbortHandle, JoinHandle, JoinSet};
+
+/// Which of the two proxies a listener feeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProxyKind {
+    /// The HTTP proxy (CONNECT and absolute-form plain HTTP).
+    Http,
+    /// The SOCKS5 proxy.
+    Socks5,
+}
+
+/// The HTTP and SOCKS5 proxies of one session, with no listener of their
+/// own: they serve the listeners handed to them, and nothing else can
+/// reach them.
+///
+/// This is the shape to use when the sandbox reaches the proxies through
+/// sockets only it can use: TCP listeners bound inside the sandbox's own
+/// network namespace ([`ProxyService::serve_tcp`]), or Unix sockets in a
+/// private directory whose peers are checked
+/// ([`ProxyService::serve_unix`]). [`ProxyPair`] adds two loopback TCP
+/// listeners, which every local process can connect to.
+///
+/// Dropping the service signals its tasks to stop;
+/// [`ProxyService::shutdown`] also waits until every task has ended and
+/// every socket is closed.
+pub struct ProxyService {
+    shared: Arc<Shared>,
+    permits: Arc<Semaphore>,
+    stop: watch::Sender<bool>,
+    tasks: std::sync::Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for ProxyService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyService")
+            .field("limits", &self.shared.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProxyService {
+    /// Starts the pair's shared state; serves nothing until a listener is
+    /// handed over. Must be called inside a tokio runtime.
+    pub fn start(config: ProxyConfig) -> ProxyService {
+        ProxyService::with_listeners(config, &[])
+    }
+
+    fn with_listeners(config: ProxyConfig, own: &[SocketAddr]) -> ProxyService {
+        let mut egress = Egress::new(
+            config.policy,
+            config.ip_policy,
+            config.resolver,
+            config.limits.resolve_timeout,
+            config.limits.connect_timeout,
+        );
+        for addr in own {
+            egress.ip_policy_mut().add_listener(*addr);
+        }
+        let events = Events::new(config.limits.event_capacity);
+        let permits = Arc::new(Semaphore::new(config.limits.max_connections));
+        let shared = Arc::new(Shared {
+            egress,
+            intercept: config.intercept,
+            limits: config.limits,
+            events,
+        });
+        let (stop, _) = watch::channel(false);
+        ProxyService {
+            shared,
+            permits,
+            stop,
+            tasks: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Serves `kind` on a TCP listener: one bound inside the sandbox's
+    /// network namespace, or any other the caller controls. Whoever can
+    /// connect to it can use the session's proxies.
+    ///
+    /// The returned handle stops serving this listener alone (its
+    /// connections end with it).
+    pub fn serve_tcp(&self, kind: ProxyKind, listener: TcpListener) -> AbortHandle {
+        self.spawn(kind, Acceptor::Tcp(listener))
+    }
+
+    /// Serves `kind` on a Unix socket. A client whose peer credentials
+    /// (`SO_PEERCRED`) name another uid than `uid` is closed unanswered
+    /// and reported as a `network-outbound` violation with target
+    /// `unix-peer:uid=N`.
+    #[cfg(unix)]
+    pub fn serve_unix(
+        &self,
+        kind: ProxyKind,
+        listener: tokio::net::UnixListener,
+        uid: u32,
+    ) -> AbortHandle {
+        self.spawn(kind, Acceptor::Unix(listener, uid))
+    }
+
+    fn spawn(&self, kind: ProxyKind, acceptor: Acceptor) -> AbortHandle {
+        let (shared, permits, stop) = (
+            self.shared.clone(),
+            self.permits.clone(),
+            self.stop.subscribe(),
+        );
+        let task = match kind {
+            ProxyKind::Http => tokio::spawn(accept_loop(
+                acceptor,
+                shared,
+                permits,
+                stop,
+                http_proxy::serve,
+            )),
+            ProxyKind::Socks5 => tokio::spawn(accept_loop(
+                acceptor,
+                shared,
+                permits,
+                stop,
+                socks_proxy::serve,
+            )),
+        };
+        let handle = task.abort_handle();
+        if let Ok(mut tasks) = self.tasks.lock() {
+            tasks.push(task);
+        }
+        handle
+    }
+
+    /// Violations from now on: one `network-outbound` per refusal, target
+    /// `host:port`.
+    pub fn subscribe_violations(&self) -> Subscription<SandboxViolation> {
+        Subscription::new(self.shared.events.violations.subscribe())
+    }
+
+    /// Every decision from now on (allowed, intercepted, refused), for logs.
+    pub fn subscribe_decisions(&self) -> Subscription<Decision> {
+        Subscription::new(self.shared.events.decisions.subscribe())
+    }
+
+    /// Stops accepting on every listener, ends every connection, and waits
+    /// until all tasks are gone and all sockets closed. A listener handed
+    /// over afterwards is closed at once.
+    pub async fn shutdown(&self) {
+        let _ = self.stop.send(true);
+        let tasks = match self.tasks.lock() {
+            Ok(mut t) => std::mem::take(&mut *t),
+            Err(_) => Vec::new(),
+        };
+        for task in tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ProxyService {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
 
 /// The HTTP and SOCKS5 proxies of one session, on 127.0.0.1.
 ///
-/// Start one pair per session; two sessions never share a pair. Dropping
-/// the pair signals its tasks to stop; [`ProxyPair::shutdown`] also waits
-/// until every task has ended and every socket is closed.
+/// Start one pair per session; two sessions never share a pair. Any local
+/// process can connect to a loopback port: where the sandbox can be given
+/// sockets only it reaches, use [`ProxyService`] instead. Dropping the pair
+/// signals its tasks to stop; [`ProxyPair::shutdown`] also waits until
+/// every task has ended and every socket is closed.
 #[derive(Debug)]
 pub struct ProxyPair {
     http_addr: SocketAddr,
     socks_addr: SocketAddr,
-    events: Events,
-    stop: watch::Sender<bool>,
-    tasks: Vec<JoinHandle<()>>,
+    service: ProxyService,
 }
 
 impl ProxyPair {
@@ -38,46 +200,13 @@ impl ProxyPair {
         let socks = bind("socks", backlog)?;
         let http_addr = local(&http, "http")?;
         let socks_addr = local(&socks, "socks")?;
-        let mut egress = Egress::new(
-            config.policy,
-            config.ip_policy,
-            config.resolver,
-            config.limits.resolve_timeout,
-            config.limits.connect_timeout,
-        );
-        egress.ip_policy_mut().add_listener(http_addr);
-        egress.ip_policy_mut().add_listener(socks_addr);
-        let events = Events::new(config.limits.event_capacity);
-        let shared = Arc::new(Shared {
-            egress,
-            intercept: config.intercept,
-            limits: config.limits,
-            events: events.clone(),
-        });
-        let permits = Arc::new(Semaphore::new(config.limits.max_connections));
-        let (stop, watch_rx) = watch::channel(false);
-        let tasks = vec![
-            tokio::spawn(accept_loop(
-                http,
-                shared.clone(),
-                permits.clone(),
-                watch_rx.clone(),
-                http_proxy::serve,
-            )),
-            tokio::spawn(accept_loop(
-                socks,
-                shared,
-                permits,
-                watch_rx,
-                socks_proxy::serve,
-            )),
-        ];
+        let service = ProxyService::with_listeners(config, &[http_addr, socks_addr]);
+        let _ = service.serve_tcp(ProxyKind::Http, http);
+        let _ = service.serve_tcp(ProxyKind::Socks5, socks);
         Ok(ProxyPair {
             http_addr,
             socks_addr,
-            events,
-            stop,
-            tasks,
+            service,
         })
     }
 
@@ -91,30 +220,69 @@ impl ProxyPair {
         self.socks_addr
     }
 
+    /// The service behind the two listeners (to hand it more of them).
+    pub fn service(&self) -> &ProxyService {
+        &self.service
+    }
+
     /// Violations from now on: one `network-outbound` per refusal, target
     /// `host:port`.
     pub fn subscribe_violations(&self) -> Subscription<SandboxViolation> {
-        Subscription::new(self.events.violations.subscribe())
+        self.service.subscribe_violations()
     }
 
     /// Every decision from now on (allowed, intercepted, refused), for logs.
     pub fn subscribe_decisions(&self) -> Subscription<Decision> {
-        Subscription::new(self.events.decisions.subscribe())
+        self.service.subscribe_decisions()
     }
 
     /// Stops accepting, ends every connection, and waits until all tasks
     /// are gone and all sockets closed.
-    pub async fn shutdown(mut self) {
-        let _ = self.stop.send(true);
-        for task in self.tasks.drain(..) {
-            let _ = task.await;
-        }
+    pub async fn shutdown(self) {
+        self.service.shutdown().await;
     }
 }
 
-impl Drop for ProxyPair {
-    fn drop(&mut self) {
-        let _ = self.stop.send(true);
+/// A listener of either kind.
+enum Acceptor {
+    Tcp(TcpListener),
+    #[cfg(unix)]
+    Unix(tokio::net::UnixListener, u32),
+}
+
+/// What one accept gave.
+enum Accepted {
+    Client(ClientStream),
+    /// A Unix peer of another uid, already reported.
+    Refused,
+}
+
+impl Acceptor {
+    async fn accept(&self, shared: &Shared) -> std::io::Result<Accepted> {
+        match self {
+            Acceptor::Tcp(l) => Ok(Accepted::Client(ClientStream::Tcp(l.accept().await?.0))),
+            #[cfg(unix)]
+            Acceptor::Unix(l, uid) => {
+                let (stream, _) = l.accept().await?;
+                match stream.peer_cred() {
+                    Ok(c) if c.uid() == *uid => Ok(Accepted::Client(ClientStream::Unix(stream))),
+                    other => {
+                        let peer = match other {
+                            Ok(c) => c.uid().to_string(),
+                            Err(_) => "unknown".to_owned(),
+                        };
+                        shared.events.report(
+                            Protocol::UnixSocket,
+                            format!("unix-peer:uid={peer}"),
+                            Outcome::Refused(Denial::Unauthenticated(format!(
+                                "the peer's uid {peer} is not the session's uid {uid}"
+                            ))),
+                        );
+                        Ok(Accepted::Refused)
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -167,23 +335,26 @@ fn local(listener: &TcpListener, which: &'static str) -> Result<SocketAddr, Erro
 }
 
 async fn accept_loop<F, Fut>(
-    listener: TcpListener,
+    listener: Acceptor,
     shared: Arc<Shared>,
     permits: Arc<Semaphore>,
     mut stop: watch::Receiver<bool>,
     serve: F,
 ) where
-    F: Fn(TcpStream, Arc<Shared>) -> Fut,
+    F: Fn(ClientStream, Arc<Shared>) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
     let mut conns = JoinSet::new();
+    if *stop.borrow() {
+        return;
+    }
     loop {
         tokio::select! {
             biased;
             _ = stop.changed() => break,
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => match permits.clone().try_acquire_owned() {
+            accepted = listener.accept(&shared) => match accepted {
+                Ok(Accepted::Client(stream)) => match permits.clone().try_acquire_owned() {
                     Ok(permit) => {
                         let task = serve(stream, shared.clone());
                         conns.spawn(async move {
@@ -194,6 +365,7 @@ async fn accept_loop<F, Fut>(
                     // Over the connection cap: close at once.
                     Err(_) => drop(stream),
                 },
+                Ok(Accepted::Refused) => {}
                 // Out of descriptors or a reset before accept: back off.
                 Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
             },

@@ -1,6 +1,7 @@
 //! What a connection task shares with the pair, and the steps both proxies
 //! take once they know the target: vet, maybe intercept, dial, report.
 
+use crate::client::ClientStream;
 use crate::config::Limits;
 use crate::egress::{Denial, Egress};
 use crate::events::{Events, Outcome, Protocol};
@@ -70,7 +71,7 @@ impl Shared {
         protocol: Protocol,
         target: Target,
         addrs: Vec<SocketAddr>,
-        client: TcpStream,
+        client: ClientStream,
         buffered: Vec<u8>,
     ) {
         self.events

@@ -1,5 +1,6 @@
 //! The SOCKS5 proxy: no authentication, CONNECT only.
 
+use crate::client::ClientStream;
 use crate::egress::Denial;
 use crate::events::Protocol;
 use crate::host::Target;
@@ -8,15 +9,14 @@ use crate::socks_wire::{Greeting, Reply, SocksError, parse_greeting, parse_reque
 use crate::tunnel::relay;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// A greeting is at most 257 bytes and a request at most 262; anything
 /// beyond them in this buffer is early tunnel data.
 const HANDSHAKE_BUFFER: usize = 1024;
 
 /// Serves one client connection.
-pub(crate) async fn serve(mut client: TcpStream, shared: Arc<Shared>) {
-    let _ = client.set_nodelay(true);
+pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
+    client.set_nodelay();
     let limits = shared.limits;
     let handshake = tokio::time::timeout(limits.header_timeout, handshake(&mut client)).await;
     let (target, rest) = match handshake {
@@ -58,7 +58,7 @@ pub(crate) async fn serve(mut client: TcpStream, shared: Arc<Shared>) {
 
 /// Runs the greeting and request. `Ok(None)`: the client went away or
 /// offered no acceptable method (already answered).
-async fn handshake(client: &mut TcpStream) -> Result<Option<(Target, Vec<u8>)>, SocksError> {
+async fn handshake(client: &mut ClientStream) -> Result<Option<(Target, Vec<u8>)>, SocksError> {
     let mut buf = [0u8; HANDSHAKE_BUFFER];
     let mut len = 0;
     let used = loop {
@@ -89,7 +89,7 @@ async fn handshake(client: &mut TcpStream) -> Result<Option<(Target, Vec<u8>)>, 
 }
 
 /// Reads more bytes; false on end-of-stream, error or a full buffer.
-async fn fill(client: &mut TcpStream, buf: &mut [u8], len: &mut usize) -> bool {
+async fn fill(client: &mut ClientStream, buf: &mut [u8], len: &mut usize) -> bool {
     let Some(free) = buf.get_mut(*len..) else {
         return false;
     };
@@ -110,7 +110,8 @@ fn reply_for(d: &Denial) -> Reply {
         Denial::Policy(_)
         | Denial::Address { .. }
         | Denial::DenylistedAddress(_)
-        | Denial::Malformed(_) => Reply::NotAllowed,
+        | Denial::Malformed(_)
+        | Denial::Unauthenticated(_) => Reply::NotAllowed,
         Denial::NotFound | Denial::DnsTimeout | Denial::ConnectTimeout => Reply::HostUnreachable,
         Denial::Refused => Reply::Refused,
         Denial::Unreachable(_) => Reply::NetworkUnreachable,

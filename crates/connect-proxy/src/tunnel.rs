@@ -7,12 +7,12 @@
 //! 256 KiB buffer beat 64 KiB, 8 KiB and `splice(2)` through a pipe
 //! (`benches/README.md` has the figures), so that is the default.
 
+use crate::client::ClientStream;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::time::Instant;
 
 /// The first buffer of each direction, before it grows.
@@ -57,7 +57,7 @@ impl Clock {
 /// FIN, so that the other peer sees an aborted stream, never a clean end of
 /// a truncated one.
 pub(crate) async fn relay(
-    client: &mut TcpStream,
+    client: &mut ClientStream,
     upstream: &mut TcpStream,
     copying: Copying,
 ) -> io::Result<()> {
@@ -82,15 +82,15 @@ pub(crate) async fn relay(
     if result.is_err() {
         // Zero linger: close sends RST. Best effort; the sockets are
         // dropped by the caller right after.
-        let _ = client.set_zero_linger();
+        client.abort_on_close();
         let _ = upstream.set_zero_linger();
     }
     result
 }
 
-async fn pump(
-    r: &mut ReadHalf<'_>,
-    w: &mut WriteHalf<'_>,
+async fn pump<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
+    r: &mut R,
+    w: &mut W,
     copying: Copying,
     clock: &Clock,
 ) -> io::Result<()> {

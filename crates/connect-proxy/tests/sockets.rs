@@ -767,3 +767,86 @@ async fn an_upstream_reset_reaches_the_client_as_a_reset_not_a_clean_end() {
     }
     f.pair.shutdown().await;
 }
+
+/// A service with no listener of its own, serving a Unix socket whose
+/// peers must have `uid`.
+async fn unix_service(uid: u32) -> (connect_proxy::ProxyService, std::path::PathBuf) {
+    use connect_proxy::{AllowList, Baseline, IpPolicy, ProxyConfig, ProxyKind, StaticResolver};
+    let dir = std::env::temp_dir().join(format!(
+        "proxy-unix-{}-{uid}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("http.sock");
+    let list = AllowList::builder()
+        .baseline(Baseline::Exclude)
+        .allow("allowed.test:443")
+        .build()
+        .unwrap();
+    let mut b = ProxyConfig::builder();
+    b.allowlist(list)
+        .ip_policy(IpPolicy::new())
+        .resolver(Arc::new(StaticResolver::new()));
+    let service = connect_proxy::ProxyService::start(b.build().unwrap());
+    let listener = tokio::net::UnixListener::bind(&sock).unwrap();
+    let _ = service.serve_unix(ProxyKind::Http, listener, uid);
+    (service, sock)
+}
+
+fn own_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").unwrap().uid()
+}
+
+#[tokio::test]
+async fn a_unix_socket_serves_the_sessions_uid_only() {
+    // The session's own uid: served like any client (here a policy 403).
+    let (service, sock) = unix_service(own_uid()).await;
+    let mut violations = service.subscribe_violations();
+    let mut c = tokio::net::UnixStream::connect(&sock).await.unwrap();
+    c.write_all(b"CONNECT denied.test:443 HTTP/1.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    c.read_to_end(&mut answer).await.unwrap();
+    assert!(
+        text(&answer).starts_with("HTTP/1.1 403"),
+        "{}",
+        text(&answer)
+    );
+    assert_eq!(violations.recv().await.unwrap().target, "denied.test:443");
+    service.shutdown().await;
+    // After shutdown nothing is served on it any more.
+    if let Ok(mut c) = tokio::net::UnixStream::connect(&sock).await {
+        let _ = c
+            .write_all(b"CONNECT denied.test:443 HTTP/1.1\r\n\r\n")
+            .await;
+        let mut answer = Vec::new();
+        let _ = c.read_to_end(&mut answer).await;
+        assert!(answer.is_empty(), "{}", text(&answer));
+    }
+    std::fs::remove_dir_all(sock.parent().unwrap()).unwrap();
+
+    // Another uid: closed without an answer, and reported.
+    let other = own_uid().wrapping_add(1);
+    let (service, sock) = unix_service(other).await;
+    let mut violations = service.subscribe_violations();
+    let mut c = tokio::net::UnixStream::connect(&sock).await.unwrap();
+    let _ = c
+        .write_all(b"CONNECT allowed.test:443 HTTP/1.1\r\n\r\n")
+        .await;
+    let mut answer = Vec::new();
+    let _ = c.read_to_end(&mut answer).await;
+    assert!(answer.is_empty(), "answered: {}", text(&answer));
+    let v = violations.recv().await.unwrap();
+    assert_eq!(v.action, "network-outbound");
+    assert_eq!(v.target, format!("unix-peer:uid={}", own_uid()));
+    let raw = v.raw.unwrap_or_default();
+    assert!(raw.contains(&format!("session's uid {other}")), "{raw}");
+    service.shutdown().await;
+    std::fs::remove_dir_all(sock.parent().unwrap()).unwrap();
+}

@@ -25,7 +25,7 @@ impl Intercept for BrokerHook {
             let Some(&upstream) = conn.addrs.first() else {
                 return;
             };
-            let _ = conn.client.set_nodelay(true);
+            conn.client.set_nodelay();
             let host = conn.target.host.to_string();
             let port = conn.target.port;
             let (read, write) = tokio::io::split(conn.client);
