@@ -25,6 +25,11 @@ pub fn sanitized_env(
 pub(crate) struct EnvExtras {
     pub(crate) ca_bundle: Option<std::path::PathBuf>,
     pub(crate) set: Vec<(String, String)>,
+    /// The credentials the proxies require (a loopback listener other
+    /// processes could reach). `GIT_SSH_COMMAND` is then not written:
+    /// OpenBSD nc cannot authenticate to SOCKS5, so git over ssh has no way
+    /// out (it fails closed).
+    pub(crate) proxy_auth: Option<env_guard::ProxyAuth>,
 }
 
 pub(crate) fn sanitized_env_with(
@@ -37,6 +42,10 @@ pub(crate) fn sanitized_env_with(
     b.inherit(Inherit::Core).set("HOME", home.to_owned());
     if let Some((http, socks)) = proxies {
         b.proxy(ProxyEnv { http, socks });
+    }
+    if let Some(auth) = &extras.proxy_auth {
+        b.proxy_auth(auth.clone())
+            .ssh_proxy_tool(env_guard::SshProxyTool::Omit);
     }
     if let Some(ca) = &extras.ca_bundle {
         b.ca_bundle(ca.clone());

@@ -13,7 +13,8 @@ use bwrap_spec::{
     Profile, discover_git_repos_on_host,
 };
 use connect_proxy::{
-    AllowList, IpPolicy, Network, ProxyConfig, ProxyPair, ProxyService, Resolver, SystemResolver,
+    AllowList, IpPolicy, Network, ProxyConfig, ProxyCredentials, ProxyPair, ProxyService, Resolver,
+    SystemResolver,
 };
 use sandbox_core::{
     AmbientHost, BackendRequest, EventStream, FilenameRuleSupport, KillReason, NativeMechanism,
@@ -508,7 +509,10 @@ impl SandboxManager {
                 env,
             ));
         }
-        let (dir, broker, config, guard) = self.prepare_egress(spec)?;
+        // The sandbox shares the host's loopback here: other processes can
+        // connect to these ports, so every client must authenticate.
+        let credentials = ProxyCredentials::generate_from_os_rng()?;
+        let (dir, broker, config, guard) = self.prepare_egress(spec, Some(&credentials))?;
         let proxies = ProxyPair::start(config).await?;
         let mut b = seatbelt_profile::DispatchProfileBuilder::new(spec);
         b.home(&home)
@@ -526,6 +530,7 @@ impl SandboxManager {
             broker.as_ref(),
             dir.path().join("ca.pem"),
             (proxies.http_addr(), proxies.socks_addr()),
+            Some(&credentials),
         )?;
         guard.complete();
         Ok((
@@ -551,9 +556,24 @@ impl SandboxManager {
         broker: Option<&SessionBroker>,
         ca_bundle: PathBuf,
         proxies: (std::net::SocketAddr, std::net::SocketAddr),
+        credentials: Option<&ProxyCredentials>,
     ) -> Result<Vec<(OsString, OsString)>, Error> {
         let inner = &self.inner;
         let mut extras = EnvExtras::default();
+        if let Some(c) = credentials {
+            extras.proxy_auth = env_guard::ProxyAuth::new(c.user(), c.reveal_secret());
+            if extras.proxy_auth.is_none() {
+                return Err(Error::io(
+                    "proxy credentials",
+                    std::io::Error::other("not usable in a proxy URL"),
+                ));
+            }
+            (inner.log)(&format!(
+                "session {}: the proxies listen on loopback and require the session's \
+                 credentials; GIT_SSH_COMMAND is not set (OpenBSD nc cannot authenticate to SOCKS5)",
+                spec.session_id
+            ));
+        }
         if let Some(b) = broker {
             extras.ca_bundle = Some(ca_bundle);
             for name in &b.phantom_env {
@@ -578,6 +598,7 @@ impl SandboxManager {
     fn prepare_egress(
         &self,
         spec: &SandboxSpec,
+        credentials: Option<&ProxyCredentials>,
     ) -> Result<(SocketDir, Option<SessionBroker>, ProxyConfig, LaunchGuard), Error> {
         let inner = &self.inner;
         let sockets = SocketDir::create_in(&inner.temp_dir)?;
@@ -617,6 +638,9 @@ impl SandboxManager {
         if let Some(b) = &broker {
             config.intercept(b.intercept());
         }
+        if let Some(c) = credentials {
+            config.require_credentials(c.clone());
+        }
         Ok((sockets, broker, config.build()?, guard))
     }
 
@@ -643,7 +667,7 @@ impl SandboxManager {
                 env,
             ));
         }
-        let (sockets, broker, config, guard) = self.prepare_egress(spec)?;
+        let (sockets, broker, config, guard) = self.prepare_egress(spec, None)?;
         let proxies = Arc::new(ProxyService::start(config));
         let mut bridges = BridgePlan::new(sockets.path())?;
         bridges
@@ -699,6 +723,7 @@ impl SandboxManager {
             broker.as_ref(),
             crate::broker::guest_bundle_path(),
             proxies_inside,
+            None,
         )?;
         let egress = Egress {
             broker,

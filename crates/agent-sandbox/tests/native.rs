@@ -765,6 +765,25 @@ async fn on_macos_a_dispatch_gets_a_seatbelt_profile_that_reaches_only_its_proxi
     let mut h = m.launch(t.spec("seatbelt")).await.unwrap();
     let http: std::net::SocketAddr = h.details["httpProxy"].as_str().unwrap().parse().unwrap();
     let socks: std::net::SocketAddr = h.details["socksProxy"].as_str().unwrap().parse().unwrap();
+    {
+        // These ports are on the host's loopback, where any process can
+        // connect: without the session's credentials a client gets 407
+        // (HTTP) or no acceptable method (SOCKS5).
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut c = tokio::net::TcpStream::connect(http).await.unwrap();
+        c.write_all(b"CONNECT example.com:443 HTTP/1.1\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        c.read_to_end(&mut answer).await.unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 407 "), "{answer}");
+        let mut c = tokio::net::TcpStream::connect(socks).await.unwrap();
+        c.write_all(&[5, 1, 0]).await.unwrap();
+        let mut reply = Vec::new();
+        c.read_to_end(&mut reply).await.unwrap();
+        assert_eq!(reply, [5, 0xff]);
+    }
     let profile = m.seatbelt_profile(&h).expect("a seatbelt session");
     assert!(m.bwrap_args(&h).is_none());
     let eval = Evaluator::from_sbpl(profile.text(), &profile.params_map()).unwrap();

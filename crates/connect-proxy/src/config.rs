@@ -1,6 +1,7 @@
 //! `ProxyConfig`: policy, address rules, resolver, hook, limits.
 
 use crate::allowlist::AllowList;
+use crate::credentials::ProxyCredentials;
 use crate::error::{Error, ErrorKind};
 use crate::http_head::DEFAULT_MAX_HEAD_BYTES;
 use crate::intercept::Intercept;
@@ -65,6 +66,7 @@ pub struct ProxyConfig {
     pub(crate) ip_policy: IpPolicy,
     pub(crate) resolver: Arc<dyn Resolver>,
     pub(crate) intercept: Option<Arc<dyn Intercept>>,
+    pub(crate) credentials: Option<ProxyCredentials>,
     pub(crate) limits: Limits,
 }
 
@@ -73,6 +75,7 @@ impl fmt::Debug for ProxyConfig {
         f.debug_struct("ProxyConfig")
             .field("ip_policy", &self.ip_policy)
             .field("intercept", &self.intercept.is_some())
+            .field("credentials", &self.credentials)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
@@ -89,6 +92,7 @@ impl ProxyConfig {
             ip_policy: IpPolicy::new(),
             resolver: None,
             intercept: None,
+            credentials: None,
             limits: Limits::default(),
         }
     }
@@ -105,6 +109,7 @@ pub struct ProxyConfigBuilder {
     ip_policy: IpPolicy,
     resolver: Option<Arc<dyn Resolver>>,
     intercept: Option<Arc<dyn Intercept>>,
+    credentials: Option<ProxyCredentials>,
     limits: Limits,
 }
 
@@ -144,6 +149,16 @@ impl ProxyConfigBuilder {
     /// The interception hook.
     pub fn intercept(&mut self, hook: Arc<dyn Intercept>) -> &mut Self {
         self.intercept = Some(hook);
+        self
+    }
+
+    /// Every client must present these credentials (HTTP `Basic`
+    /// `Proxy-Authorization`, SOCKS5 username/password): a client without
+    /// them gets `407` or the SOCKS authentication failure, and a
+    /// `network-outbound` violation. Set this whenever a listener is one
+    /// other local processes can reach (a loopback port).
+    pub fn require_credentials(&mut self, credentials: ProxyCredentials) -> &mut Self {
+        self.credentials = Some(credentials);
         self
     }
 
@@ -271,6 +286,7 @@ impl ProxyConfigBuilder {
                 .clone()
                 .unwrap_or_else(|| Arc::new(SystemResolver::from_ambient())),
             intercept: self.intercept.clone(),
+            credentials: self.credentials.clone(),
             limits: *l,
         })
     }

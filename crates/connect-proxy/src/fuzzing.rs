@@ -7,7 +7,7 @@ use crate::host::{Host, Target};
 use crate::http_head::{find_head_end, parse_head};
 use crate::pattern::Pattern;
 use crate::policy::{DenyReason, Verdict};
-use crate::socks_wire::{parse_greeting, parse_request};
+use crate::socks_wire::{Methods, parse_greeting, parse_request, parse_userpass};
 
 /// The HTTP request head: framing search, parse, then target handling.
 pub fn request_head(data: &[u8]) {
@@ -24,10 +24,20 @@ pub fn request_head(data: &[u8]) {
     }
 }
 
-/// The SOCKS5 greeting and request, whole and one prefix at a time.
+/// The SOCKS5 greeting, the username/password request and the request,
+/// whole and one prefix at a time.
 pub fn socks_handshake(data: &[u8]) {
     let data = &data[..data.len().min(600)];
-    if let Ok(Some((_, used))) = parse_greeting(data) {
+    for i in 0..=data.len() {
+        if let Ok(Some((u, p, used))) = parse_userpass(&data[..i]) {
+            assert!(
+                used <= i && used == 3 + u.len() + p.len(),
+                "bad userpass split"
+            );
+        }
+    }
+    let _ = parse_greeting(data, Methods::UserPassOnly);
+    if let Ok(Some((_, used))) = parse_greeting(data, Methods::NoAuth) {
         let rest = &data[used..];
         let whole = parse_request(rest);
         for i in 0..rest.len() {

@@ -56,6 +56,26 @@ pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
         }
     };
     let rest = buf.split_off(end);
+    if let Some(creds) = &shared.credentials {
+        let mut values = head.values("proxy-authorization");
+        let presented = matches!(
+            (values.next(), values.next()),
+            (Some(v), None) if creds.accepts_basic(v)
+        );
+        if !presented {
+            let protocol = if head.method == "CONNECT" {
+                Protocol::HttpConnect
+            } else {
+                Protocol::HttpForward
+            };
+            let d = Denial::Unauthenticated(
+                "no Proxy-Authorization with the session's credentials".to_owned(),
+            );
+            let d = shared.refuse(protocol, printable(head.target.as_bytes()), d);
+            let _ = client.write_all(&denial_response(&d)).await;
+            return;
+        }
+    }
     if head.method == "CONNECT" {
         connect(client, &shared, &head, rest).await;
     } else {
@@ -267,11 +287,22 @@ fn status_for(d: &Denial) -> (u16, &'static str, &'static str) {
 
 fn denial_response(d: &Denial) -> Vec<u8> {
     let (status, phrase, error) = status_for(d);
-    response(status, phrase, error, &d.to_string())
+    let challenge = match d {
+        Denial::Unauthenticated(_) => {
+            "Proxy-Authenticate: Basic realm=\"agent-sandbox session\"\r\n"
+        }
+        _ => "",
+    };
+    response_with(status, phrase, error, &d.to_string(), challenge)
 }
 
 /// A short `Connection: close` response with a `Proxy-Status` header.
 pub(crate) fn response(status: u16, phrase: &str, error: &str, details: &str) -> Vec<u8> {
+    response_with(status, phrase, error, details, "")
+}
+
+/// [`response`] with extra header lines (each ending in CRLF).
+fn response_with(status: u16, phrase: &str, error: &str, details: &str, extra: &str) -> Vec<u8> {
     let details: String = details
         .chars()
         .take(200)
@@ -285,6 +316,7 @@ pub(crate) fn response(status: u16, phrase: &str, error: &str, details: &str) ->
     format!(
         "HTTP/1.1 {status} {phrase}\r\n\
          Proxy-Status: connect-proxy; error={error}; details=\"{details}\"\r\n\
+         {extra}\
          Content-Type: text/plain; charset=utf-8\r\n\
          Content-Length: {}\r\n\
          Connection: close\r\n\r\n{body}",

@@ -52,8 +52,14 @@
 //! | connect timeout | `504`, `error=connection_timeout` | `04` |
 //! | connection refused | `502`, `error=connection_refused` | `05` |
 //! | other command / address type / auth | | `07` / `08` / `05 FF` |
+//! | credentials required, missing or wrong | `407` with `Proxy-Authenticate: Basic` | `05 FF` (no username/password offered) or `01 01` |
 //!
-//! The HTTP proxy never answers `407`. Plain HTTP is forwarded one request
+//! Without [`ProxyConfigBuilder::require_credentials`] the HTTP proxy never
+//! answers `407` and SOCKS5 accepts only "no authentication". With it, every
+//! client on every listener must present the session's [`ProxyCredentials`]
+//! (HTTP `Basic`, SOCKS5 username/password, RFC 1929), compared in constant
+//! time; a refusal is a `network-outbound` violation (target the requested
+//! `host:port`, or `socks5-auth` before a SOCKS request). Plain HTTP is forwarded one request
 //! per client connection: the request line becomes origin-form, `Proxy-*`
 //! and hop-by-hop headers are dropped, `Connection: close` is sent upstream,
 //! and a `Host` header that disagrees with the URI is refused.
@@ -136,6 +142,7 @@ mod allowlist;
 mod baseline;
 mod client;
 mod config;
+mod credentials;
 mod egress;
 mod error;
 mod events;
@@ -165,6 +172,7 @@ pub use baseline::{
 };
 pub use client::ClientStream;
 pub use config::{Limits, ProxyConfig, ProxyConfigBuilder};
+pub use credentials::{ProxyCredentials, SESSION_PROXY_USER};
 pub use egress::{Denial, Egress};
 pub use error::{Error, ErrorKind, HostProblem};
 pub use events::{Decision, Outcome, Protocol, Subscription};

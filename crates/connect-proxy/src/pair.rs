@@ -80,6 +80,7 @@ impl ProxyService {
         let shared = Arc::new(Shared {
             egress,
             intercept: config.intercept,
+            credentials: config.credentials,
             limits: config.limits,
             events,
         });

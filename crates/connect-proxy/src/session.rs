@@ -3,6 +3,7 @@
 
 use crate::client::ClientStream;
 use crate::config::Limits;
+use crate::credentials::ProxyCredentials;
 use crate::egress::{Denial, Egress};
 use crate::events::{Events, Outcome, Protocol};
 use crate::host::Target;
@@ -15,6 +16,7 @@ use tokio::net::TcpStream;
 pub(crate) struct Shared {
     pub(crate) egress: Egress,
     pub(crate) intercept: Option<Arc<dyn Intercept>>,
+    pub(crate) credentials: Option<ProxyCredentials>,
     pub(crate) limits: Limits,
     pub(crate) events: Events,
 }

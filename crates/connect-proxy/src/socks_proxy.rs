@@ -1,11 +1,14 @@
-//! The SOCKS5 proxy: no authentication, CONNECT only.
+//! The SOCKS5 proxy: CONNECT only; no authentication, or username/password
+//! (RFC 1929) with the session's credentials where they are required.
 
 use crate::client::ClientStream;
 use crate::egress::Denial;
 use crate::events::Protocol;
 use crate::host::Target;
 use crate::session::{Route, Shared, printable};
-use crate::socks_wire::{Greeting, Reply, SocksError, parse_greeting, parse_request};
+use crate::socks_wire::{
+    Greeting, Methods, Reply, SocksError, parse_greeting, parse_request, parse_userpass,
+};
 use crate::tunnel::relay;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -18,7 +21,8 @@ const HANDSHAKE_BUFFER: usize = 1024;
 pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
     client.set_nodelay();
     let limits = shared.limits;
-    let handshake = tokio::time::timeout(limits.header_timeout, handshake(&mut client)).await;
+    let handshake =
+        tokio::time::timeout(limits.header_timeout, handshake(&mut client, &shared)).await;
     let (target, rest) = match handshake {
         Ok(Ok(Some(done))) => done,
         Ok(Ok(None)) | Err(_) => return,
@@ -56,28 +60,81 @@ pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
     }
 }
 
-/// Runs the greeting and request. `Ok(None)`: the client went away or
-/// offered no acceptable method (already answered).
-async fn handshake(client: &mut ClientStream) -> Result<Option<(Target, Vec<u8>)>, SocksError> {
+/// Runs the greeting, the username/password exchange where the session's
+/// credentials are required, and the request. `Ok(None)`: the client went
+/// away, or offered no acceptable method or wrong credentials (already
+/// answered and reported).
+async fn handshake(
+    client: &mut ClientStream,
+    shared: &Shared,
+) -> Result<Option<(Target, Vec<u8>)>, SocksError> {
+    let methods = match shared.credentials {
+        Some(_) => Methods::UserPassOnly,
+        None => Methods::NoAuth,
+    };
     let mut buf = [0u8; HANDSHAKE_BUFFER];
     let mut len = 0;
-    let used = loop {
-        if let Some((greeting, used)) = parse_greeting(&buf[..len])? {
-            if greeting == Greeting::NoAcceptableMethod {
-                let _ = client.write_all(&[0x05, 0xFF]).await;
-                return Ok(None);
-            }
-            if client.write_all(&[0x05, 0x00]).await.is_err() {
-                return Ok(None);
-            }
-            break used;
+    let (greeting, used) = loop {
+        if let Some(done) = parse_greeting(&buf[..len], methods)? {
+            break done;
         }
         if !fill(client, &mut buf, &mut len).await {
             return Ok(None);
         }
     };
+    let unauthenticated = |why: &str| {
+        let d = Denial::Unauthenticated(why.to_owned());
+        let _ = shared.refuse(Protocol::Socks5, "socks5-auth".to_owned(), d);
+    };
+    match greeting {
+        Greeting::NoAcceptableMethod => {
+            if methods == Methods::UserPassOnly {
+                unauthenticated("the client offered no username/password authentication");
+            }
+            let _ = client.write_all(&[0x05, 0xFF]).await;
+            return Ok(None);
+        }
+        Greeting::NoAuth => {
+            if client.write_all(&[0x05, 0x00]).await.is_err() {
+                return Ok(None);
+            }
+        }
+        Greeting::UserPass => {
+            if client.write_all(&[0x05, 0x02]).await.is_err() {
+                return Ok(None);
+            }
+        }
+    }
     buf.copy_within(used..len, 0);
     len -= used;
+    if greeting == Greeting::UserPass {
+        let (accepted, used) = loop {
+            match parse_userpass(&buf[..len]) {
+                Ok(Some((user, pass, used))) => {
+                    let ok = shared
+                        .credentials
+                        .as_ref()
+                        .is_some_and(|c| c.accepts_userpass(user, pass));
+                    break (ok, used);
+                }
+                Ok(None) => {}
+                Err(_) => break (false, len),
+            }
+            if !fill(client, &mut buf, &mut len).await {
+                return Ok(None);
+            }
+        };
+        if !accepted {
+            unauthenticated("wrong username or password");
+            let _ = client.write_all(&[0x01, 0x01]).await;
+            return Ok(None);
+        }
+        if client.write_all(&[0x01, 0x00]).await.is_err() {
+            return Ok(None);
+        }
+        buf.copy_within(used..len, 0);
+        len -= used;
+    }
     loop {
         if let Some((target, used)) = parse_request(&buf[..len])? {
             return Ok(Some((target, buf[used..len].to_vec())));

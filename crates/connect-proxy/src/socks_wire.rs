@@ -36,8 +36,20 @@ impl Reply {
 pub(crate) enum Greeting {
     /// The client offers "no authentication": answer `05 00`.
     NoAuth,
-    /// It does not: answer `05 FF` and close.
+    /// The client offers username/password (RFC 1929) and the proxy
+    /// requires it: answer `05 02`.
+    UserPass,
+    /// It offers nothing acceptable: answer `05 FF` and close.
     NoAcceptableMethod,
+}
+
+/// Which methods the proxy accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Methods {
+    /// No authentication (the Unix socket and namespace listeners).
+    NoAuth,
+    /// Username/password only (a listener others could reach).
+    UserPassOnly,
 }
 
 /// Why the handshake stopped.
@@ -53,6 +65,8 @@ pub(crate) enum SocksError {
     /// A domain that is empty or outside the host grammar (answer 02, no
     /// lookup).
     BadDomain(Vec<u8>),
+    /// A username/password request whose version is not 1 (answer `01 01`).
+    AuthVersion(u8),
 }
 
 impl SocksError {
@@ -63,12 +77,17 @@ impl SocksError {
             SocksError::Command(_) => Some(Reply::CommandNotSupported),
             SocksError::AddressType(_) => Some(Reply::AddressTypeNotSupported),
             SocksError::BadDomain(_) => Some(Reply::NotAllowed),
+            SocksError::AuthVersion(_) => None,
         }
     }
 }
 
-/// Parses the greeting `05 N methods...`. `Ok(None)`: more bytes needed.
-pub(crate) fn parse_greeting(buf: &[u8]) -> Result<Option<(Greeting, usize)>, SocksError> {
+/// Parses the greeting `05 N methods...` against the accepted `methods`.
+/// `Ok(None)`: more bytes needed.
+pub(crate) fn parse_greeting(
+    buf: &[u8],
+    accepted: Methods,
+) -> Result<Option<(Greeting, usize)>, SocksError> {
     let Some(&version) = buf.first() else {
         return Ok(None);
     };
@@ -82,12 +101,39 @@ pub(crate) fn parse_greeting(buf: &[u8]) -> Result<Option<(Greeting, usize)>, So
     let Some(methods) = buf.get(2..end) else {
         return Ok(None);
     };
-    let greeting = if methods.contains(&0x00) {
-        Greeting::NoAuth
-    } else {
-        Greeting::NoAcceptableMethod
+    let greeting = match accepted {
+        Methods::NoAuth if methods.contains(&0x00) => Greeting::NoAuth,
+        Methods::UserPassOnly if methods.contains(&0x02) => Greeting::UserPass,
+        _ => Greeting::NoAcceptableMethod,
     };
     Ok(Some((greeting, end)))
+}
+
+/// The user name, the password, and the bytes they took.
+pub(crate) type UserPass<'a> = (&'a [u8], &'a [u8], usize);
+
+/// Parses an RFC 1929 request `01 ULEN UNAME PLEN PASSWD` (each part at
+/// most 255 bytes by its one-byte length). `Ok(None)`: more bytes needed.
+/// Returns the user name, the password and the bytes used.
+pub(crate) fn parse_userpass(buf: &[u8]) -> Result<Option<UserPass<'_>>, SocksError> {
+    let Some(&version) = buf.first() else {
+        return Ok(None);
+    };
+    if version != 1 {
+        return Err(SocksError::AuthVersion(version));
+    }
+    let Some(&ulen) = buf.get(1) else {
+        return Ok(None);
+    };
+    let user_end = 2 + usize::from(ulen);
+    let (Some(user), Some(&plen)) = (buf.get(2..user_end), buf.get(user_end)) else {
+        return Ok(None);
+    };
+    let pass_end = user_end + 1 + usize::from(plen);
+    let Some(pass) = buf.get(user_end + 1..pass_end) else {
+        return Ok(None);
+    };
+    Ok(Some((user, pass, pass_end)))
 }
 
 /// Parses the request `05 CMD 00 ATYP ADDR PORT`. `Ok(None)`: more bytes
@@ -169,10 +215,32 @@ mod tests {
             (t.to_string().as_str(), used),
             ("example.com:443", req.len())
         );
-        assert_eq!(parse_greeting(&[5, 1]), Ok(None));
+        assert_eq!(parse_greeting(&[5, 1], Methods::NoAuth), Ok(None));
         assert_eq!(
-            parse_greeting(&[5, 1, 2]),
+            parse_greeting(&[5, 1, 2], Methods::NoAuth),
             Ok(Some((Greeting::NoAcceptableMethod, 3)))
+        );
+        assert_eq!(
+            parse_greeting(&[5, 2, 0, 2], Methods::UserPassOnly),
+            Ok(Some((Greeting::UserPass, 4)))
+        );
+        // No authentication is never enough where credentials are required.
+        assert_eq!(
+            parse_greeting(&[5, 1, 0], Methods::UserPassOnly),
+            Ok(Some((Greeting::NoAcceptableMethod, 3)))
+        );
+        let auth = [1, 2, b'u', b's', 3, b'p', b'w', b'd'];
+        for i in 0..auth.len() {
+            assert_eq!(parse_userpass(&auth[..i]), Ok(None), "{i}");
+        }
+        assert_eq!(
+            parse_userpass(&auth),
+            Ok(Some((&b"us"[..], &b"pwd"[..], auth.len())))
+        );
+        assert_eq!(parse_userpass(&[5, 0, 0]), Err(SocksError::AuthVersion(5)));
+        assert_eq!(
+            parse_userpass(&[1, 0, 0]),
+            Ok(Some((&b""[..], &b""[..], 3)))
         );
         assert_eq!(
             parse_request(&[5, 1, 0, 3, 3, b'a', 0, b'b', 0, 80]),
@@ -183,8 +251,23 @@ mod tests {
     proptest! {
         #[test]
         fn never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
-            let _ = parse_greeting(&bytes);
+            let _ = parse_greeting(&bytes, Methods::NoAuth);
+            let _ = parse_greeting(&bytes, Methods::UserPassOnly);
             let _ = parse_request(&bytes);
+            if let Ok(Some((u, p, used))) = parse_userpass(&bytes) {
+                prop_assert!(used <= bytes.len());
+                prop_assert_eq!(used, 3 + u.len() + p.len());
+            }
+        }
+
+        #[test]
+        fn userpass_round_trips(user in proptest::collection::vec(any::<u8>(), 0..256),
+                                pass in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let mut wire = vec![1, user.len() as u8];
+            wire.extend(&user);
+            wire.push(pass.len() as u8);
+            wire.extend(&pass);
+            prop_assert_eq!(parse_userpass(&wire), Ok(Some((&user[..], &pass[..], wire.len()))));
         }
     }
 }

@@ -850,3 +850,105 @@ async fn a_unix_socket_serves_the_sessions_uid_only() {
     service.shutdown().await;
     std::fs::remove_dir_all(sock.parent().unwrap()).unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_required_credentials_only_clients_that_present_them_are_served() {
+    if !curl_available() {
+        return;
+    }
+    let creds = connect_proxy::ProxyCredentials::generate_from_os_rng().unwrap();
+    let c = creds.clone();
+    let f = fixture(move |b| {
+        b.require_credentials(c);
+    })
+    .await;
+    let (http, socks) = (f.pair.http_addr(), f.pair.socks_addr());
+    let mut violations = f.pair.subscribe_violations();
+    let url = format!("http://origin.test:{}/hello", f.origin.port());
+    // The URLs the sandbox's environment carries: CONNECT (-p), plain
+    // forwarding and SOCKS5 with username/password all work.
+    for (name, proxy, tunnel) in [
+        ("http CONNECT", creds.http_url(http), true),
+        ("http forward", creds.http_url(http), false),
+        ("socks5h", creds.socks_url(socks), false),
+    ] {
+        let mut args = vec!["-x".to_owned(), proxy];
+        if tunnel {
+            args.push("-p".to_owned());
+        }
+        args.push(url.clone());
+        let (ok, body, err) = curl(args).await;
+        assert!(ok, "{name}: {err}");
+        assert!(
+            body.starts_with("GET /hello HTTP/1.1\r\n"),
+            "{name}: {body}"
+        );
+        // The secret never goes upstream.
+        assert!(!body.contains(creds.reveal_secret()), "{name}: {body}");
+        assert!(
+            !body.to_ascii_lowercase().contains("proxy-"),
+            "{name}: {body}"
+        );
+    }
+    // Without credentials, or with wrong ones: 407 from the HTTP proxy, the
+    // authentication failure from SOCKS5, a violation each, nothing dialed.
+    let wrong = connect_proxy::ProxyCredentials::new("session", "wrong").unwrap();
+    for (name, proxy, tunnel, needle) in [
+        ("http none", format!("http://{http}"), true, "407"),
+        ("http forward none", format!("http://{http}"), false, "407"),
+        ("http wrong", wrong.http_url(http), true, "407"),
+        (
+            "socks none",
+            format!("socks5h://{socks}"),
+            false,
+            "authentication",
+        ),
+        ("socks wrong", wrong.socks_url(socks), false, "rejected"),
+    ] {
+        let mut args = vec!["-x".to_owned(), proxy];
+        if tunnel {
+            args.push("-p".to_owned());
+        }
+        args.push(url.clone());
+        let (ok, body, err) = curl(args).await;
+        assert!(!ok || body.contains("407"), "{name} got through: {body}");
+        assert!(
+            err.contains(needle) || body.contains(needle),
+            "{name}: {err}{body}"
+        );
+        let v = tokio::time::timeout(GUARD, violations.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(v.action, "network-outbound", "{name}");
+        assert!(
+            v.raw
+                .unwrap_or_default()
+                .contains("not the session's client"),
+            "{name}"
+        );
+    }
+    // Raw: a 407 carries the Basic challenge, and policy denials keep their
+    // 403 for an authenticated client.
+    let mut s = TcpStream::connect(http).await.unwrap();
+    s.write_all(b"CONNECT origin.test:443 HTTP/1.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer).await.unwrap();
+    let answer = text(&answer);
+    assert!(answer.starts_with("HTTP/1.1 407 "), "{answer}");
+    assert!(
+        answer.contains("\r\nProxy-Authenticate: Basic realm="),
+        "{answer}"
+    );
+    let (ok, _, err) = curl(vec![
+        "-p".to_owned(),
+        "-x".to_owned(),
+        creds.http_url(http),
+        "http://denied.test:80/".to_owned(),
+    ])
+    .await;
+    assert!(!ok && err.contains("403"), "{err}");
+    f.pair.shutdown().await;
+}

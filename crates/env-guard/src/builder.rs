@@ -2,7 +2,9 @@
 
 use crate::lists::{always_deleted, is_ca_managed, is_proxy_managed};
 use crate::name::is_valid_name;
-use crate::{EnvGuard, Error, ErrorKind, MAX_VALUE_LEN, NoProxy, ProxyEnv, SshProxyTool};
+use crate::{
+    EnvGuard, Error, ErrorKind, MAX_VALUE_LEN, NoProxy, ProxyAuth, ProxyEnv, SshProxyTool,
+};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -28,6 +30,7 @@ pub struct EnvGuardBuilder {
     set: Vec<(String, OsString)>,
     include: Vec<String>,
     proxy: Option<ProxyEnv>,
+    proxy_auth: Option<ProxyAuth>,
     no_proxy: NoProxy,
     ssh: SshProxyTool,
     ca_bundle: Option<PathBuf>,
@@ -60,6 +63,14 @@ impl EnvGuardBuilder {
         self
     }
 
+    /// The credentials the proxies require, carried in the proxy URLs (and
+    /// in an ncat `GIT_SSH_COMMAND`). `build` refuses them with
+    /// [`SshProxyTool::Netcat`], which cannot authenticate.
+    pub fn proxy_auth(&mut self, auth: ProxyAuth) -> &mut Self {
+        self.proxy_auth = Some(auth);
+        self
+    }
+
     /// Chooses what `NO_PROXY` says (default [`NoProxy::Empty`]).
     pub fn no_proxy(&mut self, no_proxy: NoProxy) -> &mut Self {
         self.no_proxy = no_proxy;
@@ -82,6 +93,9 @@ impl EnvGuardBuilder {
 
     /// Validates the settings and compiles the guard.
     pub fn build(&self) -> Result<EnvGuard, Error> {
+        if self.proxy_auth.is_some() && self.proxy.is_some() && self.ssh == SshProxyTool::Netcat {
+            return Err(ErrorKind::SshToolCannotAuthenticate.into());
+        }
         for (name, value) in &self.set {
             check_explicit_name(name)?;
             let bytes = value.as_encoded_bytes();
@@ -114,6 +128,7 @@ impl EnvGuardBuilder {
             set,
             include: self.include.clone(),
             proxy: self.proxy,
+            proxy_auth: self.proxy_auth.clone(),
             no_proxy: self.no_proxy,
             ssh: self.ssh,
             ca_bundle: self.ca_bundle.clone().map(PathBuf::into_os_string),

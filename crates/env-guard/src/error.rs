@@ -60,6 +60,13 @@ pub enum ErrorKind {
         /// Why it was refused.
         reason: &'static str,
     },
+    /// Proxy credentials with [`crate::SshProxyTool::Netcat`], which cannot
+    /// authenticate to a SOCKS5 proxy.
+    #[error(
+        "OpenBSD nc cannot authenticate to a SOCKS5 proxy: with proxy credentials choose \
+         SshProxyTool::Ncat (ncat --proxy-auth) or SshProxyTool::Omit"
+    )]
+    SshToolCannotAuthenticate,
     /// NUL-separated input is larger than [`crate::MAX_INPUT_BYTES`].
     #[error("environment input is {len} bytes, over the limit of {limit}")]
     InputTooLarge {

@@ -4,7 +4,7 @@ use crate::lists::{CA_NAMES, always_deleted, is_ca_managed, is_core, is_proxy_ma
 use crate::name::{is_secret_name, valid_name};
 use crate::proxy::proxy_vars;
 use crate::value::{is_checked, value_is_safe};
-use crate::{EnvGuardBuilder, Inherit, NoProxy, ProxyEnv, Rule, SshProxyTool};
+use crate::{EnvGuardBuilder, Inherit, NoProxy, ProxyAuth, ProxyEnv, Rule, SshProxyTool};
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::process::Command;
@@ -22,6 +22,7 @@ pub struct EnvGuard {
     pub(crate) set: Vec<(String, OsString)>,
     pub(crate) include: Vec<String>,
     pub(crate) proxy: Option<ProxyEnv>,
+    pub(crate) proxy_auth: Option<ProxyAuth>,
     pub(crate) no_proxy: NoProxy,
     pub(crate) ssh: SshProxyTool,
     pub(crate) ca_bundle: Option<OsString>,
@@ -120,7 +121,9 @@ impl EnvGuard {
                 is_proxy_managed,
                 Rule::ReplacedByProxy,
             );
-            for (name, value) in proxy_vars(proxy, self.no_proxy, self.ssh) {
+            for (name, value) in
+                proxy_vars(proxy, self.proxy_auth.as_ref(), self.no_proxy, self.ssh)
+            {
                 kept.push((name.to_owned(), value));
             }
         }

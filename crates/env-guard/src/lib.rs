@@ -122,7 +122,7 @@ pub use lists::{
     CA_NAMES, CORE_NAMES, SECRET_INFIXES, SECRET_NAMES, SECRET_PREFIXES, SECRET_SEGMENTS,
 };
 pub use name::{MAX_NAME_LEN, is_secret_name, is_valid_name};
-pub use proxy::{NoProxy, ProxyEnv, SshProxyTool};
+pub use proxy::{NoProxy, ProxyAuth, ProxyEnv, SshProxyTool};
 pub use records::{MAX_INPUT_BYTES, MAX_RECORDS, parse_records, write_records};
 pub use rule::Rule;
 

@@ -2,16 +2,21 @@
 //! [--template bearer|token|git-basic] [--upstream-ca FILE]... [--allow ENTRY]...
 //! [--allow-cidr CIDR]...`: the session proxy pair on 127.0.0.1 with the
 //! credential broker on the chosen hosts. Writes the session CA to
-//! `--ca-out`, prints one JSON line `{"http":..,"socks":..,"ca":..,"phantom":..}`
-//! and runs until stdin closes or SIGINT/SIGTERM. Refusals are logged on
-//! stderr. The real credential is read from the named variable of this
-//! process's environment.
+//! `--ca-out`, prints one JSON line `{"http":..,"socks":..,"httpUrl":..,
+//! "socksUrl":..,"ca":..,"phantom":..}` and runs until stdin closes or
+//! SIGINT/SIGTERM. Refusals are logged on stderr. The real credential is read
+//! from the named variable of this process's environment. The proxies listen
+//! on loopback, where any local process can connect, so they serve only
+//! clients that present this run's secret (carried in `httpUrl` and
+//! `socksUrl`): the broker never injects the credential for anyone else.
 
 use agent_sandbox::{
     broker_intercept, credential_for_hosts, header_template_from_name, pem_certificates_from_file,
     rule_engine_from_file,
 };
-use connect_proxy::{AllowList, Cidr, IpPolicy, ProxyConfig, ProxyPair, SystemResolver};
+use connect_proxy::{
+    AllowList, Cidr, IpPolicy, ProxyConfig, ProxyCredentials, ProxyPair, SystemResolver,
+};
 use cred_broker::{Broker, Lease, SessionCa};
 use std::path::Path;
 use std::process::ExitCode;
@@ -125,7 +130,11 @@ async fn run(o: Options) -> Result<(), String> {
     for c in &o.cidrs {
         ip.allow_cidr(*c);
     }
+    // The broker injects a real credential: only clients that present this
+    // run's secret (in the printed URLs) are served.
+    let credentials = ProxyCredentials::generate_from_os_rng().map_err(|e| s(&e))?;
     let config = ProxyConfig::builder()
+        .require_credentials(credentials.clone())
         .allowlist(list)
         .ip_policy(ip)
         .resolver(Arc::new(SystemResolver::from_ambient()))
@@ -138,6 +147,8 @@ async fn run(o: Options) -> Result<(), String> {
         serde_json::json!({
             "http": pair.http_addr().to_string(),
             "socks": pair.socks_addr().to_string(),
+            "httpUrl": credentials.http_url(pair.http_addr()),
+            "socksUrl": credentials.socks_url(pair.socks_addr()),
             "ca": ca_out,
             "phantom": lease.phantom().as_str(),
         })

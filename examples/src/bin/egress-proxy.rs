@@ -1,13 +1,19 @@
 //! `egress-proxy [--allow ENTRY]... [--deny ENTRY]... [--allow-cidr CIDR]...
-//! [--no-baseline] [--network on|off] [--copy-buffer BYTES]`
+//! [--no-baseline] [--network on|off] [--copy-buffer BYTES] [--no-proxy-auth]`
 //!
 //! Starts one HTTP + SOCKS5 proxy pair on 127.0.0.1 with the host's
-//! resolver, prints `{"http":"127.0.0.1:P","socks":"127.0.0.1:Q"}` on
+//! resolver, prints `{"http":"127.0.0.1:P","socks":"127.0.0.1:Q",
+//! "httpUrl":"http://session:SECRET@...","socksUrl":"socks5h://..."}` on
 //! stdout, logs each decision on stderr, and exits cleanly on SIGINT,
 //! SIGTERM or when stdin closes.
+//!
+//! Any local process can connect to a loopback port, so the proxies require
+//! a fresh per-run secret (in the printed URLs); `--no-proxy-auth` is the
+//! explicit opt-out that serves every local client.
 
 use connect_proxy::{
-    AllowList, Baseline, Cidr, IpPolicy, Network, ProxyConfig, ProxyPair, SystemResolver,
+    AllowList, Baseline, Cidr, IpPolicy, Network, ProxyConfig, ProxyCredentials, ProxyPair,
+    SystemResolver,
 };
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -15,18 +21,20 @@ use std::sync::Arc;
 use tokio::signal::unix::{SignalKind, signal};
 
 const USAGE: &str = "usage: egress-proxy [--allow ENTRY]... [--deny ENTRY]... \
-[--allow-cidr CIDR]... [--no-baseline] [--network on|off] [--copy-buffer BYTES]";
+[--allow-cidr CIDR]... [--no-baseline] [--network on|off] [--copy-buffer BYTES] [--no-proxy-auth]";
 
 struct Args {
     list: AllowList,
     ip: IpPolicy,
     copy_buffer: Option<usize>,
+    auth: bool,
 }
 
 fn parse_args() -> Result<Option<Args>, String> {
     let mut list = AllowList::builder();
     let mut ip = IpPolicy::new();
     let mut copy_buffer = None;
+    let mut auth = true;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -56,6 +64,7 @@ fn parse_args() -> Result<Option<Args>, String> {
                 let v = value("--copy-buffer")?;
                 copy_buffer = Some(v.parse().map_err(|_| format!("bad --copy-buffer {v:?}"))?);
             }
+            "--no-proxy-auth" => auth = false,
             "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -65,6 +74,7 @@ fn parse_args() -> Result<Option<Args>, String> {
         list,
         ip,
         copy_buffer,
+        auth,
     }))
 }
 
@@ -105,6 +115,13 @@ async fn run(args: Args) -> Result<(), String> {
     if let Some(n) = args.copy_buffer {
         config.copy_buffer_bytes(n);
     }
+    let credentials = if args.auth {
+        let c = ProxyCredentials::generate_from_os_rng().map_err(|e| e.to_string())?;
+        config.require_credentials(c.clone());
+        Some(c)
+    } else {
+        None
+    };
     let config = config.build().map_err(|e| e.to_string())?;
     let pair = ProxyPair::start(config).await.map_err(|e| e.to_string())?;
 
@@ -115,8 +132,16 @@ async fn run(args: Args) -> Result<(), String> {
         }
     });
 
+    let (http_url, socks_url) = match &credentials {
+        Some(c) => (c.http_url(pair.http_addr()), c.socks_url(pair.socks_addr())),
+        None => (
+            format!("http://{}", pair.http_addr()),
+            format!("socks5h://{}", pair.socks_addr()),
+        ),
+    };
+    // The URLs hold only [A-Za-z0-9._~:/@-]: nothing to escape in JSON.
     let line = format!(
-        "{{\"http\":\"{}\",\"socks\":\"{}\"}}",
+        "{{\"http\":\"{}\",\"socks\":\"{}\",\"httpUrl\":\"{http_url}\",\"socksUrl\":\"{socks_url}\"}}",
         pair.http_addr(),
         pair.socks_addr()
     );

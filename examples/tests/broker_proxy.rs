@@ -1,0 +1,96 @@
+//! `broker-proxy` on the real host: its loopback proxies serve only clients
+//! that present the run's secret, so no other local user can have the
+//! broker act with the real credential.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_broker-proxy");
+
+#[test]
+fn another_user_without_the_secret_gets_407_and_the_broker_never_acts() {
+    if !test_support::require_root()
+        || test_support::tool("setpriv", "apt-get install util-linux").is_none()
+        || test_support::tool("curl", "apt-get install curl").is_none()
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"read\"\ndecision = \"allow\"\nhosts = [\"api.example.test\"]\nclasses = [\"rest-read\"]\n",
+    )
+    .unwrap();
+    let ca = dir.path().join("ca.pem");
+    let mut child = Command::new(BIN)
+        .arg("--rules")
+        .arg(&rules)
+        .arg("--ca-out")
+        .arg(&ca)
+        .args([
+            "--broker",
+            "api.example.test",
+            "--credential-env",
+            "REAL_TOKEN",
+        ])
+        .env("REAL_TOKEN", "real-credential-never-shared")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let http = v["http"].as_str().unwrap().to_owned();
+    let socks = v["socks"].as_str().unwrap().to_owned();
+    let http_url = v["httpUrl"].as_str().unwrap().to_owned();
+    assert!(http_url.starts_with("http://session:"), "{http_url}");
+    let secret = http_url
+        .trim_start_matches("http://session:")
+        .split('@')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(secret.len(), 64);
+    // Another local user, on both listeners, without the secret.
+    let as_nobody = |args: &[&str]| {
+        Command::new("/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "curl"])
+            .args(["-sS", "-m", "10", "--cacert"])
+            .arg(&ca)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = as_nobody(&[
+        "-x",
+        &format!("http://{http}"),
+        "https://api.example.test/user",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("407"), "{err}");
+    let o = as_nobody(&[
+        "-x",
+        &format!("socks5h://{socks}"),
+        "https://api.example.test/user",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("authentication"), "{err}");
+    child.stdin.take().unwrap().write_all(b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    // Both refusals were reported; the broker never saw a request.
+    assert_eq!(log.matches("denied: network-outbound").count(), 2, "{log}");
+    assert!(!log.contains("real-credential"), "{log}");
+}
