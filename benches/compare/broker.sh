@@ -4,25 +4,26 @@
 # for keep-alive connections and for a new connection per request.
 # Prints requests/s, p50 and p99 latency, and the ratios.
 #
+#   bash benches/compare/broker.sh            CONNS=8 SECS=3 tune the load
+#   SMOKE=1 bash benches/compare/broker.sh    1 s per case, nothing timed asserted
+#
 # The origin, our proxy pair with the broker and the load client are in
-# crates/agent-sandbox/benches/broker_load.rs. Needs mitmproxy (installs the
-# Debian package when missing). CONNS and SECS tune the load.
+# crates/agent-sandbox/benches/broker_load.rs. Needs mitmproxy (see
+# install-peers.sh). Exits non-zero when a case has errors or no request.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. benches/compare/support/common.sh
 CONNS=${CONNS:-8}
-SECS=${SECS:-3}
+SECS=${SECS:-$(smoke && echo 1 || echo 3)}
 
-if ! command -v mitmdump >/dev/null; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mitmproxy
-fi
-LOAD=$(cargo bench -p agent-sandbox --bench broker_load --no-run --message-format=json 2>/dev/null |
-    sed -n 's/.*"executable":"\([^"]*broker_load[^"]*\)".*/\1/p' | tail -1)
-[ -x "$LOAD" ] || { echo "could not build broker_load" >&2; exit 1; }
+need mitmdump python3
+LOAD=$(bench_helper agent-sandbox broker_load)
 
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -31,24 +32,26 @@ mkfifo "$WORK/hold"
 "$LOAD" serve "$WORK" < "$WORK/hold" > "$WORK/serve.json" &
 PIDS+=($!)
 exec 3> "$WORK/hold"
-for _ in $(seq 100); do [ -s "$WORK/serve.json" ] && break; sleep 0.1; done
-json() { python3 -c "import json,sys;print(json.load(open('$WORK/serve.json'))['$1'])"; }
+wait_file "$WORK/serve.json" "$!"
+json() { python3 -c "import json;print(json.load(open('$WORK/serve.json'))['$1'])"; }
 ORIGIN=$(json origin); ORIGIN_CA=$(json origin_ca); PROXY=$(json proxy); SESSION_CA=$(json session_ca)
 
-MITM_PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+MITM_PORT=$(free_port)
 HOME="$WORK" mitmdump -q --listen-host 127.0.0.1 --listen-port "$MITM_PORT" \
     --set ssl_verify_upstream_trusted_ca="$ORIGIN_CA" --set confdir="$WORK/mitm" &
 PIDS+=($!)
-for _ in $(seq 200); do [ -s "$WORK/mitm/mitmproxy-ca-cert.pem" ] && break; sleep 0.1; done
-sleep 1
+wait_port "$MITM_PORT" "$!"
 MITM_CA="$WORK/mitm/mitmproxy-ca-cert.pem"
+wait_file "$MITM_CA"
 
-run() { "$LOAD" load --origin "$ORIGIN" --conns "$CONNS" --secs "$SECS" "$@"; }
+run() { # label load-args... -> "REQ/S P50 P99 ERRORS", the last error on stderr
+    "$LOAD" load --origin "$ORIGIN" --conns "$CONNS" --secs "$SECS" "${@:2}" 2> "$WORK/$1.err"
+}
 declare -A R
 for mode in keepalive new; do
-    R[direct-$mode]=$(run --ca "$ORIGIN_CA" --mode $mode)
-    R[ours-$mode]=$(run --ca "$SESSION_CA" --proxy "$PROXY" --mode $mode)
-    R[mitm-$mode]=$(run --ca "$MITM_CA" --proxy "127.0.0.1:$MITM_PORT" --mode $mode)
+    R[direct-$mode]=$(run "direct-$mode" --ca "$ORIGIN_CA" --mode $mode)
+    R[ours-$mode]=$(run "ours-$mode" --ca "$SESSION_CA" --proxy "$PROXY" --mode $mode)
+    R[mitm-$mode]=$(run "mitm-$mode" --ca "$MITM_CA" --proxy "127.0.0.1:$MITM_PORT" --mode $mode)
 done
 
 echo "HTTPS GET, $CONNS connections, ${SECS}s each (req/s, p50 ms, p99 ms, errors)"
@@ -57,13 +60,16 @@ for mode in keepalive new; do
     for who in direct ours mitm; do
         read -r rps p50 p99 err <<< "${R[$who-$mode]}"
         printf '%-22s %10s %9s %9s %7s\n' "$who ($mode)" "$rps" "$p50" "$p99" "$err"
+        check "$who ($mode)" "$rps" "$err"
+        if [ -s "$WORK/$who-$mode.err" ]; then sed "s/^/  $who ($mode): /" "$WORK/$who-$mode.err" >&2; fi
     done
 done
-ratio() { python3 -c "a,b=float('$1'),float('$2');print('%.1fx'%(a/b) if b else 'n/a')"; }
+ratio() { python3 -c "a,b=float('$1'),float('$2');print('%.2fx'%(a/b) if b else 'n/a')"; }
 added() { python3 -c "print('%.3f ms'%(float('$1')-float('$2')))"; }
 for mode in keepalive new; do
     read -r o_rps o_p50 _ _ <<< "${R[ours-$mode]}"
     read -r m_rps _ _ _ <<< "${R[mitm-$mode]}"
     read -r d_rps d_p50 _ _ <<< "${R[direct-$mode]}"
-    echo "$mode: ours / mitmproxy = $(ratio "$o_rps" "$m_rps") req/s (target >= 20x); added p50 over direct = $(added "$o_p50" "$d_p50") (target <= 1 ms)"
+    echo "$mode: ours / mitmproxy = $(ratio "$o_rps" "$m_rps") req/s (target >= 20x); ours / direct = $(ratio "$o_rps" "$d_rps"); added p50 over direct = $(added "$o_p50" "$d_p50") (target <= 1 ms)"
 done
+finish

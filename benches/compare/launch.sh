@@ -1,29 +1,29 @@
 #!/usr/bin/env bash
 # Launch cost of one restricted `true`, side by side in one run:
-#   - the npm sandbox-runtime (`srt -c true`), installed into a private prefix;
+#   - the npm sandbox-runtime (`srt -c true`, installed by install-peers.sh
+#     into $SRT_PREFIX);
 #   - bare bubblewrap (`bwrap --ro-bind / / --unshare-all -- /bin/true`);
 #   - our `agent-run -- true` (proxies, bridges, full policy, the command under
 #     the name guard) and `agent-run --no-filename-rules -- true` (the same
 #     without the guard).
 # Prints median wall time (hyperfine) and peak RSS (GNU time, largest process)
-# per tool and the ratios against srt. Needs: bubblewrap socat ripgrep hyperfine
-# time, node/npm; installs the Debian ones with apt-get when missing.
+# per tool and the ratios against srt. RUNS=30 by default; SMOKE=1 runs each
+# tool 3 times after one warm-up, with one memory run, nothing timed
+# asserted. Needs bubblewrap, socat, ripgrep, hyperfine, GNU time and srt
+# (see install-peers.sh). Exits non-zero when a tool fails or never ran.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-RUNS=${RUNS:-30}
-
-need=()
-for t in bwrap:bubblewrap socat:socat rg:ripgrep hyperfine:hyperfine /usr/bin/time:time; do
-    command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t##*:}")
-done
-if [ "${#need[@]}" -gt 0 ]; then apt-get update -qq && apt-get install -y -qq "${need[@]}"; fi
-
-SRT_PREFIX=${SRT_PREFIX:-/tmp/srt-prefix}
-if [ ! -x "$SRT_PREFIX/node_modules/.bin/srt" ]; then
-    mkdir -p "$SRT_PREFIX"
-    npm install --silent --prefix "$SRT_PREFIX" @anthropic-ai/sandbox-runtime >/dev/null
+. benches/compare/support/common.sh
+if smoke; then
+    RUNS=${RUNS:-3} WARMUP=1 MEM_RUNS=1
+else
+    RUNS=${RUNS:-30} WARMUP=3 MEM_RUNS=5
 fi
+
+need bwrap socat rg hyperfine /usr/bin/time python3
 SRT="$SRT_PREFIX/node_modules/.bin/srt"
+[ -x "$SRT" ] || bash benches/compare/install-peers.sh >&2 || true
+[ -x "$SRT" ] || die "missing peer: $SRT"
 
 cargo build --release --locked -q -p agent-sandbox-examples --bin agent-run
 AGENT_RUN="$PWD/target/release/agent-run"
@@ -38,21 +38,46 @@ declare -A CMD=(
     [agent-run]="$AGENT_RUN -- true"
     [agent-run-noguard]="$AGENT_RUN --no-filename-rules -- true"
 )
+TOOLS="srt bwrap agent-run agent-run-noguard"
 declare -A MED MEM
-for name in srt bwrap agent-run agent-run-noguard; do
-    hyperfine -N -w 3 -r "$RUNS" --export-json "$work/$name.json" "${CMD[$name]}" >/dev/null 2>&1
-    MED[$name]=$(python3 -c "import json,statistics;r=json.load(open('$work/$name.json'))['results'][0];print('%.1f'%(statistics.median(r['times'])*1000))")
+for name in $TOOLS; do
+    MED[$name]=0 MEM[$name]=0
+    # One plain run first, so that a failing tool shows its own error.
+    if ! ${CMD[$name]} > "$work/$name.out" 2>&1; then
+        sed "s/^/  $name: /" "$work/$name.out" >&2
+        fail "$name" "the command failed"
+        continue
+    fi
+    # Ours must really have sandboxed the command (and guarded it).
+    case $name in
+    agent-run*) grep -q "backend native" "$work/$name.out" || fail "$name" "not the native backend" ;;
+    esac
+    if [ "$name" = agent-run ] && ! grep -q "enforced at creation by name-guard" "$work/$name.out"; then
+        fail "$name" "the name guard is not in force"
+    fi
+    hyperfine -N -w "$WARMUP" -r "$RUNS" --export-json "$work/$name.json" "${CMD[$name]}" \
+        > "$work/$name.log" 2>&1 || sed "s/^/  $name: /" "$work/$name.log" >&2
+    # median ms, runs, failed runs
+    read -r med runs bad < <(python3 -c "
+import json, statistics
+try: r = json.load(open('$work/$name.json'))['results'][0]
+except Exception: print('0 0 1'); raise SystemExit
+codes = r.get('exit_codes') or []
+print('%.1f' % (statistics.median(r['times']) * 1000), len(r['times']), sum(1 for c in codes if c))")
+    check "$name" "$runs" "$bad"
+    MED[$name]=$med
     peak=0
-    for _ in 1 2 3 4 5; do
+    for _ in $(seq "$MEM_RUNS"); do
         m=$(/usr/bin/time -f %M ${CMD[$name]} 2>&1 >/dev/null | tail -1)
         [ "$m" -gt "$peak" ] && peak=$m
     done
     MEM[$name]=$(python3 -c "print('%.1f'%($peak/1024))")
 done
 
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }'; }
 printf '%-18s %14s %14s %12s %12s\n' tool "median ms" "peak MiB" "wall vs srt" "mem vs srt"
-for name in srt bwrap agent-run agent-run-noguard; do
+for name in $TOOLS; do
     printf '%-18s %14s %14s %12s %12s\n' "$name" "${MED[$name]}" "${MEM[$name]}" \
-        "$(python3 -c "print('%.2fx'%(${MED[$name]}/${MED[srt]}))")" \
-        "$(python3 -c "print('%.2fx'%(${MEM[$name]}/${MEM[srt]}))")"
+        "$(ratio "${MED[$name]}" "${MED[srt]}")" "$(ratio "${MEM[$name]}" "${MEM[srt]}")"
 done
+finish

@@ -9,15 +9,16 @@
 #
 #   bash benches/compare/name-guard.sh
 #   NAME_GUARD_EXEC=/path/to/name-guard-exec RUNS=10 WORKLOADS="tar git" bash benches/compare/name-guard.sh
+#   SMOKE=1 bash benches/compare/name-guard.sh   (200 files, one counted pair, nothing timed asserted)
 #
 # Without NAME_GUARD_EXEC the launcher is built with the release profile.
-# Needs bubblewrap, tar and git.
+# Needs bubblewrap, tar and git. Exits non-zero when a run fails or leaves
+# fewer files than it should, or when the guard lets a *.key file be created.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-RUNS=${RUNS:-10}
-for t in bwrap tar git; do
-    command -v "$t" >/dev/null || { echo "missing: $t" >&2; exit 1; }
-done
+. benches/compare/support/common.sh
+if smoke; then N=200 RUNS=${RUNS:-1}; else N=4000 RUNS=${RUNS:-10}; fi
+need bwrap tar git
 GUARD=${NAME_GUARD_EXEC:-}
 if [ -z "$GUARD" ]; then
     cargo build --release --locked -q -p name-guard --bin name-guard-exec
@@ -25,16 +26,17 @@ if [ -z "$GUARD" ]; then
 fi
 GUARD=$(realpath "$GUARD")
 
+# N files for create and tar (N/100 directories of 100), N/4 for git.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/stage" "$work/run"
-for d in $(seq 1 40); do
+for d in $(seq 1 $((N / 100))); do
     mkdir -p "$work/stage/t/d$d"
     for f in $(seq 1 100); do echo "$d $f" > "$work/stage/t/d$d/f$f.txt"; done
 done
 tar -cf "$work/files.tar" -C "$work/stage" t
 mkdir -p "$work/stage/g"
-for f in $(seq 1 1000); do echo "$f" > "$work/stage/g/f$f.txt"; done
+for f in $(seq 1 $((N / 4))); do echo "$f" > "$work/stage/g/f$f.txt"; done
 
 box=(bwrap --ro-bind / / --dev /dev --proc /proc --bind "$work/run" "$work/run"
      --ro-bind "$work/stage" "$work/stage" --ro-bind "$work/files.tar" "$work/files.tar"
@@ -42,25 +44,52 @@ box=(bwrap --ro-bind / / --dev /dev --proc /proc --bind "$work/run" "$work/run"
      --unshare-pid --die-with-parent --new-session --chdir "$work/run" --)
 guard=("$GUARD" --deny .env --deny '*.key' --deny '*.pem' --)
 
-declare -A script
-script[create]='for i in $(seq 1 4000); do : > c$i.txt; echo x >> c$i.txt; mv c$i.txt r$i.txt; done'
+declare -A script expect
+script[create]="for i in \$(seq 1 $N); do : > c\$i.txt; echo x >> c\$i.txt; mv c\$i.txt r\$i.txt; done"
 script[tar]="tar -xf $work/files.tar"
 script[git]="git init -q g && cp -r $work/stage/g/. g/ && cd g && git add -A && git -c user.name=b -c user.email=b@example.invalid commit -qm b"
+# What a run leaves behind, counted on the host: it must equal expect[w].
+done_count() {
+    case $1 in
+    create) find "$work/run" -maxdepth 1 -name 'r*.txt' | wc -l ;;
+    tar) find "$work/run/t" -type f 2>/dev/null | wc -l ;;
+    git) git -C "$work/run/g" ls-tree -r --name-only HEAD 2>/dev/null | wc -l ;;
+    esac
+}
+expect[create]=$N expect[tar]=$((N / 100 * 100)) expect[git]=$((N / 4))
 
 # Plain and guarded runs alternate, each on an emptied directory, so that
 # the file system's state (journal, caches) weighs on both columns alike.
 clear_run() { find "$work/run" -mindepth 1 -delete; sync; }
-ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }; e=$(date +%s%N); echo $(( (e - s) / 1000000 )); }
+ms() { # command... -> wall ms; the command's output goes to $work/last.log
+    local s e
+    s=$(date +%s%N)
+    "$@" > "$work/last.log" 2>&1 || { sed 's/^/  /' "$work/last.log" >&2; die "failed: ${*: -1}"; }
+    e=$(date +%s%N)
+    echo $(( (e - s) / 1000000 ))
+}
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# The guard must be in force, or the guarded column measures nothing.
+clear_run
+if "${box[@]}" "${guard[@]}" sh -c ': > probe.key' 2>/dev/null || [ -e "$work/run/probe.key" ]; then
+    fail guard "creating probe.key was not refused"
+fi
+
 printf '%-8s %14s %14s %8s\n' workload "bwrap ms" "bwrap+guard ms" ratio
 for w in ${WORKLOADS:-create tar git}; do
     : > "$work/plain" ; : > "$work/guarded"
+    ok=0 bad=0
     for k in $(seq 1 $((RUNS + 1))); do
         clear_run; p=$(ms "${box[@]}" sh -c "${script[$w]}")
+        if [ "$(done_count "$w")" -eq "${expect[$w]}" ]; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
         clear_run; g=$(ms "${box[@]}" "${guard[@]}" sh -c "${script[$w]}")
+        if [ "$(done_count "$w")" -eq "${expect[$w]}" ]; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
         # The first pair warms caches and is not counted.
         if [ "$k" -gt 1 ]; then echo "$p" >> "$work/plain"; echo "$g" >> "$work/guarded"; fi
     done
+    check "$w" "$ok" "$bad"
     a=$(median < "$work/plain"); b=$(median < "$work/guarded")
-    awk -v w="$w" -v a="$a" -v b="$b" 'BEGIN { printf "%-8s %14.1f %14.1f %7.2fx\n", w, a, b, b / a }'
+    awk -v w="$w" -v a="$a" -v b="$b" 'BEGIN { printf "%-8s %14.1f %14.1f %7.2fx\n", w, a, b, (a > 0) ? b / a : 0 }'
 done
+finish

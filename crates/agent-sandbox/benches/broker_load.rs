@@ -6,12 +6,19 @@
 //! `broker_load serve DIR` prints one JSON line (`origin`, `origin_ca`,
 //! `proxy`, `session_ca`) and serves until stdin closes.
 //! `broker_load load --origin ADDR --ca FILE [--proxy ADDR] --mode
-//! keepalive|new --conns N --secs S` prints `REQ_PER_S P50_MS P99_MS ERRORS`.
+//! keepalive|new --conns N --secs S` prints `REQ_PER_S P50_MS P99_MS ERRORS`
+//! (and the last error on stderr).
 
 // A bench helper: a broken fixture should stop it loudly.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_docs,
+    reason = "test and bench code: a failed unwrap is a failed run, and its items are not API"
+)]
 
-use agent_sandbox::broker_intercept;
+use agent_sandbox::broker_intercept_on_ports;
 use connect_proxy::{AllowList, Baseline, IpPolicy, ProxyConfig, ProxyPair, StaticResolver};
 use cred_broker::{
     Broker, Credential, HeaderTemplate, Lease, RuleEngine, RuleFile, Secret, SessionCa,
@@ -146,7 +153,12 @@ async fn serve(dir: &str) {
             .allowlist(list)
             .ip_policy(policy)
             .resolver(Arc::new(StaticResolver::new()))
-            .intercept(broker_intercept(broker, vec!["127.0.0.1".into()]))
+            // The origin listens on an ephemeral port, not 443.
+            .intercept(broker_intercept_on_ports(
+                broker,
+                vec!["127.0.0.1".into()],
+                vec![origin.port()],
+            ))
             .build()
             .unwrap(),
     )
@@ -172,27 +184,40 @@ async fn open(
     origin: SocketAddr,
     proxy: Option<SocketAddr>,
     tls: &tokio_rustls::TlsConnector,
-) -> Option<Box<dyn Stream>> {
-    let tcp = TcpStream::connect(proxy.unwrap_or(origin)).await.ok()?;
-    tcp.set_nodelay(true).ok()?;
+) -> Result<Box<dyn Stream>, String> {
+    let tcp = TcpStream::connect(proxy.unwrap_or(origin))
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    tcp.set_nodelay(true).map_err(|e| e.to_string())?;
     let mut tcp = tcp;
     if proxy.is_some() {
         let req = format!("CONNECT {origin} HTTP/1.1\r\nHost: {origin}\r\n\r\n");
-        tcp.write_all(req.as_bytes()).await.ok()?;
+        tcp.write_all(req.as_bytes())
+            .await
+            .map_err(|e| format!("CONNECT: {e}"))?;
         let mut head = Vec::new();
         let mut b = [0u8; 1];
         while !head.ends_with(b"\r\n\r\n") {
-            if tcp.read(&mut b).await.ok()? == 0 || head.len() > 4096 {
-                return None;
+            let n = tcp
+                .read(&mut b)
+                .await
+                .map_err(|e| format!("CONNECT: {e}"))?;
+            if n == 0 || head.len() > 4096 {
+                return Err("CONNECT: no complete answer".into());
             }
             head.push(b[0]);
         }
         if !head.starts_with(b"HTTP/1.1 200") && !head.starts_with(b"HTTP/1.0 200") {
-            return None;
+            let line = String::from_utf8_lossy(&head);
+            return Err(format!("CONNECT: {}", line.lines().next().unwrap_or("")));
         }
     }
     let name = ServerName::IpAddress(origin.ip().into());
-    Some(Box::new(tls.connect(name, tcp).await.ok()?))
+    let stream = tls
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS: {e}"))?;
+    Ok(Box::new(stream))
 }
 
 async fn request(s: &mut Box<dyn Stream>, origin: SocketAddr, buf: &mut Vec<u8>) -> bool {
@@ -251,16 +276,28 @@ async fn load(args: &[String]) {
     for _ in 0..conns {
         let tls = tls.clone();
         tasks.push(tokio::spawn(async move {
-            let (mut lat, mut errors) = (Vec::new(), 0u64);
+            let (mut lat, mut errors, mut last_error) = (Vec::new(), 0u64, None);
             let mut buf = Vec::new();
             let mut conn: Option<Box<dyn Stream>> = None;
             while Instant::now() < deadline {
                 let t = Instant::now();
                 if conn.is_none() || !keepalive {
-                    conn = open(origin, proxy, &tls).await;
+                    conn = match open(origin, proxy, &tls).await {
+                        Ok(s) => Some(s),
+                        Err(e) => {
+                            last_error = Some(e);
+                            None
+                        }
+                    };
                 }
                 let ok = match conn.as_mut() {
-                    Some(s) => request(s, origin, &mut buf).await,
+                    Some(s) => {
+                        let ok = request(s, origin, &mut buf).await;
+                        if !ok {
+                            last_error = Some("no 200 answer to the GET".into());
+                        }
+                        ok
+                    }
                     None => false,
                 };
                 if ok {
@@ -270,14 +307,15 @@ async fn load(args: &[String]) {
                     conn = None;
                 }
             }
-            (lat, errors)
+            (lat, errors, last_error)
         }));
     }
-    let (mut all, mut errors) = (Vec::new(), 0);
+    let (mut all, mut errors, mut last_error) = (Vec::new(), 0, None);
     for t in tasks {
-        let (l, e) = t.await.unwrap();
+        let (l, e, le) = t.await.unwrap();
         all.extend(l);
         errors += e;
+        last_error = le.or(last_error);
     }
     all.sort();
     let pct = |p: f64| {
@@ -292,4 +330,7 @@ async fn load(args: &[String]) {
         pct(0.99),
         errors
     );
+    if let Some(e) = last_error {
+        eprintln!("broker_load: last error: {e}");
+    }
 }

@@ -192,11 +192,23 @@ fn write_read_only(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 /// The connect-proxy hook that hands connections for `hosts` (exact,
 /// canonical lower-case names) to `broker`, with the address the proxy
 /// already vetted. Use it to put a broker behind any proxy pair.
+/// Only connections on [`DEFAULT_BROKER_PORT`] are claimed; see
+/// [`broker_intercept_on_ports`] for others.
 pub fn broker_intercept(broker: Arc<Broker>, hosts: Vec<String>) -> Arc<dyn Intercept> {
+    broker_intercept_on_ports(broker, hosts, vec![DEFAULT_BROKER_PORT])
+}
+
+/// [`broker_intercept`] for connections to `hosts` on any of `ports` (the
+/// credential then also goes to those services of the same names).
+pub fn broker_intercept_on_ports(
+    broker: Arc<Broker>,
+    hosts: Vec<String>,
+    ports: Vec<u16>,
+) -> Arc<dyn Intercept> {
     Arc::new(BrokerIntercept {
         broker,
         hosts,
-        ports: vec![DEFAULT_BROKER_PORT],
+        ports,
     })
 }
 

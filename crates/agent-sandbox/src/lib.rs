@@ -78,8 +78,9 @@ mod netns;
 mod options;
 
 pub use broker::{
-    BrokerSettings, DEFAULT_BROKER_PORT, SYSTEM_CA_BUNDLES, broker_intercept, credential_for_hosts,
-    header_template_from_name, pem_certificates_from_file, rule_engine_from_file,
+    BrokerSettings, DEFAULT_BROKER_PORT, SYSTEM_CA_BUNDLES, broker_intercept,
+    broker_intercept_on_ports, credential_for_hosts, header_template_from_name,
+    pem_certificates_from_file, rule_engine_from_file,
 };
 pub use bwrap_spec::{FilenameRules, NameGuardLauncher};
 pub use env::sanitized_env;

@@ -3,7 +3,8 @@
 //! that speaks direct, HTTP CONNECT or SOCKS5 to any proxy.
 //!
 //! ```text
-//! proxy_load origin                      # prints the port; GET /1g = 1 GiB, else 1 KiB
+//! proxy_load origin                      # prints the port; GET /1g = 1 GiB,
+//!                                        # /64m = 64 MiB (smoke runs), else 1 KiB
 //! proxy_load proxy [--copy-buffer N] [--runtime current|multi]
 //!                                        # prints "HTTP_ADDR SOCKS_ADDR"; runs until killed
 //! proxy_load rate --via direct|connect|socks [--proxy ADDR] --origin ADDR
@@ -12,7 +13,13 @@
 
 // A load helper stops loudly on a broken fixture; criterion's harness is
 // not used, so nothing here is public API.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_docs,
+    reason = "test and bench code: a failed unwrap is a failed run, and its items are not API"
+)]
 
 use connect_proxy::{AllowList, Baseline, IpPolicy, ProxyConfig, ProxyPair, SystemResolver};
 use std::io::Write;
@@ -66,8 +73,13 @@ async fn origin() {
                     Ok(n) => head.extend_from_slice(&b[..n]),
                 }
             }
-            let big = head.windows(3).any(|w| w == b"/1g");
-            let len = if big { GIB } else { 1024 };
+            let len = if head.windows(3).any(|w| w == b"/1g") {
+                GIB
+            } else if head.windows(4).any(|w| w == b"/64m") {
+                64 << 20
+            } else {
+                1024
+            };
             let reply = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\
                  Content-Length: {len}\r\nConnection: close\r\n\r\n"

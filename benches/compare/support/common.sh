@@ -1,0 +1,94 @@
+# shellcheck shell=bash
+# Sourced by benches/compare/*.sh (from the workspace root), not run: the
+# smoke switch, peer checks, the release build of a bench helper, loopback
+# waits, and the record of failed cases.
+#
+# SMOKE=1 selects smoke mode: about a second per case, no timing asserted.
+# In both modes a case fails when it has errors or no successful operation,
+# and `finish` then exits non-zero after the results are printed.
+
+SMOKE=${SMOKE:-0}
+SRT_PREFIX=${SRT_PREFIX:-/tmp/srt-prefix}
+FAILED=()
+
+smoke() { [ "$SMOKE" = 1 ]; }
+
+die() {
+    echo "$(basename "$0"): $*" >&2
+    exit 1
+}
+
+# need CMD...: every command must exist; when one is missing,
+# install-peers.sh runs once, and a command still missing is an error.
+need() {
+    local c missing=()
+    for c in "$@"; do command -v "$c" >/dev/null 2>&1 || missing+=("$c"); done
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    echo "missing ${missing[*]}: running install-peers.sh" >&2
+    bash benches/compare/install-peers.sh >&2 || true
+    for c in "${missing[@]}"; do
+        command -v "$c" >/dev/null 2>&1 || die "missing peer: $c"
+    done
+}
+
+# bench_helper PACKAGE BENCH: builds the bench target (release profile,
+# --locked) and prints the path of its executable.
+bench_helper() {
+    local exe
+    exe=$(cargo bench --locked -q -p "$1" --bench "$2" --no-run --message-format=json-render-diagnostics |
+        sed -n "s/.*\"executable\":\"\([^\"]*\/$2-[^\"]*\)\".*/\1/p" | tail -1)
+    [ -x "$exe" ] || die "could not build the $2 bench of $1"
+    echo "$exe"
+}
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_port PORT [PID]: waits up to 20 s for 127.0.0.1:PORT to accept;
+# fails early when PID (the process that should listen) has exited.
+wait_port() {
+    local _
+    for _ in $(seq 200); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        if [ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null; then
+            die "the process meant to listen on port $1 exited"
+        fi
+        sleep 0.1
+    done
+    die "port $1 never opened"
+}
+
+# wait_file FILE [PID]: waits up to 20 s for FILE to be non-empty.
+wait_file() {
+    local _
+    for _ in $(seq 200); do
+        [ -s "$1" ] && return 0
+        if [ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null; then
+            die "the process meant to write $1 exited"
+        fi
+        sleep 0.1
+    done
+    die "timed out waiting for $1"
+}
+
+# check CASE OPS ERRORS: the case passes with OPS > 0 and ERRORS = 0.
+check() {
+    if ! awk -v n="$2" 'BEGIN { exit !(n + 0 > 0) }'; then
+        FAILED+=("$1: no successful operation (ops=$2, errors=$3)")
+    elif [ "$3" != 0 ]; then
+        FAILED+=("$1: $3 errors (ops=$2)")
+    fi
+}
+
+# fail CASE REASON: records a failed case.
+fail() { FAILED+=("$1: $2"); }
+
+# finish: lists the failed cases and exits non-zero if there are any.
+finish() {
+    if [ "${#FAILED[@]}" -gt 0 ]; then
+        printf 'FAILED: %s\n' "${FAILED[@]}" >&2
+        exit 1
+    fi
+    if smoke; then echo "smoke: every case ok"; fi
+}
