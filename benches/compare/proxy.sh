@@ -6,7 +6,8 @@
 #   threads) copying through a buffer and with splice(2); for the connection
 #   rate, a minimal single-threaded epoll forwarder (support/fwd_epoll.c).
 # (a) a 1 GiB download with curl, (b) new connections per second for a 1 KiB
-# page at 32 concurrent connections, with p50/p99 latency. Prints ratios.
+# page at 32 concurrent connections, with p50/p99 latency, also for ours
+# requiring per-session credentials (HTTP Basic, SOCKS5 username/password). Prints ratios.
 #
 # Usage: bash benches/compare/proxy.sh            (from anywhere)
 #   SECONDS_PER_RATE=3 CONCURRENCY=32 to tune; VARIANTS lists the copy
@@ -61,6 +62,16 @@ for v in $VARIANTS; do
     read -r "OURS_HTTP[$v]" "OURS_SOCKS[$v]" < "$WORK/ours-$v"
 done
 BEST_BUF=${VARIANTS%% *}
+
+# Ours again, requiring per-session credentials (what a loopback listener
+# others can reach runs with), to show what the authentication costs.
+AUTH="session:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+BASIC=$(printf '%s' "$AUTH" | base64 -w0)
+"$LOAD" proxy --copy-buffer "$BEST_BUF" --auth "$AUTH" >"$WORK/ours-auth" &
+PIDS+=($!)
+OURS_AUTH_PID=$!
+wait_file "$WORK/ours-auth" "$!"
+read -r OURS_AUTH_HTTP OURS_AUTH_SOCKS < "$WORK/ours-auth"
 
 # tinyproxy.
 TP_PORT=$(free_port)
@@ -157,6 +168,10 @@ OURS=${OURS_PID[$BEST_BUF]}
 rate direct "direct" "$ORIGIN" 0 --via direct
 rate http "ours CONNECT" "$ORIGIN" "$OURS" --via connect --proxy "${OURS_HTTP[$BEST_BUF]}"
 rate socks "ours SOCKS5" "$ORIGIN" "$OURS" --via socks --proxy "${OURS_SOCKS[$BEST_BUF]}"
+rate http_auth "ours CONNECT, credentials" "$ORIGIN" "$OURS_AUTH_PID" --via connect \
+    --proxy "$OURS_AUTH_HTTP" --auth "$AUTH" --basic "$BASIC"
+rate socks_auth "ours SOCKS5, credentials" "$ORIGIN" "$OURS_AUTH_PID" --via socks \
+    --proxy "$OURS_AUTH_SOCKS" --auth "$AUTH" --basic "$BASIC"
 rate tp "tinyproxy CONNECT" "$ORIGIN" "$TP_PID" --via connect --proxy "127.0.0.1:$TP_PORT"
 rate ms "microsocks SOCKS5" "$ORIGIN" "$MS_PID" --via socks --proxy "127.0.0.1:$MS_PORT"
 rate fwd "C epoll forwarder (ceiling)" "127.0.0.1:$FWD_EPOLL_PORT" "$FWD_EPOLL_PID" --via direct
@@ -178,4 +193,6 @@ echo "  p99         ours CONNECT / tinyproxy   = $(ratio "$(f http 3)" "$(f tp 3
 echo "  p99         ours SOCKS5  / microsocks  = $(ratio "$(f socks 3)" "$(f ms 3)")"
 echo "  CPU/conn    ours CONNECT / tinyproxy   = $(ratio "$(f http 5)" "$(f tp 5)")   (lower is better)"
 echo "  CPU/conn    ours SOCKS5  / microsocks  = $(ratio "$(f socks 5)" "$(f ms 5)")"
+echo "  conn/s      ours CONNECT, credentials / without = $(ratio "$(f http_auth 1)" "$(f http 1)")   (target >= 0.95x)"
+echo "  conn/s      ours SOCKS5,  credentials / without = $(ratio "$(f socks_auth 1)" "$(f socks 1)")   (target >= 0.95x)"
 finish

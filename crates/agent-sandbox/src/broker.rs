@@ -2,6 +2,17 @@
 //! credential broker, which terminates TLS with the session CA, applies the
 //! rules and injects the real credential; the sandbox holds only a phantom
 //! token and trusts the session CA through env-guard's trust variables.
+//!
+//! Only the session reaches its broker: the broker is reached only through
+//! the session's proxies, which on Linux serve sockets no other process can
+//! use and elsewhere require the session's proxy credentials. The phantom
+//! token is therefore not demanded as a second factor: the path a request
+//! came by is the proof, and git's first request of a fetch or push is sent
+//! without any credential (it asks its credential helper only after a 401),
+//! so demanding the phantom token would turn every such first request into
+//! a 401 round trip, and tools that never send a token would fail. Whatever
+//! credential the request carries is removed before the real one is
+//! injected.
 
 use crate::Error;
 use connect_proxy::{BoxFuture, Intercept, Intercepted, Target};

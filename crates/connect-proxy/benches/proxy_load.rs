@@ -5,10 +5,14 @@
 //! ```text
 //! proxy_load origin                      # prints the port; GET /1g = 1 GiB,
 //!                                        # /64m = 64 MiB (smoke runs), else 1 KiB
-//! proxy_load proxy [--copy-buffer N] [--runtime current|multi]
+//! proxy_load proxy [--copy-buffer N] [--runtime current|multi] [--auth USER:SECRET]
 //!                                        # prints "HTTP_ADDR SOCKS_ADDR"; runs until killed
 //! proxy_load rate --via direct|connect|socks [--proxy ADDR] --origin ADDR
-//!                 [--concurrency 32] [--seconds 3]
+//!                 [--concurrency 32] [--seconds 3] [--auth USER:SECRET [--basic B64]]
+//!
+//! `--auth` makes the proxy require those credentials, and the client
+//! present them (CONNECT with `Proxy-Authorization: Basic B64`, SOCKS5 with
+//! username/password).
 //! ```
 
 // A load helper stops loudly on a broken fixture; criterion's harness is
@@ -21,7 +25,9 @@
     reason = "test and bench code: a failed unwrap is a failed run, and its items are not API"
 )]
 
-use connect_proxy::{AllowList, Baseline, IpPolicy, ProxyConfig, ProxyPair, SystemResolver};
+use connect_proxy::{
+    AllowList, Baseline, IpPolicy, ProxyConfig, ProxyCredentials, ProxyPair, SystemResolver,
+};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -117,6 +123,10 @@ async fn proxy(args: &[String]) {
     if let Some(n) = flag(args, "--copy-buffer") {
         config.copy_buffer_bytes(n.parse().unwrap());
     }
+    if let Some(a) = flag(args, "--auth") {
+        let (user, secret) = a.split_once(':').unwrap();
+        config.require_credentials(ProxyCredentials::new(user, secret).unwrap());
+    }
     let pair = ProxyPair::start(config.build().unwrap()).await.unwrap();
     println!("{} {}", pair.http_addr(), pair.socks_addr());
     std::io::stdout().flush().unwrap();
@@ -130,7 +140,10 @@ enum Via {
     Socks,
 }
 
-async fn one(via: Via, proxy: SocketAddr, origin: SocketAddr) -> Result<(), String> {
+/// The credentials a rate client presents: `(user, secret, base64(user:secret))`.
+type Auth = Option<Arc<(String, String, String)>>;
+
+async fn one(via: Via, proxy: SocketAddr, origin: SocketAddr, auth: &Auth) -> Result<(), String> {
     let first = if via == Via::Direct { origin } else { proxy };
     let mut s = TcpStream::connect(first).await.map_err(|e| e.to_string())?;
     s.set_nodelay(true).map_err(|e| e.to_string())?;
@@ -138,7 +151,11 @@ async fn one(via: Via, proxy: SocketAddr, origin: SocketAddr) -> Result<(), Stri
     match via {
         Via::Direct => {}
         Via::Connect => {
-            let req = format!("CONNECT {origin} HTTP/1.1\r\nHost: {origin}\r\n\r\n");
+            let creds = match auth {
+                Some(a) => format!("Proxy-Authorization: Basic {}\r\n", a.2),
+                None => String::new(),
+            };
+            let req = format!("CONNECT {origin} HTTP/1.1\r\nHost: {origin}\r\n{creds}\r\n");
             s.write_all(req.as_bytes())
                 .await
                 .map_err(|e| e.to_string())?;
@@ -155,8 +172,25 @@ async fn one(via: Via, proxy: SocketAddr, origin: SocketAddr) -> Result<(), Stri
             }
         }
         Via::Socks => {
-            s.write_all(&[5, 1, 0]).await.map_err(|e| e.to_string())?;
-            s.read_exact(&mut b[..2]).await.map_err(|e| e.to_string())?;
+            match auth {
+                None => {
+                    s.write_all(&[5, 1, 0]).await.map_err(|e| e.to_string())?;
+                    s.read_exact(&mut b[..2]).await.map_err(|e| e.to_string())?;
+                }
+                Some(a) => {
+                    let mut hello = vec![5, 1, 2, 1, a.0.len() as u8];
+                    hello.extend_from_slice(a.0.as_bytes());
+                    hello.push(a.1.len() as u8);
+                    hello.extend_from_slice(a.1.as_bytes());
+                    // Greeting and authentication in one write, as clients
+                    // that know the method do.
+                    s.write_all(&hello).await.map_err(|e| e.to_string())?;
+                    s.read_exact(&mut b[..4]).await.map_err(|e| e.to_string())?;
+                    if b[..4] != [5, 2, 1, 0] {
+                        return Err(format!("socks auth reply {:?}", &b[..4]));
+                    }
+                }
+            }
             let SocketAddr::V4(v4) = origin else {
                 return Err("IPv4 origin expected".into());
             };
@@ -204,17 +238,27 @@ async fn rate(args: &[String]) {
         .unwrap();
     let conc: usize = flag(args, "--concurrency").unwrap_or("32").parse().unwrap();
     let secs: f64 = flag(args, "--seconds").unwrap_or("3").parse().unwrap();
+    let auth: Auth = flag(args, "--auth").map(|a| {
+        let (user, secret) = a.split_once(':').unwrap();
+        let basic = flag(args, "--basic")
+            .expect("--auth needs --basic")
+            .to_owned();
+        Arc::new((user.to_owned(), secret.to_owned(), basic))
+    });
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
     let start = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..conc {
+        let auth = auth.clone();
         tasks.spawn(async move {
             let mut lat = Vec::new();
             let mut errors = 0u64;
             let mut last_error = None;
             while Instant::now() < deadline {
                 let t = Instant::now();
-                match tokio::time::timeout(Duration::from_secs(5), one(via, proxy, origin)).await {
+                match tokio::time::timeout(Duration::from_secs(5), one(via, proxy, origin, &auth))
+                    .await
+                {
                     Ok(Ok(())) => lat.push(t.elapsed()),
                     Ok(Err(e)) => {
                         errors += 1;

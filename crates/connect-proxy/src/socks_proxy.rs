@@ -99,15 +99,14 @@ async fn handshake(
                 return Ok(None);
             }
         }
-        Greeting::UserPass => {
-            if client.write_all(&[0x05, 0x02]).await.is_err() {
-                return Ok(None);
-            }
-        }
+        // Answered together with the authentication result when the
+        // client sent both at once (one write instead of two).
+        Greeting::UserPass => {}
     }
     buf.copy_within(used..len, 0);
     len -= used;
     if greeting == Greeting::UserPass {
+        let mut method_sent = false;
         let (accepted, used) = loop {
             match parse_userpass(&buf[..len]) {
                 Ok(Some((user, pass, used))) => {
@@ -120,16 +119,29 @@ async fn handshake(
                 Ok(None) => {}
                 Err(_) => break (false, len),
             }
+            // The client waits for the method choice before it sends more.
+            if !method_sent {
+                if client.write_all(&[0x05, 0x02]).await.is_err() {
+                    return Ok(None);
+                }
+                method_sent = true;
+            }
             if !fill(client, &mut buf, &mut len).await {
                 return Ok(None);
             }
         };
+        let status = if accepted { 0x00 } else { 0x01 };
+        let reply: &[u8] = if method_sent {
+            &[0x01, status]
+        } else {
+            &[0x05, 0x02, 0x01, status]
+        };
         if !accepted {
             unauthenticated("wrong username or password");
-            let _ = client.write_all(&[0x01, 0x01]).await;
+            let _ = client.write_all(reply).await;
             return Ok(None);
         }
-        if client.write_all(&[0x01, 0x00]).await.is_err() {
+        if client.write_all(reply).await.is_err() {
             return Ok(None);
         }
         buf.copy_within(used..len, 0);

@@ -950,5 +950,21 @@ async fn with_required_credentials_only_clients_that_present_them_are_served() {
     ])
     .await;
     assert!(!ok && err.contains("403"), "{err}");
+    // SOCKS5 greeting and credentials in one write (curl waits for the
+    // method choice in between): one answer carries both replies.
+    for (secret, want) in [
+        (creds.reveal_secret(), [5, 2, 1, 0]),
+        ("nope", [5, 2, 1, 1]),
+    ] {
+        let mut s = TcpStream::connect(socks).await.unwrap();
+        let mut hello = vec![5, 1, 2, 1, 7];
+        hello.extend_from_slice(b"session");
+        hello.push(secret.len() as u8);
+        hello.extend_from_slice(secret.as_bytes());
+        s.write_all(&hello).await.unwrap();
+        let mut reply = [0u8; 4];
+        s.read_exact(&mut reply).await.unwrap();
+        assert_eq!(reply, want);
+    }
     f.pair.shutdown().await;
 }

@@ -4,8 +4,10 @@
 //! resolves only inside the proxy, so any byte that reaches the server
 //! went through it.
 
-use connect_proxy::{AllowList, Baseline, IpPolicy, ProxyConfig, ProxyPair, StaticResolver};
-use env_guard::{EnvGuard, Inherit, ProxyEnv, Sanitized};
+use connect_proxy::{
+    AllowList, Baseline, IpPolicy, ProxyConfig, ProxyCredentials, ProxyPair, StaticResolver,
+};
+use env_guard::{EnvGuard, Inherit, ProxyAuth, ProxyEnv, Sanitized, SshProxyTool};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
@@ -90,19 +92,12 @@ fn wait_for(seen: &Seen, before: usize) -> Vec<Vec<u8>> {
     seen_since(seen, before)
 }
 
-#[test]
-fn proxy_variables_and_git_ssh_command_work_through_connect_proxy() {
-    let found = [
-        ("curl", "apt-get install curl"),
-        ("git", "apt-get install git"),
-        ("ssh", "apt-get install openssh-client"),
-        ("nc", "apt-get install netcat-openbsd"),
-    ]
-    .map(|(t, install)| test_support::tool(t, install));
-    if found.iter().any(Option::is_none) {
-        return;
-    }
-    let (port, seen) = start_server();
+/// A runtime and a proxy pair that allows `allowed.test:PORT` (resolved to
+/// loopback inside the proxy only), requiring `credentials` when given.
+fn start_proxies(
+    port: u16,
+    credentials: Option<ProxyCredentials>,
+) -> (tokio::runtime::Runtime, ProxyPair) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -118,17 +113,33 @@ fn proxy_variables_and_git_ssh_command_work_through_connect_proxy() {
         resolver.insert("allowed.test", [Ipv4Addr::LOCALHOST.into()]);
         let mut ip = IpPolicy::new();
         ip.allow_cidr("127.0.0.1/32".parse().unwrap());
-        ProxyPair::start(
-            ProxyConfig::builder()
-                .allowlist(list)
-                .ip_policy(ip)
-                .resolver(Arc::new(resolver))
-                .build()
-                .unwrap(),
-        )
-        .await
-        .unwrap()
+        let mut config = ProxyConfig::builder();
+        config
+            .allowlist(list)
+            .ip_policy(ip)
+            .resolver(Arc::new(resolver));
+        if let Some(c) = credentials {
+            config.require_credentials(c);
+        }
+        ProxyPair::start(config.build().unwrap()).await.unwrap()
     });
+    (rt, pair)
+}
+
+#[test]
+fn proxy_variables_and_git_ssh_command_work_through_connect_proxy() {
+    let found = [
+        ("curl", "apt-get install curl"),
+        ("git", "apt-get install git"),
+        ("ssh", "apt-get install openssh-client"),
+        ("nc", "apt-get install netcat-openbsd"),
+    ]
+    .map(|(t, install)| test_support::tool(t, install));
+    if found.iter().any(Option::is_none) {
+        return;
+    }
+    let (port, seen) = start_server();
+    let (rt, pair) = start_proxies(port, None);
     let home = tempfile::tempdir().unwrap();
     let path = std::env::var_os("PATH").unwrap();
     let guard = EnvGuard::builder()
@@ -205,5 +216,135 @@ fn proxy_variables_and_git_ssh_command_work_through_connect_proxy() {
     assert_ne!(out, "ok");
     assert!(seen_since(&seen, before).is_empty());
 
+    rt.block_on(pair.shutdown());
+}
+
+/// Where the proxies require credentials (a loopback listener others could
+/// reach), the clients a sandboxed agent runs take them from the proxy URLs:
+/// curl, git over HTTPS (libcurl, as cargo), Python's urllib (as pip's
+/// requests) and pip itself; without them the same clients are refused.
+#[test]
+fn clients_take_the_proxy_credentials_from_the_proxy_urls() {
+    let found = [
+        ("curl", "apt-get install curl"),
+        ("git", "apt-get install git"),
+        ("python3", "apt-get install python3"),
+    ]
+    .map(|(t, install)| test_support::tool(t, install));
+    if found.iter().any(Option::is_none) {
+        return;
+    }
+    let creds = ProxyCredentials::generate_from_os_rng().unwrap();
+    let (port, seen) = start_server();
+    let (rt, pair) = start_proxies(port, Some(creds.clone()));
+    let home = tempfile::tempdir().unwrap();
+    let path = std::env::var_os("PATH").unwrap();
+    let proxy = ProxyEnv {
+        http: pair.http_addr(),
+        socks: pair.socks_addr(),
+    };
+    let env_with = |auth: Option<ProxyAuth>| {
+        let mut b = EnvGuard::builder();
+        b.inherit(Inherit::None)
+            .set("PATH", path.clone())
+            .set("HOME", home.path())
+            .proxy(proxy)
+            .ssh_proxy_tool(SshProxyTool::Omit);
+        if let Some(a) = auth {
+            b.proxy_auth(a);
+        }
+        b.build().unwrap().apply(Vec::<(String, String)>::new())
+    };
+    let auth = ProxyAuth::new(creds.user(), creds.reveal_secret()).unwrap();
+    let env = env_with(Some(auth));
+    let bare = env_with(None);
+    let dir = home.path();
+    let url = |p: &str| format!("http://allowed.test:{port}/{p}");
+    let curl = |u: String| {
+        let mut c = Command::new("curl");
+        c.args(["-sS", "--max-time", "20", &u]);
+        c
+    };
+    let python = |u: String| {
+        let mut c = Command::new("python3");
+        c.args([
+            "-c",
+            "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode(), end='')",
+            &u,
+        ]);
+        c
+    };
+
+    for (name, cmd, path) in [
+        ("curl", curl(url("curl")), "curl"),
+        ("python urllib", python(url("urllib")), "urllib"),
+    ] {
+        let before = seen.lock().unwrap().len();
+        let (ok, out, err) = run(cmd, &env, dir);
+        assert!(ok && out == "ok", "{name} with credentials: {err}");
+        let got = wait_for(&seen, before);
+        assert!(
+            got[0].starts_with(format!("GET /{path}").as_bytes()),
+            "{name}"
+        );
+        assert!(
+            !String::from_utf8_lossy(&got[0]).contains(creds.reveal_secret()),
+            "{name}: the secret went upstream"
+        );
+    }
+    // git over HTTPS: a CONNECT tunnel with the credentials; the server sees
+    // the TLS ClientHello.
+    let before = seen.lock().unwrap().len();
+    let mut git = Command::new("git");
+    git.args([
+        "ls-remote",
+        &format!("https://allowed.test:{port}/repo.git"),
+    ]);
+    let _ = run(git, &env, dir);
+    let got = wait_for(&seen, before);
+    assert!(
+        got.first().is_some_and(|b| b.starts_with(&[0x16, 0x03])),
+        "git over https: no TLS record reached the server: {got:?}"
+    );
+    // pip reads the same variables.
+    if let Some(pip) = test_support::tool("pip3", "apt-get install python3-pip") {
+        let before = seen.lock().unwrap().len();
+        let mut c = Command::new(pip);
+        c.args([
+            "download",
+            "--no-deps",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--retries",
+            "0",
+            "-d",
+        ])
+        .arg(dir.join("dl"))
+        .args(["--index-url", &url("simple/")])
+        .args(["--trusted-host", "allowed.test", "nothing-here"]);
+        let (_, _, err) = run(c, &env, dir);
+        let got = wait_for(&seen, before);
+        assert!(
+            got.first()
+                .is_some_and(|b| b.starts_with(b"GET /simple/nothing-here/")),
+            "pip did not reach the index through the proxy: {got:?}; pip said: {err}"
+        );
+    }
+
+    // Without the credentials every client is refused (407) and nothing
+    // reaches the server.
+    let before = seen.lock().unwrap().len();
+    for (name, cmd) in [
+        ("curl", curl(url("bare"))),
+        ("python urllib", python(url("bare"))),
+    ] {
+        let (_, out, err) = run(cmd, &bare, dir);
+        assert_ne!(out, "ok", "{name} without credentials got through");
+        assert!(
+            out.contains("407") || err.contains("407"),
+            "{name}: {out}{err}"
+        );
+    }
+    assert!(seen_since(&seen, before).is_empty());
     rt.block_on(pair.shutdown());
 }
