@@ -221,8 +221,8 @@ fn proxy_variables_and_git_ssh_command_work_through_connect_proxy() {
 
 /// Where the proxies require credentials (a loopback listener others could
 /// reach), the clients a sandboxed agent runs take them from the proxy URLs:
-/// curl, git over HTTPS (libcurl, as cargo), Python's urllib (as pip's
-/// requests) and pip itself; without them the same clients are refused.
+/// curl, git over HTTPS (libcurl, as cargo), Python's urllib, pip (its
+/// vendored requests) and npm; without them the same clients are refused.
 #[test]
 fn clients_take_the_proxy_credentials_from_the_proxy_urls() {
     let found = [
@@ -328,6 +328,22 @@ fn clients_take_the_proxy_credentials_from_the_proxy_urls() {
             got.first()
                 .is_some_and(|b| b.starts_with(b"GET /simple/nothing-here/")),
             "pip did not reach the index through the proxy: {got:?}; pip said: {err}"
+        );
+    }
+
+    // npm reads the same variables (its own proxy settings default to them).
+    if let Some(npm) = test_support::tool("npm", "apt-get install npm") {
+        let before = seen.lock().unwrap().len();
+        let mut c = Command::new(npm);
+        c.args(["view", "nothing-here", "--registry", &url("npm/")]);
+        let (_, _, err) = run(c, &env, dir);
+        let got = wait_for(&seen, before);
+        assert!(
+            got.iter().any(|b| b.starts_with(b"GET /npm/nothing-here ")),
+            "npm did not reach the registry through the proxy: {:?}; npm said: {err}",
+            got.iter()
+                .map(|b| String::from_utf8_lossy(b))
+                .collect::<Vec<_>>()
         );
     }
 
