@@ -9,9 +9,10 @@
 //! SBPL evaluator); `exec` runs the command through `sandbox-exec` with that
 //! profile. The Linux path is described here:
 //!
-//! - `launch` starts the session's proxy pair on 127.0.0.1 (allowlist from
-//!   the spec, denylist first, address policy), a private 0700 directory with
-//!   one Unix socket per proxy forwarded to it, the sanitised environment with
+//! - `launch` starts the session's proxy pair with no port of its own
+//!   (allowlist from the spec, denylist first, address policy), a private
+//!   0700 directory with one Unix socket per proxy that the proxies serve
+//!   themselves (peers of the session's uid only), the sanitised environment with
 //!   the proxy variables, and the bubblewrap plan (R-BWRAP-1). A spec that
 //!   needs filename-glob denies (no new `.env`, `*.key`, `*.pem` inside
 //!   writable mounts) runs every command under the name guard when a
@@ -23,12 +24,12 @@
 //! - `exec` runs the command under bubblewrap. Inside, the proxies answer on
 //!   127.0.0.1:3128 (HTTP) and 127.0.0.1:1080 (SOCKS5) (R-BWRAP-2): by
 //!   default those listeners are bound in the sandbox's network namespace
-//!   from the host side while bubblewrap holds the command
-//!   ([`InnerBridge::HostSideListeners`], no process inside, about 9 ms for
-//!   a whole launch); where the namespaces cannot be joined, `socat`
+//!   from the host side while bubblewrap holds the command and are served by
+//!   the proxies directly ([`InnerBridge::HostSideListeners`], no process
+//!   inside, no relay, about 9 ms for a whole launch); where the namespaces cannot be joined, `socat`
 //!   listeners inside forward to the Unix sockets ([`InnerBridge::Socat`]). Output, proxy denials (`violation` events) and the exit
 //!   (`exit` or `killed`) arrive as [`sandbox_core::SandboxEvent`]s.
-//! - `destroy` kills what still runs, stops the proxies and forwarders and
+//! - `destroy` kills what still runs, stops the proxies and their listeners and
 //!   removes sockets and placeholders: no process, socket or file is left.
 //!
 //! With `none` nothing is confined, but the command still starts with the
