@@ -219,14 +219,28 @@ pub(crate) fn bind_in_sandbox(
             let user = BorrowedFd::borrow_raw(raw.0);
             let net = BorrowedFd::borrow_raw(raw.1);
             let chan = BorrowedFd::borrow_raw(raw.2);
-            rustix::thread::move_into_link_name_space(
-                user,
-                Some(rustix::thread::LinkNameSpaceType::User),
-            )?;
-            rustix::thread::move_into_link_name_space(
+            // Joining the network namespace needs CAP_SYS_ADMIN over the
+            // user namespace that owns it, which a caller in the parent
+            // user namespace (root, or the namespace's owner) has without
+            // joining it. Joining the sandbox's user namespace first fails
+            // once bubblewrap has moved the sandbox into a nested one
+            // (`--disable-userns`), which does not own the network
+            // namespace; that way is kept for the other cases.
+            if rustix::thread::move_into_link_name_space(
                 net,
                 Some(rustix::thread::LinkNameSpaceType::Network),
-            )?;
+            )
+            .is_err()
+            {
+                rustix::thread::move_into_link_name_space(
+                    user,
+                    Some(rustix::thread::LinkNameSpaceType::User),
+                )?;
+                rustix::thread::move_into_link_name_space(
+                    net,
+                    Some(rustix::thread::LinkNameSpaceType::Network),
+                )?;
+            }
             let a = listener(ports[0])?;
             let b = listener(ports[1])?;
             let fds = [a.as_fd(), b.as_fd()];

@@ -84,6 +84,7 @@ fn manager_with(
         .log(Arc::new(|line: &str| {
             if line.contains("using socat bridges") {
                 FALLBACKS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                eprintln!("fallback: {line}");
             }
         }))
         .filename_rules(rules)
