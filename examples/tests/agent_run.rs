@@ -316,6 +316,10 @@ fn without_a_native_sandbox_nothing_runs_unless_asked_for_by_name() {
     assert!(e.contains("refusing to run \"sh\" unconfined"), "{e}");
     assert!(e.contains("apt-get install bubblewrap socat"), "{e}");
     assert!(!d.join("made.key").exists(), "the command ran: {e}");
+    assert!(
+        !e.contains("agent-run: backend"),
+        "no backend line on a refusal: {e}"
+    );
     // The explicit opt-outs run it on the host, and say so.
     for opt in [&["--backend", "none"][..], &["--sandbox", "off"][..]] {
         let o = run_with(opt);

@@ -311,7 +311,6 @@ async fn run(o: Options) -> Result<u8, String> {
     }
     let manager = builder.build().map_err(|e| e.to_string())?;
     let sel = manager.selection();
-    eprintln!("agent-run: backend {} ({})", sel.backend, sel.label);
     // This program exists to show a confined run: it never degrades to an
     // unconfined one by itself. Running on the host takes an explicit
     // `--backend none` or `--sandbox off`.
@@ -327,6 +326,7 @@ async fn run(o: Options) -> Result<u8, String> {
             o.command[0]
         ));
     }
+    eprintln!("agent-run: backend {} ({})", sel.backend, sel.label);
 
     let mut spec = SandboxSpec::new(format!("agent-run-{}", std::process::id()), "agent-run");
     spec.mode = o.mode;
