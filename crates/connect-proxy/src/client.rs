@@ -22,8 +22,12 @@ pub enum ClientStream {
 impl ClientStream {
     /// Disables Nagle's algorithm (TCP only; a no-op otherwise).
     pub fn set_nodelay(&self) {
-        if let ClientStream::Tcp(s) = self {
-            let _ = s.set_nodelay(true);
+        match self {
+            ClientStream::Tcp(s) => {
+                let _ = s.set_nodelay(true);
+            }
+            #[cfg(unix)]
+            ClientStream::Unix(_) => {}
         }
     }
 
@@ -31,8 +35,12 @@ impl ClientStream {
     /// the client sees an aborted stream, never a clean end of a truncated
     /// one. A Unix stream has no reset: its peer sees end of stream.
     pub fn abort_on_close(&self) {
-        if let ClientStream::Tcp(s) = self {
-            let _ = s.set_zero_linger();
+        match self {
+            ClientStream::Tcp(s) => {
+                let _ = s.set_zero_linger();
+            }
+            #[cfg(unix)]
+            ClientStream::Unix(_) => {}
         }
     }
 

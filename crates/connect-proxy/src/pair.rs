@@ -4,9 +4,9 @@
 
 use crate::client::ClientStream;
 use crate::config::ProxyConfig;
-use crate::egress::{Denial, Egress};
+use crate::egress::Egress;
 use crate::error::{Error, ErrorKind};
-use crate::events::{Decision, Events, Outcome, Protocol, Subscription};
+use crate::events::{Decision, Events, Subscription};
 use crate::session::Shared;
 use crate::{http_proxy, socks_proxy};
 use sandbox_core::SandboxViolation;
@@ -255,34 +255,53 @@ enum Acceptor {
 enum Accepted {
     Client(ClientStream),
     /// A Unix peer of another uid, already reported.
+    #[cfg_attr(not(unix), allow(dead_code, reason = "only Unix peers are refused"))]
     Refused,
 }
 
 impl Acceptor {
+    #[cfg_attr(
+        not(unix),
+        allow(
+            unused_variables,
+            reason = "only the Unix acceptor reports refused peers"
+        )
+    )]
     async fn accept(&self, shared: &Shared) -> std::io::Result<Accepted> {
         match self {
             Acceptor::Tcp(l) => Ok(Accepted::Client(ClientStream::Tcp(l.accept().await?.0))),
             #[cfg(unix)]
-            Acceptor::Unix(l, uid) => {
-                let (stream, _) = l.accept().await?;
-                match stream.peer_cred() {
-                    Ok(c) if c.uid() == *uid => Ok(Accepted::Client(ClientStream::Unix(stream))),
-                    other => {
-                        let peer = match other {
-                            Ok(c) => c.uid().to_string(),
-                            Err(_) => "unknown".to_owned(),
-                        };
-                        shared.events.report(
-                            Protocol::UnixSocket,
-                            format!("unix-peer:uid={peer}"),
-                            Outcome::Refused(Denial::Unauthenticated(format!(
-                                "the peer's uid {peer} is not the session's uid {uid}"
-                            ))),
-                        );
-                        Ok(Accepted::Refused)
-                    }
-                }
-            }
+            Acceptor::Unix(l, uid) => accept_unix(l, *uid, shared).await,
+        }
+    }
+}
+
+/// Accepts a Unix client whose peer has `uid`; another is reported and
+/// closed unanswered.
+#[cfg(unix)]
+async fn accept_unix(
+    listener: &tokio::net::UnixListener,
+    uid: u32,
+    shared: &Shared,
+) -> std::io::Result<Accepted> {
+    use crate::egress::Denial;
+    use crate::events::{Outcome, Protocol};
+    let (stream, _) = listener.accept().await?;
+    match stream.peer_cred() {
+        Ok(c) if c.uid() == uid => Ok(Accepted::Client(ClientStream::Unix(stream))),
+        other => {
+            let peer = match other {
+                Ok(c) => c.uid().to_string(),
+                Err(_) => "unknown".to_owned(),
+            };
+            shared.events.report(
+                Protocol::UnixSocket,
+                format!("unix-peer:uid={peer}"),
+                Outcome::Refused(Denial::Unauthenticated(format!(
+                    "the peer's uid {peer} is not the session's uid {uid}"
+                ))),
+            );
+            Ok(Accepted::Refused)
         }
     }
 }

@@ -1,9 +1,7 @@
 //! The 0600 env file that carries secret variables.
 
 use crate::{Error, ErrorKind};
-use std::fs::OpenOptions;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -31,12 +29,7 @@ impl EnvFile {
             path: path.clone(),
             source,
         };
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(io)?;
+        let mut file = private_new_file(&path).map_err(io)?;
         let guard = EnvFile { path: path.clone() };
         let mut text = String::new();
         for (name, value) in vars {
@@ -54,6 +47,27 @@ impl EnvFile {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// A new file (never an existing one) that only its owner can read.
+#[cfg(unix)]
+fn private_new_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Off Unix the standard library cannot make a file private to its owner,
+/// so secrets are refused rather than written with inherited access.
+#[cfg(not(unix))]
+fn private_new_file(_path: &Path) -> std::io::Result<std::fs::File> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "a 0600 env file for secrets can only be made on a Unix host",
+    ))
 }
 
 impl Drop for EnvFile {

@@ -81,6 +81,13 @@ pub enum ErrorKind {
         /// The limit.
         limit: usize,
     },
+    /// A record is not UTF-8 on a platform whose variables are not byte
+    /// strings (not Unix).
+    #[error("record {index} (0-based) is not UTF-8, which variables here must be")]
+    NotUtf8 {
+        /// Index of the record.
+        index: usize,
+    },
     /// A record has no `=`, so it is not `NAME=VALUE`.
     #[error("record {index} (0-based) has no `=`; every record must be NAME=VALUE")]
     MissingEquals {

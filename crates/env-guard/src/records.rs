@@ -3,7 +3,6 @@
 
 use crate::{Error, ErrorKind};
 use std::ffi::OsString;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 /// Largest NUL-separated input [`parse_records`] accepts, in bytes.
 pub const MAX_INPUT_BYTES: usize = 4 * 1024 * 1024;
@@ -15,7 +14,9 @@ pub const MAX_RECORDS: usize = 16_384;
 /// optional and empty records are skipped. Each record splits at its first
 /// `=`; the name may be empty or odd (the pipeline judges it), but a record
 /// without `=` is an error, as is input over [`MAX_INPUT_BYTES`] or with
-/// more than [`MAX_RECORDS`] records. Bytes need not be UTF-8.
+/// more than [`MAX_RECORDS`] records. On Unix the bytes need not be UTF-8;
+/// elsewhere, where a variable is not a byte string, a record that is not
+/// UTF-8 is an error ([`ErrorKind::NotUtf8`]).
 pub fn parse_records(input: &[u8]) -> Result<Vec<(OsString, OsString)>, Error> {
     if input.len() > MAX_INPUT_BYTES {
         return Err(ErrorKind::InputTooLarge {
@@ -37,24 +38,37 @@ pub fn parse_records(input: &[u8]) -> Result<Vec<(OsString, OsString)>, Error> {
             return Err(ErrorKind::MissingEquals { index }.into());
         };
         let (name, value) = (&record[..eq], &record[eq + 1..]);
-        out.push((
-            OsString::from_vec(name.to_vec()),
-            OsString::from_vec(value.to_vec()),
-        ));
+        out.push((os_string(name, index)?, os_string(value, index)?));
     }
     Ok(out)
 }
 
-/// Writes `NAME=VALUE` records, each followed by a NUL byte.
+/// The bytes of record `index` as an `OsString`: as they are on Unix.
+#[cfg(unix)]
+fn os_string(bytes: &[u8], _index: usize) -> Result<OsString, Error> {
+    use std::os::unix::ffi::OsStringExt;
+    Ok(OsString::from_vec(bytes.to_vec()))
+}
+
+/// The bytes of record `index` as an `OsString`: UTF-8 only off Unix.
+#[cfg(not(unix))]
+fn os_string(bytes: &[u8], index: usize) -> Result<OsString, Error> {
+    String::from_utf8(bytes.to_vec())
+        .map(OsString::from)
+        .map_err(|_| ErrorKind::NotUtf8 { index }.into())
+}
+
+/// Writes `NAME=VALUE` records, each followed by a NUL byte (on Unix the
+/// variables' bytes as they are).
 pub fn write_records<'a, I>(vars: I) -> Vec<u8>
 where
     I: IntoIterator<Item = &'a (OsString, OsString)>,
 {
     let mut out = Vec::new();
     for (name, value) in vars {
-        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(name.as_encoded_bytes());
         out.push(b'=');
-        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(value.as_encoded_bytes());
         out.push(0);
     }
     out
