@@ -41,6 +41,14 @@ pub enum ErrorKind {
         /// Why the guard cannot run.
         reason: String,
     },
+    /// The builder lacks a setting the chosen backend needs.
+    #[error("the sandbox manager needs {setting}: {why}")]
+    MissingSetting {
+        /// The builder setting.
+        setting: &'static str,
+        /// Why this backend needs it.
+        why: &'static str,
+    },
     /// A tool the backend needs is missing.
     #[error("{tool} is needed for the native sandbox but was not found; {hint}")]
     ToolMissing {

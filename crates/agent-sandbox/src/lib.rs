@@ -36,12 +36,14 @@
 //! sanitised environment (R-DISPATCH-2).
 //!
 //! ```no_run
-//! use agent_sandbox::{SandboxManager, next_event};
-//! use sandbox_core::{SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec, probe_ambient};
+//! use agent_sandbox::{ManagerBuilder, next_event};
+//! use sandbox_core::{SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec};
 //!
 //! # async fn run() -> Result<(), agent_sandbox::Error> {
-//! let manager = SandboxManager::builder()
-//!     .probe(probe_ambient().clone())
+//! // The one constructor that reads the machine: the cached probe, the real
+//! // file system, the system temp dir. Tests use `ManagerBuilder::new` with
+//! // a described host instead.
+//! let manager = ManagerBuilder::from_ambient()
 //!     .home("/home/agent")
 //!     .base_env(std::env::vars_os().collect())
 //!     .build()?;
@@ -68,25 +70,29 @@
 //!
 //! This crate has no optional features. It needs a tokio runtime.
 
-mod bridge;
+mod backend;
 mod broker;
+mod builder;
+mod decide;
+mod egress;
 mod env;
 mod error;
 mod events;
-mod guard;
 mod manager;
-mod netns;
-mod options;
+mod process_fds;
+mod running;
+mod session_dir;
+mod violations;
 
+pub use backend::bubblewrap::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT, InnerBridge};
 pub use broker::{
     BrokerSettings, DEFAULT_BROKER_PORT, SYSTEM_CA_BUNDLES, broker_intercept,
     broker_intercept_on_ports, credential_for_hosts, header_template_from_name,
     pem_certificates_from_file, rule_engine_from_file,
 };
+pub use builder::{LogSink, ManagerBuilder, SharedHostView};
 pub use bwrap_spec::{FilenameRules, NameGuardLauncher};
 pub use env::sanitized_env;
 pub use error::{Error, ErrorKind};
 pub use events::next_event;
-pub use manager::{
-    GUEST_HTTP_PORT, GUEST_SOCKS_PORT, InnerBridge, LogSink, ManagerBuilder, SandboxManager,
-};
+pub use manager::SandboxManager;

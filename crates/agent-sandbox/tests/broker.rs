@@ -9,7 +9,7 @@
     reason = "test and bench code: a failed unwrap is a failed run"
 )]
 
-use agent_sandbox::{BrokerSettings, FilenameRules, SandboxManager, next_event};
+use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder, next_event};
 use connect_proxy::{IpPolicy, StaticResolver};
 use cred_broker::{Credential, HeaderTemplate, RuleEngine, RuleFile, Secret, UpstreamRoots};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
@@ -149,8 +149,7 @@ async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
     ip.allow_cidr("127.0.0.1/32".parse().unwrap());
     let logs = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink = logs.clone();
-    let m = SandboxManager::builder()
-        .probe(probe_ambient().clone())
+    let m = ManagerBuilder::from_ambient()
         .home(p("home"))
         .temp_dir(p("sockets"))
         .filename_rules(FilenameRules::DropFilenameGlobDenies)

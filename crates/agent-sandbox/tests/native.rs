@@ -6,7 +6,10 @@
     reason = "test and bench code: a failed unwrap is a failed run"
 )]
 
-use agent_sandbox::{ErrorKind, FilenameRules, InnerBridge, SandboxManager, next_event};
+use agent_sandbox::{
+    ErrorKind, FilenameRules, InnerBridge, ManagerBuilder, SandboxManager, SharedHostView,
+    next_event,
+};
 use connect_proxy::IpPolicy;
 use sandbox_core::{
     Access, BackendRequest, FakeHost, Os, ProbeReport, SandboxBackend, SandboxBindMount,
@@ -16,6 +19,12 @@ use sandbox_core::{
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// The real file system, for path resolution at launch (the probe may
+/// describe another host).
+fn real_paths() -> SharedHostView {
+    Arc::new(sandbox_core::AmbientHost::from_ambient_untimed())
+}
 
 fn native_available() -> bool {
     let p = &probe_ambient().native;
@@ -76,9 +85,8 @@ fn manager_with(
     if origin_port.is_some() {
         ip.allow_cidr("127.0.0.1/32".parse().unwrap());
     }
-    let mut b = SandboxManager::builder();
-    b.probe(probe_ambient().clone())
-        .home(tree.p("home"))
+    let mut b = ManagerBuilder::from_ambient();
+    b.home(tree.p("home"))
         .temp_dir(tree.p("sockets"))
         .inner_bridge(bridge)
         .log(Arc::new(|line: &str| {
@@ -344,9 +352,8 @@ async fn destroy_kills_a_running_command() {
 #[tokio::test]
 async fn none_backend_runs_on_the_host_with_a_sanitised_environment() {
     let t = Tree::new("none");
-    let mut b = SandboxManager::builder();
-    b.probe(probe_ambient().clone())
-        .switch(SandboxSwitch::Off)
+    let mut b = ManagerBuilder::from_ambient();
+    b.switch(SandboxSwitch::Off)
         .home(t.p("home"))
         .base_env(vec![
             ("PATH".into(), "/usr/bin:/bin".into()),
@@ -371,8 +378,7 @@ async fn terminal_asking_for_native_without_it_fails() {
     let mut host = FakeHost::new(Os::Linux);
     host.env("PATH", "/usr/bin");
     let report = ProbeReport::probe(&host);
-    let err = SandboxManager::builder()
-        .probe(report)
+    let err = SandboxManager::builder(report, real_paths())
         .home("/home/u")
         .request(
             BackendRequest::Explicit(SandboxBackend::Native),
@@ -390,9 +396,8 @@ async fn terminal_profile_shares_the_network_and_hides_the_secret_dirs() {
     }
     let t = Tree::new("terminal");
     let port = origin();
-    let mut b = SandboxManager::builder();
-    b.probe(probe_ambient().clone())
-        .home(t.p("home"))
+    let mut b = ManagerBuilder::from_ambient();
+    b.home(t.p("home"))
         .request(
             BackendRequest::Explicit(SandboxBackend::Native),
             Surface::Terminal,
@@ -441,9 +446,8 @@ const GUARD: &str = env!("CARGO_BIN_EXE_agent-sandbox-name-guard");
 /// A manager with the name-guard launcher and no filename-rule choice: the
 /// probe decides.
 fn guarded_manager(tree: &Tree, bridge: InnerBridge, probe: ProbeReport) -> SandboxManager {
-    let mut b = SandboxManager::builder();
-    b.probe(probe)
-        .home(tree.p("home"))
+    let mut b = SandboxManager::builder(probe, real_paths());
+    b.home(tree.p("home"))
         .temp_dir(tree.p("sockets"))
         .inner_bridge(bridge)
         .name_guard_launcher(agent_sandbox::NameGuardLauncher::new(GUARD))
@@ -584,9 +588,8 @@ async fn an_old_kernel_keeps_the_fail_closed_refusal() {
         "{err}"
     );
     // Asked for explicitly: the manager is not built.
-    let mut b = SandboxManager::builder();
-    b.probe(probe)
-        .home(t.p("home"))
+    let mut b = SandboxManager::builder(probe, real_paths());
+    b.home(t.p("home"))
         .name_guard_launcher(agent_sandbox::NameGuardLauncher::new(GUARD))
         .filename_rules(FilenameRules::EnforcedByNameGuard);
     let err = b.build().unwrap_err();
@@ -596,9 +599,8 @@ async fn an_old_kernel_keeps_the_fail_closed_refusal() {
     );
     assert!(err.to_string().contains("5.4"), "{err}");
     // And without a launcher, explicit enforcement is refused too.
-    let mut b = SandboxManager::builder();
-    b.probe(probe_with_kernel("6.1.0"))
-        .home(t.p("home"))
+    let mut b = SandboxManager::builder(probe_with_kernel("6.1.0"), real_paths());
+    b.home(t.p("home"))
         .filename_rules(FilenameRules::EnforcedByNameGuard);
     let err = b.build().unwrap_err();
     assert!(
@@ -725,8 +727,7 @@ fn a_host_without_a_sandbox_logs_one_start_up_line() {
     host.env("PATH", "/usr/bin");
     let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let sink = lines.clone();
-    let m = SandboxManager::builder()
-        .probe(ProbeReport::probe(&host))
+    let m = SandboxManager::builder(ProbeReport::probe(&host), real_paths())
         .home("/home/u")
         .log(Arc::new(move |l: &str| {
             sink.lock().unwrap().push(l.to_string())
@@ -755,8 +756,7 @@ fn macos_probe() -> ProbeReport {
 async fn on_macos_a_dispatch_gets_a_seatbelt_profile_that_reaches_only_its_proxies() {
     use seatbelt_profile::{Evaluator, Operation, Target};
     let t = Tree::new("seatbelt");
-    let m = SandboxManager::builder()
-        .probe(macos_probe())
+    let m = SandboxManager::builder(macos_probe(), real_paths())
         .home(t.p("home"))
         .temp_dir(t.p("sockets"))
         .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())])
@@ -823,9 +823,8 @@ async fn repositories_made_inside_are_named_at_destroy() {
     let t = Tree::new("newrepo");
     let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let sink = lines.clone();
-    let mut b = SandboxManager::builder();
-    b.probe(probe_ambient().clone())
-        .home(t.p("home"))
+    let mut b = ManagerBuilder::from_ambient();
+    b.home(t.p("home"))
         .temp_dir(t.p("sockets"))
         .filename_rules(FilenameRules::DropFilenameGlobDenies)
         .log(Arc::new(move |l: &str| {

@@ -17,7 +17,7 @@
 //! packages to install; `--backend none` or `--sandbox off` is the explicit
 //! way to run it unconfined.
 
-use agent_sandbox::{BrokerSettings, FilenameRules, NameGuardLauncher, SandboxManager, next_event};
+use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder, NameGuardLauncher, next_event};
 use connect_proxy::{Cidr, IpPolicy};
 use sandbox_core::{
     Access, BackendRequest, Mode, SANDBOX_SWITCH_ENV, SandboxBackend, SandboxBindMount,
@@ -286,9 +286,8 @@ async fn run(o: Options) -> Result<u8, String> {
     } else {
         Surface::Dispatch
     };
-    let mut builder = SandboxManager::builder();
+    let mut builder = ManagerBuilder::from_ambient();
     builder
-        .probe(probe_ambient().clone())
         .switch(switch)
         .request(request, surface)
         .home(&home)

@@ -2,7 +2,6 @@
 //! the sandbox reports each refused name on, read here into `violation`
 //! events (`file-write-create` and the path).
 
-use crate::netns;
 use rustix::fd::{AsRawFd, OwnedFd};
 use sandbox_core::SandboxViolation;
 use std::io::{BufRead, BufReader, Read};
@@ -31,7 +30,7 @@ impl ReportPipe {
 
     /// Lets `cmd` inherit the write end.
     pub(crate) fn inherit_in(&self, cmd: &mut tokio::process::Command) {
-        netns::inherit_fds(cmd, [self.write.as_raw_fd()]);
+        crate::process_fds::inherit_fds(cmd, [self.write.as_raw_fd()]);
     }
 
     /// Starts reading reports; returns the write end, which the caller

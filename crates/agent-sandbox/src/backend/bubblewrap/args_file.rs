@@ -1,7 +1,7 @@
 //! Passing bubblewrap its options: on the command line, or through
 //! `--args FD` when a plan is too long for one.
 
-use crate::{Error, netns};
+use crate::Error;
 use std::ffi::OsString;
 use std::path::Path;
 
@@ -26,7 +26,7 @@ pub(crate) fn options_for(
     let file = args_file(body, temp_dir)
         .map_err(|e| Error::io("writing bubblewrap's options to a file", e))?;
     let fd = rustix::fd::AsRawFd::as_raw_fd(&file);
-    netns::inherit_fds(cmd, [fd]);
+    crate::process_fds::inherit_fds(cmd, [fd]);
     cmd.arg("--args").arg(fd.to_string());
     if tail {
         cmd.arg("--");

@@ -1,0 +1,131 @@
+//! The fast path of a dispatch command: bubblewrap is started with
+//! `--info-fd` and `--block-fd`, the proxy listeners are bound inside the
+//! sandbox's network namespace from the host side (see [`super::netns`])
+//! and handed to the session's proxies, then the command is released. Where
+//! the namespaces cannot be joined, the sandbox is killed before the
+//! command ran and the socat bridges start instead.
+
+use super::bridges::BRIDGED;
+use super::netns;
+use super::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT};
+use crate::builder::LogSink;
+use crate::egress::Egress;
+use crate::running::{CommandIo, run_child};
+use crate::violations::Violations;
+use connect_proxy::ProxyService;
+use rustix::fd::OwnedFd;
+use std::sync::Arc;
+use tokio::task::AbortHandle;
+
+/// A started fast-path command and what its fallback needs.
+pub(super) struct Launch {
+    pub(super) child: tokio::process::Child,
+    pub(super) steering: netns::Steering,
+    pub(super) fallback: tokio::process::Command,
+    pub(super) fallback_args_file: Option<std::fs::File>,
+    pub(super) report_write: Option<OwnedFd>,
+    pub(super) violations: Option<Violations>,
+    pub(super) egress: Arc<Egress>,
+    pub(super) log: LogSink,
+    pub(super) io: CommandIo,
+}
+
+/// Binds the listeners and releases the command, or falls back to socat.
+pub(super) async fn run(launch: Launch) {
+    let Launch {
+        child,
+        steering,
+        mut fallback,
+        fallback_args_file,
+        report_write,
+        violations,
+        egress,
+        log,
+        io,
+    } = launch;
+    let netns::Steering {
+        info_read,
+        info_write,
+        block_read,
+        block_write,
+    } = steering;
+    drop((info_write, block_read));
+    let mut sandbox_pid = None;
+    match bind_listeners(info_read, &block_write, egress.service(), &mut sandbox_pid).await {
+        Ok(forwarders) => {
+            drop((report_write, block_write, fallback_args_file));
+            run_child(child, io, violations, forwarders).await
+        }
+        Err(err) => {
+            log(&format!(
+                "in-namespace proxy listeners unavailable ({err}); using socat bridges"
+            ));
+            // bubblewrap runs the command once its block descriptor reaches
+            // end of file, and its sandbox process does not die with the
+            // launcher until then: kill the sandbox itself (its pid
+            // namespace goes with it) before the descriptor closes, so the
+            // command never runs here and then a second time in the
+            // fallback.
+            if let Some(pid) = sandbox_pid {
+                netns::kill_sandbox(pid);
+            }
+            let mut child = child;
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            drop(block_write);
+            let spawned = fallback.spawn();
+            drop((report_write, fallback_args_file));
+            match spawned {
+                Ok(child) => run_child(child, io, violations, Vec::new()).await,
+                Err(e) => io.failed_to_start("starting bubblewrap", &e).await,
+            }
+        }
+    }
+}
+
+/// Reads the sandbox's pid from bubblewrap, binds the proxy listeners in its
+/// network namespace, hands them to the session's proxies and releases the
+/// command.
+async fn bind_listeners(
+    info_read: rustix::fd::OwnedFd,
+    block_write: &rustix::fd::OwnedFd,
+    proxies: &ProxyService,
+    sandbox_pid: &mut Option<u32>,
+) -> Result<Vec<AbortHandle>, std::io::Error> {
+    let timeout = std::time::Duration::from_secs(5);
+    let pid = tokio::time::timeout(
+        timeout,
+        tokio::task::spawn_blocking(move || netns::read_child_pid(info_read)),
+    )
+    .await
+    .map_err(|_| std::io::Error::other("bubblewrap did not report its pid"))?
+    .map_err(std::io::Error::other)??;
+    *sandbox_pid = Some(pid);
+    // bubblewrap reports the pid while the sandbox may still be setting up
+    // its namespaces (`--disable-userns` adds one); joining them in that
+    // window is refused, so try a few times before falling back.
+    let mut attempt = 0;
+    let listeners = loop {
+        let bound = tokio::task::spawn_blocking(move || {
+            netns::bind_in_sandbox(pid, &[GUEST_HTTP_PORT, GUEST_SOCKS_PORT])
+        })
+        .await
+        .map_err(std::io::Error::other)?;
+        match bound {
+            Ok(l) => break l,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && attempt < 25 => {
+                attempt += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let mut forwarders = Vec::with_capacity(2);
+    for (listener, kind) in listeners.into_iter().zip(BRIDGED) {
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        forwarders.push(proxies.serve_tcp(kind, listener));
+    }
+    rustix::io::write(block_write, b"go")?;
+    Ok(forwarders)
+}

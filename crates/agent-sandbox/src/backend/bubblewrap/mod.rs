@@ -1,0 +1,365 @@
+//! The bubblewrap backend (Linux, WSL2).
+//!
+//! `launch` starts the session's proxies with no port of their own, one
+//! Unix socket per proxy in the session's 0700 directory (served by the
+//! proxies, peers of the session's uid only), the sanitised environment
+//! with the proxy variables, and the bubblewrap plan (R-BWRAP-1). `exec`
+//! runs each command under bubblewrap (and the name guard, when the plan
+//! has filename rules), with the proxies answering on 127.0.0.1 inside
+//! ([`InnerBridge`]). `destroy` stops the proxies; the sockets, the
+//! placeholders and the directory go with the session.
+
+mod args_file;
+mod bridges;
+mod listeners;
+mod name_guard_reports;
+mod netns;
+
+use super::{BackendSession, CommandTask, ExecRequest, Launched};
+use crate::Error;
+use crate::builder::Settings;
+use crate::egress::{Egress, Listen, plain_env};
+use crate::running::{CommandIo, prepare, run_child};
+use bridges::{BRIDGED, bind_private_socket};
+use bwrap_spec::{
+    BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, NameGuardLauncher, PlaceholderGuard,
+    Profile, discover_git_repos_on_host,
+};
+use name_guard_reports::ReportPipe;
+use sandbox_core::{SandboxSpec, Surface};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The loopback port inside the sandbox where the HTTP proxy answers.
+pub const GUEST_HTTP_PORT: u16 = 3128;
+/// The loopback port inside the sandbox where the SOCKS5 proxy answers.
+pub const GUEST_SOCKS_PORT: u16 = 1080;
+
+/// How the sandbox reaches its proxies on 127.0.0.1 inside (R-BWRAP-2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InnerBridge {
+    /// Bind the listeners inside the sandbox's network namespace from the
+    /// host side before the command starts (no process inside); falls back
+    /// to [`InnerBridge::Socat`] when the namespaces cannot be joined. The
+    /// default.
+    #[default]
+    HostSideListeners,
+    /// `socat` listeners started inside the sandbox, forwarding to Unix
+    /// sockets bound into it.
+    Socat,
+}
+
+/// What the bubblewrap backend needs besides the shared settings.
+pub(crate) struct Config {
+    pub(crate) bwrap: PathBuf,
+    pub(crate) socat: PathBuf,
+    /// Where session directories are made (and `--args` files opened).
+    pub(crate) temp_dir: PathBuf,
+    pub(crate) filename_rules: FilenameRules,
+    pub(crate) name_guard: Option<NameGuardLauncher>,
+    pub(crate) inner_bridge: InnerBridge,
+}
+
+/// A bubblewrap session.
+pub(crate) struct Session {
+    config: Arc<Config>,
+    plan: BwrapPlan,
+    /// The writable roots and the repositories found in them at launch.
+    writable: Vec<String>,
+    repos_at_launch: Vec<String>,
+    /// A dispatch's proxies and bridges (terminals have none).
+    egress: Option<Bridged>,
+    _placeholders: PlaceholderGuard,
+}
+
+/// The proxies of a dispatch session and the bridges the sandbox reaches
+/// them through. The proxies have no listener of their own: they serve the
+/// bridges' Unix sockets and, per command, the listeners bound inside the
+/// sandbox's network namespace. No other process can reach them.
+struct Bridged {
+    egress: Arc<Egress>,
+    bridges: BridgePlan,
+}
+
+/// The handle details of a dispatch: the addresses inside the sandbox (on
+/// the host the proxies listen on no port at all) and the socket directory.
+pub(crate) fn dispatch_details(socket_dir: &Path) -> Vec<(&'static str, String)> {
+    vec![
+        ("httpProxy", format!("127.0.0.1:{GUEST_HTTP_PORT}")),
+        ("socksProxy", format!("127.0.0.1:{GUEST_SOCKS_PORT}")),
+        ("socketDir", socket_dir.display().to_string()),
+    ]
+}
+
+pub(crate) async fn launch(
+    config: &Arc<Config>,
+    settings: &Settings,
+    spec: &SandboxSpec,
+) -> Result<Launched, Error> {
+    let host = &*settings.host;
+    if settings.surface == Surface::Terminal {
+        // The fixed terminal profile: host network, no proxies.
+        let plan = BwrapBuilder::new(spec, &settings.home)
+            .profile(Profile::Terminal)
+            .build(host)?;
+        let placeholders = PlaceholderGuard::create_on_host(plan.placeholders())?;
+        let session = Session {
+            config: config.clone(),
+            plan,
+            writable: Vec::new(),
+            repos_at_launch: Vec::new(),
+            egress: None,
+            _placeholders: placeholders,
+        };
+        return Ok(Launched {
+            session: BackendSession::Bubblewrap(session),
+            env: plain_env(settings)?,
+            details: Vec::new(),
+        });
+    }
+    let egress = Egress::start(
+        &settings.egress,
+        spec,
+        &config.temp_dir,
+        Listen::Unbound,
+        None,
+    )
+    .await?;
+    let mut bridges = BridgePlan::new(egress.dir())?;
+    bridges
+        .add("http", GUEST_HTTP_PORT)?
+        .add("socks", GUEST_SOCKS_PORT)?;
+    let uid = rustix::process::geteuid().as_raw();
+    for (b, kind) in bridges.bridges().iter().zip(BRIDGED) {
+        let listener = bind_private_socket(&bridges.host_socket(b))?;
+        egress.service().serve_unix(kind, listener, uid);
+    }
+    let writable: Vec<String> = spec
+        .mount_accesses()
+        .filter(|(_, a)| *a == sandbox_core::Access::ReadWrite)
+        .map(|(m, _)| m.host_path.clone())
+        .collect();
+    let repos = discover_git_repos_on_host(&writable);
+    let mut builder = BwrapBuilder::new(spec, &settings.home);
+    builder
+        .nested_repos(repos.clone())
+        .filename_rules(config.filename_rules)
+        .argv_delivery(bwrap_spec::ArgvDelivery::ArgsFd)
+        .bridges(bridges.clone());
+    if let Some(l) = &config.name_guard {
+        builder.name_guard_launcher(l.clone());
+    }
+    let plan = match builder.build(host) {
+        Ok(p) => p,
+        Err(e) => {
+            egress.shutdown().await;
+            return Err(e.into());
+        }
+    };
+    log_dropped_filename_rules(settings, spec, &plan);
+    let placeholders = PlaceholderGuard::create_on_host(plan.placeholders())?;
+    let guest = |port| std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let env = egress.env(
+        settings,
+        spec,
+        crate::broker::guest_bundle_path(),
+        (guest(GUEST_HTTP_PORT), guest(GUEST_SOCKS_PORT)),
+        None,
+    )?;
+    let details = dispatch_details(bridges.host_dir());
+    let session = Session {
+        config: config.clone(),
+        plan,
+        writable,
+        repos_at_launch: repos,
+        egress: Some(Bridged {
+            egress: Arc::new(egress),
+            bridges,
+        }),
+        _placeholders: placeholders,
+    };
+    Ok(Launched {
+        session: BackendSession::Bubblewrap(session),
+        env,
+        details,
+    })
+}
+
+/// Logs what the explicit opt-out left unenforced.
+fn log_dropped_filename_rules(settings: &Settings, spec: &SandboxSpec, plan: &BwrapPlan) {
+    if plan.dropped_filename_globs().is_empty() {
+        return;
+    }
+    let (globs, paths): (Vec<&String>, Vec<&String>) = plan
+        .dropped_filename_globs()
+        .iter()
+        .partition(|r| !r.starts_with('/'));
+    let globs: Vec<&str> = globs.iter().map(|g| g.as_str()).collect();
+    (settings.log)(&format!(
+        "session {}: creation-time rules not enforced (opt-out): names {} and {} \
+         not-yet-existing denied paths in writable roots",
+        spec.session_id,
+        globs.join(" "),
+        paths.len()
+    ));
+}
+
+impl Session {
+    /// The session's bubblewrap options.
+    pub(crate) fn args(&self) -> &[OsString] {
+        self.plan.args()
+    }
+
+    /// A bubblewrap command with the session's environment and `options`
+    /// (on the command line or through `--args FD`; keep the returned file
+    /// until the spawn returned), then `argv`.
+    fn bwrap_command(
+        &self,
+        env: &[(OsString, OsString)],
+        options: &[OsString],
+        argv: &[OsString],
+    ) -> Result<(tokio::process::Command, Option<std::fs::File>), Error> {
+        let mut c = tokio::process::Command::new(&self.config.bwrap);
+        prepare(&mut c, env);
+        let file = args_file::options_for(&mut c, options, &self.config.temp_dir)?;
+        c.args(argv);
+        Ok((c, file))
+    }
+
+    pub(crate) fn exec(
+        &self,
+        settings: &Settings,
+        request: ExecRequest<'_>,
+        io: CommandIo,
+    ) -> Result<CommandTask, Error> {
+        let bwrap = &self.config.bwrap;
+        // Under the name guard the launcher goes in front of the command and
+        // reports each refusal on its own pipe.
+        let report = if self.plan.is_guarded() {
+            Some(ReportPipe::new().map_err(|e| Error::io("creating the name-guard pipe", e))?)
+        } else {
+            None
+        };
+        let argv = self
+            .plan
+            .guarded_command(request.argv, report.as_ref().map(ReportPipe::write_fd));
+        let mut args: Vec<OsString> = self.plan.args().to_vec();
+        // Replace the plan's --chdir with the exec's working directory.
+        if let Some(i) = args.iter().position(|a| a == "--chdir")
+            && let Some(slot) = args.get_mut(i + 1)
+        {
+            *slot = request.workdir.into();
+        }
+        let Some(bridged) = &self.egress else {
+            // Terminal profile: no proxies, the command runs directly.
+            let (mut c, _args_file) = self.bwrap_command(request.env, &args, &argv)?;
+            if let Some(r) = &report {
+                r.inherit_in(&mut c);
+            }
+            let child = c
+                .spawn()
+                .map_err(|e| Error::io(format!("starting {}", bwrap.display()), e))?;
+            let violations = report.map(|r| {
+                let (write_end, rx) = r.start();
+                drop(write_end);
+                crate::violations::Violations {
+                    proxy: None,
+                    broker: None,
+                    guard: Some(rx),
+                }
+            });
+            return Ok(Box::pin(run_child(child, io, violations, Vec::new())));
+        };
+        // The socat bridges, for when the host-side listeners cannot be made.
+        let socat = self.config.socat.to_string_lossy();
+        let inner = bridged
+            .bridges
+            .inner_command("/bin/sh", &socat, argv.clone());
+        let (mut fallback, fallback_args_file) = self.bwrap_command(request.env, &args, &inner)?;
+        if let Some(r) = &report {
+            r.inherit_in(&mut fallback);
+        }
+        let (report_write, guard) = match report {
+            Some(r) => {
+                let (w, rx) = r.start();
+                (Some(w), Some(rx))
+            }
+            None => (None, None),
+        };
+        let violations = Some(bridged.egress.violations(guard));
+        if self.config.inner_bridge == InnerBridge::Socat {
+            let child = fallback
+                .spawn()
+                .map_err(|e| Error::io(format!("starting {}", bwrap.display()), e))?;
+            drop((report_write, fallback_args_file));
+            return Ok(Box::pin(run_child(child, io, violations, Vec::new())));
+        }
+        // Fast path: bubblewrap holds the command until the listeners exist.
+        let steering = netns::Steering::new().map_err(|e| Error::io("creating pipes", e))?;
+        let mut fast_args = args;
+        fast_args.pop(); // the final "--"
+        fast_args.extend(steering.bwrap_args().into_iter().map(OsString::from));
+        fast_args.push("--".into());
+        let (mut c, _args_file) = self.bwrap_command(request.env, &fast_args, &argv)?;
+        steering.inherit_in(&mut c);
+        if let Some(w) = &report_write {
+            crate::process_fds::inherit_fds(&mut c, [rustix::fd::AsRawFd::as_raw_fd(w)]);
+        }
+        let child = c
+            .spawn()
+            .map_err(|e| Error::io(format!("starting {}", bwrap.display()), e))?;
+        Ok(Box::pin(listeners::run(listeners::Launch {
+            child,
+            steering,
+            fallback,
+            fallback_args_file,
+            report_write,
+            violations,
+            egress: bridged.egress.clone(),
+            log: settings.log.clone(),
+            io,
+        })))
+    }
+
+    pub(crate) async fn destroy(self, settings: &Settings, session_id: &str) {
+        // A repository made during the run has the config and hooks the
+        // sandboxed process wrote; a parent's `git status` on the host may
+        // run them (a populated gitlink is recursed into).
+        let now = discover_git_repos_on_host(&self.writable);
+        let new: Vec<&str> = now
+            .iter()
+            .filter(|r| !self.repos_at_launch.contains(r))
+            .map(|r| r.as_str())
+            .collect();
+        if !new.is_empty() {
+            (settings.log)(&format!(
+                "session {session_id}: git repositories created inside the sandbox (their config and hooks came from the sandboxed run; review before running git there on the host): {}",
+                new.join(" ")
+            ));
+        }
+        if let Some(b) = &self.egress {
+            b.egress.shutdown().await;
+        }
+        // Placeholders and the socket directory are removed on drop.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dispatch_handle_names_the_guest_addresses_not_host_ports() {
+        let d = dispatch_details(Path::new("/tmp/agent-sandbox-1-0-ff"));
+        assert_eq!(
+            d,
+            [
+                ("httpProxy", "127.0.0.1:3128".to_string()),
+                ("socksProxy", "127.0.0.1:1080".to_string()),
+                ("socketDir", "/tmp/agent-sandbox-1-0-ff".to_string()),
+            ]
+        );
+    }
+}

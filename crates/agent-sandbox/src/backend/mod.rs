@@ -1,0 +1,121 @@
+//! The backends, one module each: launch a session, run a command in it,
+//! destroy it. The manager holds one [`Backend`] (decided at build) and, per
+//! session, exactly one [`BackendSession`]; everything else (the session
+//! table, states, the event stream) is the manager's and the same for all.
+
+pub(crate) mod bubblewrap;
+pub(crate) mod none;
+pub(crate) mod seatbelt;
+
+use crate::builder::Settings;
+use crate::running::CommandIo;
+use crate::{Error, ErrorKind};
+use sandbox_core::SandboxSpec;
+use std::ffi::OsString;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// The backend every session of a manager gets.
+pub(crate) enum Backend {
+    /// Nothing confined; the sanitised environment still applies.
+    None,
+    /// bubblewrap (Linux, WSL2).
+    Bubblewrap(Arc<bubblewrap::Config>),
+    /// Seatbelt through `sandbox-exec` (macOS).
+    Seatbelt(seatbelt::Config),
+    /// Not implemented here: every launch is refused with the reason.
+    Unavailable(String),
+}
+
+/// One live session's backend state.
+pub(crate) enum BackendSession {
+    None,
+    Bubblewrap(bubblewrap::Session),
+    Seatbelt(seatbelt::Session),
+}
+
+/// What a launch made: the session's state, the environment its commands
+/// start with, and the handle details the host may show.
+pub(crate) struct Launched {
+    pub(crate) session: BackendSession,
+    pub(crate) env: Vec<(OsString, OsString)>,
+    pub(crate) details: Vec<(&'static str, String)>,
+}
+
+/// One command to run in a session.
+pub(crate) struct ExecRequest<'a> {
+    /// The session's environment.
+    pub(crate) env: &'a [(OsString, OsString)],
+    /// Program and arguments.
+    pub(crate) argv: Vec<OsString>,
+    /// The working directory (inside the sandbox).
+    pub(crate) workdir: String,
+}
+
+/// A started command: the task that follows it to its exit.
+pub(crate) type CommandTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+impl Backend {
+    /// Launches a session for `spec` (already validated).
+    pub(crate) async fn launch(
+        &self,
+        settings: &Settings,
+        spec: &SandboxSpec,
+    ) -> Result<Launched, Error> {
+        match self {
+            Backend::None => none::launch(settings),
+            Backend::Bubblewrap(config) => bubblewrap::launch(config, settings, spec).await,
+            Backend::Seatbelt(config) => seatbelt::launch(config, settings, spec).await,
+            Backend::Unavailable(reason) => Err(Error::from(ErrorKind::Core(
+                sandbox_core::Error::from(sandbox_core::ErrorKind::NativeUnavailable {
+                    reason: reason.clone(),
+                }),
+            ))),
+        }
+    }
+}
+
+impl BackendSession {
+    /// Starts `request` in this session; the returned task reports its
+    /// events on `io` until it exits or is killed.
+    pub(crate) fn exec(
+        &self,
+        settings: &Settings,
+        request: ExecRequest<'_>,
+        io: CommandIo,
+    ) -> Result<CommandTask, Error> {
+        match self {
+            BackendSession::None => none::exec(request, io),
+            BackendSession::Bubblewrap(s) => s.exec(settings, request, io),
+            BackendSession::Seatbelt(s) => s.exec(request, io),
+        }
+    }
+
+    /// Ends the session once its command is gone: revokes the lease, stops
+    /// the proxies and their listeners; sockets, placeholders and the
+    /// session directory go when `self` is dropped.
+    pub(crate) async fn destroy(self, settings: &Settings, session_id: &str) {
+        match self {
+            BackendSession::None => {}
+            BackendSession::Bubblewrap(s) => s.destroy(settings, session_id).await,
+            BackendSession::Seatbelt(s) => s.destroy().await,
+        }
+    }
+
+    /// The bubblewrap options of a bubblewrap session.
+    pub(crate) fn bwrap_args(&self) -> Option<Vec<OsString>> {
+        match self {
+            BackendSession::Bubblewrap(s) => Some(s.args().to_vec()),
+            _ => None,
+        }
+    }
+
+    /// The rendered profile of a Seatbelt session.
+    pub(crate) fn seatbelt_profile(&self) -> Option<seatbelt_profile::RenderedProfile> {
+        match self {
+            BackendSession::Seatbelt(s) => Some(s.profile().clone()),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! [`ManagerBuilder`]: the probe, the host view and every setting of a
+//! [`SandboxManager`], decided once at [`ManagerBuilder::build`].
+
+use crate::backend::{Backend, bubblewrap, seatbelt};
+use crate::decide::{self, BackendChoice};
+use crate::egress::EgressSettings;
+use crate::manager::SandboxManager;
+use crate::{BrokerSettings, Error, ErrorKind, InnerBridge};
+use bwrap_spec::{FilenameRules, NameGuardLauncher};
+use connect_proxy::{IpPolicy, Resolver};
+use sandbox_core::{
+    AmbientHost, BackendRequest, HostView, ProbeReport, SandboxSwitch, Surface, select_backend,
+};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A sink for the manager's log lines (the probe line, downgrades, opt-outs).
+pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The host as the manager reads it at launch: path resolution for the
+/// bubblewrap plan and the Seatbelt profile.
+pub type SharedHostView = Arc<dyn HostView + Send + Sync>;
+
+/// What every backend of a manager shares.
+pub(crate) struct Settings {
+    pub(crate) surface: Surface,
+    pub(crate) home: PathBuf,
+    pub(crate) base_env: Vec<(OsString, OsString)>,
+    pub(crate) host: SharedHostView,
+    pub(crate) log: LogSink,
+    pub(crate) egress: EgressSettings,
+}
+
+/// Builds a [`SandboxManager`]. [`ManagerBuilder::new`] takes the probe
+/// result and the host view explicitly; [`ManagerBuilder::from_ambient`] is
+/// the one constructor that reads the machine it runs on.
+pub struct ManagerBuilder {
+    probe: ProbeReport,
+    host: SharedHostView,
+    switch: SandboxSwitch,
+    request: BackendRequest,
+    surface: Surface,
+    home: Option<PathBuf>,
+    filename_rules: Option<FilenameRules>,
+    name_guard: Option<NameGuardLauncher>,
+    ip_policy: IpPolicy,
+    extra_allow: Vec<String>,
+    deny: Vec<String>,
+    resolver: Option<Arc<dyn Resolver>>,
+    base_env: Vec<(OsString, OsString)>,
+    temp_dir: Option<PathBuf>,
+    log: Option<LogSink>,
+    inner_bridge: InnerBridge,
+    broker: Option<BrokerSettings>,
+}
+
+impl std::fmt::Debug for ManagerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ManagerBuilder")
+            .field("switch", &self.switch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ManagerBuilder {
+    /// A builder for a host described by `probe` (from `ProbeReport::probe`
+    /// or `sandbox_core::probe_ambient`) whose paths are resolved through
+    /// `host` at each launch. A native backend also needs
+    /// [`ManagerBuilder::temp_dir`].
+    pub fn new(probe: ProbeReport, host: SharedHostView) -> ManagerBuilder {
+        ManagerBuilder {
+            probe,
+            host,
+            switch: SandboxSwitch::On,
+            request: BackendRequest::Unspecified,
+            surface: Surface::Dispatch,
+            home: None,
+            filename_rules: None,
+            name_guard: None,
+            ip_policy: IpPolicy::new(),
+            extra_allow: Vec::new(),
+            deny: Vec::new(),
+            resolver: None,
+            base_env: Vec::new(),
+            temp_dir: None,
+            log: None,
+            inner_bridge: InnerBridge::HostSideListeners,
+            broker: None,
+        }
+    }
+
+    /// A builder for the machine this process runs on: the cached ambient
+    /// probe, the real file system as the host view, and the system temp
+    /// dir for session directories. The only place the manager reads the
+    /// ambient host; the environment is still passed in
+    /// ([`ManagerBuilder::base_env`]).
+    pub fn from_ambient() -> ManagerBuilder {
+        let mut b = ManagerBuilder::new(
+            sandbox_core::probe_ambient().clone(),
+            Arc::new(AmbientHost::from_ambient_untimed()),
+        );
+        b.temp_dir(std::env::temp_dir());
+        b
+    }
+
+    /// The `--sandbox` switch (default on).
+    pub fn switch(&mut self, switch: SandboxSwitch) -> &mut Self {
+        self.switch = switch;
+        self
+    }
+    /// The backend request (default unspecified) and the surface (default
+    /// dispatch).
+    pub fn request(&mut self, request: BackendRequest, surface: Surface) -> &mut Self {
+        self.request = request;
+        self.surface = surface;
+        self
+    }
+    /// The run's home directory (required): secrets are denied under it and
+    /// inside the sandbox it is a private, empty directory unless mounted.
+    pub fn home(&mut self, home: impl Into<PathBuf>) -> &mut Self {
+        self.home = Some(home.into());
+        self
+    }
+    /// How filename-glob denies are handled on Linux. Unset (the default),
+    /// the name guard enforces them when a launcher was set with
+    /// [`ManagerBuilder::name_guard_launcher`] and the probe found a kernel
+    /// that can run it; otherwise a launch that needs them is refused
+    /// (R-DISPATCH-3). [`FilenameRules::EnforcedByNameGuard`] set explicitly
+    /// makes `build` fail when the guard cannot run;
+    /// [`FilenameRules::DropFilenameGlobDenies`] is the logged opt-out.
+    pub fn filename_rules(&mut self, rules: FilenameRules) -> &mut Self {
+        self.filename_rules = Some(rules);
+        self
+    }
+    /// The name-guard launcher (R-NAMEGUARD-1): a host executable that is
+    /// bound read-only into each sandbox and runs the command under
+    /// creation-time filename rules, reporting each refusal as a
+    /// `file-write-create` violation. Either the `name-guard-exec` binary
+    /// ([`NameGuardLauncher::new`]) or the host program itself when it
+    /// calls `name_guard::launcher_main` for a marker argument
+    /// ([`NameGuardLauncher::multi_call`]).
+    pub fn name_guard_launcher(&mut self, launcher: NameGuardLauncher) -> &mut Self {
+        self.name_guard = Some(launcher);
+        self
+    }
+    /// Address rules for the proxies; grant local origins with
+    /// `IpPolicy::allow_cidr`.
+    pub fn ip_policy(&mut self, policy: IpPolicy) -> &mut Self {
+        self.ip_policy = policy;
+        self
+    }
+    /// Allowlist entries added to every session's list.
+    pub fn allow(&mut self, entry: impl Into<String>) -> &mut Self {
+        self.extra_allow.push(entry.into());
+        self
+    }
+    /// Deny entries added to every session's list.
+    pub fn deny(&mut self, entry: impl Into<String>) -> &mut Self {
+        self.deny.push(entry.into());
+        self
+    }
+    /// The proxies' resolver (default: the host's, with a timeout).
+    pub fn resolver(&mut self, resolver: Arc<dyn Resolver>) -> &mut Self {
+        self.resolver = Some(resolver);
+        self
+    }
+    /// The environment sanitised for each command (pass the host program's
+    /// own, e.g. `std::env::vars_os().collect()`, explicitly).
+    pub fn base_env(&mut self, env: Vec<(OsString, OsString)>) -> &mut Self {
+        self.base_env = env;
+        self
+    }
+    /// Where session directories (sockets, CA bundle, temp dir) are
+    /// created. Required for a native backend;
+    /// [`ManagerBuilder::from_ambient`] sets the system temp dir.
+    pub fn temp_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.temp_dir = Some(dir.into());
+        self
+    }
+    /// Brokers chosen hosts through the credential broker (R-BROKER): every
+    /// session gets its own CA, lease and phantom token; the lease is
+    /// revoked at `destroy`.
+    pub fn broker(&mut self, settings: BrokerSettings) -> &mut Self {
+        self.broker = Some(settings);
+        self
+    }
+    /// How the proxies are reached inside (default
+    /// [`InnerBridge::HostSideListeners`]).
+    pub fn inner_bridge(&mut self, bridge: InnerBridge) -> &mut Self {
+        self.inner_bridge = bridge;
+        self
+    }
+    /// Where log lines go (default: nowhere).
+    pub fn log(&mut self, sink: LogSink) -> &mut Self {
+        self.log = Some(sink);
+        self
+    }
+
+    /// Selects the backend and builds the manager. Logs the probe's start-up
+    /// line and any downgrade.
+    pub fn build(&mut self) -> Result<SandboxManager, Error> {
+        let probe = &self.probe;
+        let log = self.log.clone().unwrap_or_else(|| Arc::new(|_: &str| {}));
+        let startup = probe.startup_line(self.switch);
+        log(&startup);
+        let selection = select_backend(self.request, self.switch, self.surface, probe)?;
+        if let Some(line) = decide::selection_line(&startup, self.surface, &selection) {
+            log(&line);
+        }
+        let home = self.home.clone().ok_or_else(|| {
+            Error::from(sandbox_core::Error::from(
+                sandbox_core::ErrorKind::InvalidPath {
+                    path: String::new(),
+                    reason: "the manager needs the run's home directory",
+                },
+            ))
+        })?;
+        let choice = decide::backend_choice(&selection, probe, cfg!(target_os = "linux"))?;
+        let decision = decide::filename_rules(
+            self.filename_rules,
+            matches!(choice, BackendChoice::Bubblewrap { .. }),
+            self.name_guard.is_some(),
+            &probe.native.filename_rules,
+        )?;
+        if let Some(line) = &decision.log_line {
+            log(line);
+        }
+        let temp_dir = || {
+            self.temp_dir.clone().ok_or_else(|| {
+                Error::from(ErrorKind::MissingSetting {
+                    setting: "temp_dir",
+                    why: "a native session needs a directory for its sockets and CA bundle",
+                })
+            })
+        };
+        let backend = match choice {
+            BackendChoice::None => Backend::None,
+            BackendChoice::Unavailable(reason) => Backend::Unavailable(reason),
+            BackendChoice::Seatbelt => Backend::Seatbelt(seatbelt::Config {
+                temp_dir: temp_dir()?,
+            }),
+            BackendChoice::Bubblewrap { bwrap, socat } => {
+                Backend::Bubblewrap(Arc::new(bubblewrap::Config {
+                    bwrap,
+                    socat,
+                    temp_dir: temp_dir()?,
+                    filename_rules: decision.rules,
+                    name_guard: self.name_guard.clone(),
+                    inner_bridge: self.inner_bridge,
+                }))
+            }
+        };
+        let settings = Settings {
+            surface: self.surface,
+            home,
+            base_env: self.base_env.clone(),
+            host: self.host.clone(),
+            log,
+            egress: EgressSettings {
+                ip_policy: self.ip_policy.clone(),
+                extra_allow: self.extra_allow.clone(),
+                deny: self.deny.clone(),
+                resolver: self.resolver.clone(),
+                broker: self.broker.clone(),
+            },
+        };
+        Ok(SandboxManager::new(selection, settings, backend))
+    }
+}

@@ -1,0 +1,74 @@
+//! Which descriptors a spawned program gets: none of the host process's
+//! own (every descriptor from 3 up is closed on exec), and only the ones a
+//! launch passes on explicitly.
+//!
+//! Only `pre_exec` is unsafe here: the closures run between fork and exec,
+//! so they make only async-signal-safe system calls on values prepared
+//! before the fork and do not allocate.
+
+use rustix::fd::{BorrowedFd, RawFd};
+
+/// Marks every descriptor from 3 up close-on-exec in the spawned program,
+/// so nothing the host process inherited or opened without `O_CLOEXEC` (a
+/// directory, a socket, a pipe) reaches the sandbox; bubblewrap passes
+/// whatever it gets to the command. Register it before [`inherit_fds`],
+/// whose descriptors it would otherwise close.
+pub(crate) fn close_inherited_fds(cmd: &mut tokio::process::Command) {
+    // SAFETY: the closure runs in the forked child before exec and only
+    // makes system calls (close_range, getrlimit, fcntl) on integers; it
+    // does not allocate or touch memory shared with other threads.
+    #[allow(
+        unsafe_code,
+        reason = "descriptor hygiene needs pre_exec; each block carries its SAFETY comment"
+    )]
+    unsafe {
+        cmd.pre_exec(|| {
+            let r = libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC as libc::c_uint,
+            );
+            if r == 0 {
+                return Ok(());
+            }
+            // Kernels before 5.11: every descriptor below the soft limit
+            // (at most 65,536 of them).
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+                lim.rlim_cur.min(65_536) as libc::c_int
+            } else {
+                65_536
+            };
+            for fd in 3..top {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Lets the spawned program inherit `fds` (opened close-on-exec) across
+/// exec. The caller keeps the descriptors open until the spawn returned.
+pub(crate) fn inherit_fds<const N: usize>(cmd: &mut tokio::process::Command, fds: [RawFd; N]) {
+    // SAFETY: the closure runs in the forked child before exec. It only
+    // calls fcntl(F_SETFD) on descriptors that are open in the parent (and
+    // so in the child) until the spawn returns, as the callers guarantee;
+    // it does not allocate (the array is copied into the closure).
+    #[allow(
+        unsafe_code,
+        reason = "descriptor hygiene needs pre_exec; each block carries its SAFETY comment"
+    )]
+    unsafe {
+        cmd.pre_exec(move || {
+            for fd in fds {
+                let fd = BorrowedFd::borrow_raw(fd);
+                rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+            }
+            Ok(())
+        });
+    }
+}
