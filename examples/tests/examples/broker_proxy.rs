@@ -1,12 +1,6 @@
 //! `broker-proxy` on the real host: its loopback proxies serve only clients
 //! that present the run's secret, so no other local user can have the
 //! broker act with the real credential.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test code: a failed unwrap is a failed test"
-)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};

@@ -2,12 +2,6 @@
 //! reaches a local HTTPS origin through the session proxy and the broker;
 //! the origin sees the real token and only it; the sandbox sees only the
 //! phantom token; a write is refused; after destroy the lease is revoked.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder, next_event};
 use connect_proxy::{IpPolicy, StaticResolver};

@@ -1,10 +1,4 @@
 //! `agent-run` end to end on the real host.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use std::process::{Command, Output};
 

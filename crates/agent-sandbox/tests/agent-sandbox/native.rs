@@ -1,10 +1,4 @@
 //! The facade end to end: real proxies, real bubblewrap, real processes.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use agent_sandbox::{
     ErrorKind, FilenameRules, InnerBridge, ManagerBuilder, SandboxManager, SharedHostView,

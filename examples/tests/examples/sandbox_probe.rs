@@ -1,10 +1,4 @@
 //! `sandbox-probe` on the real host: the three start-up lines, exit 0 each.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use std::path::Path;
 use std::process::Command;
