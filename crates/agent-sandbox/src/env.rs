@@ -55,3 +55,49 @@ pub(crate) fn sanitized_env_with(
     }
     Ok(b.build()?.apply(base.iter().cloned()))
 }
+
+/// The session's environment with a command's own variables on top. Each
+/// is checked as env-guard checks an explicit `set`: a valid name, no
+/// loader or injection variable (refused with the rule that names it), no
+/// NUL byte, no override of a variable the proxy or CA stage wrote for the
+/// session.
+pub(crate) fn with_command_env(
+    session: &[(OsString, OsString)],
+    extra: &[(OsString, OsString)],
+) -> Result<Vec<(OsString, OsString)>, Error> {
+    if extra.is_empty() {
+        return Ok(session.to_vec());
+    }
+    let has = |name: &str| session.iter().any(|(k, _)| k == name);
+    let mut b = EnvGuard::builder();
+    if has("HTTPS_PROXY") || has("ALL_PROXY") {
+        // Only to have env-guard refuse overrides of the proxy variables.
+        let unused = SocketAddr::from(([127, 0, 0, 1], 9));
+        b.proxy(ProxyEnv {
+            http: unused,
+            socks: unused,
+        });
+    }
+    if has("SSL_CERT_FILE") {
+        b.ca_bundle("/run/agent-sandbox/ca.pem");
+    }
+    let mut named = Vec::with_capacity(extra.len());
+    for (k, v) in extra {
+        let name = k.to_str().ok_or_else(|| {
+            Error::from(env_guard::Error::from(env_guard::ErrorKind::InvalidName {
+                name: k.to_string_lossy().into_owned(),
+            }))
+        })?;
+        b.set(name, v.clone());
+        named.retain(|(n, _)| n != k);
+        named.push((OsString::from(name), v.clone()));
+    }
+    b.build()?;
+    let mut env: Vec<(OsString, OsString)> = session
+        .iter()
+        .filter(|(k, _)| !named.iter().any(|(n, _)| n == k))
+        .cloned()
+        .collect();
+    env.extend(named);
+    Ok(env)
+}

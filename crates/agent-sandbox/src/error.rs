@@ -41,6 +41,16 @@ pub enum ErrorKind {
         /// Why the guard cannot run.
         reason: String,
     },
+    /// The command cannot be run as given (sandbox-core's checks).
+    #[error("command: {0}")]
+    Command(#[from] sandbox_core::CommandError),
+    /// The command asks for something this manager cannot do yet; refused
+    /// rather than run without it.
+    #[error("{what} is not supported by this sandbox manager yet; the command was not run")]
+    NotSupported {
+        /// What was asked for.
+        what: &'static str,
+    },
     /// The builder lacks a setting the chosen backend needs.
     #[error("the sandbox manager needs {setting}: {why}")]
     MissingSetting {

@@ -17,6 +17,9 @@ impl Stream for ReceiverStream {
 
 /// Reads the next event from an event stream (a small helper so callers do
 /// not need a stream utility crate).
-pub async fn next_event(stream: &mut sandbox_core::EventStream) -> Option<SandboxEvent> {
-    std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await
+pub async fn next_event<S>(stream: &mut S) -> Option<SandboxEvent>
+where
+    S: Stream<Item = SandboxEvent> + Unpin + ?Sized,
+{
+    std::future::poll_fn(|cx| Pin::new(&mut *stream).poll_next(cx)).await
 }

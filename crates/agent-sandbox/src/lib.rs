@@ -73,6 +73,7 @@
 mod backend;
 mod broker;
 mod builder;
+mod control;
 mod decide;
 mod egress;
 mod env;

@@ -4,12 +4,13 @@
 
 use crate::backend::{Backend, BackendSession, ExecRequest};
 use crate::builder::{ManagerBuilder, Settings, SharedHostView};
+use crate::control::{Control, ControlState};
 use crate::events::ReceiverStream;
 use crate::running::CommandIo;
 use crate::{Error, ErrorKind};
 use sandbox_core::{
-    EventStream, ProbeReport, SandboxCommand, SandboxEvent, SandboxHandle, SandboxPort,
-    SandboxSpec, SandboxState, Selection,
+    ProbeReport, RunningCommand, SandboxCommand, SandboxEvent, SandboxHandle, SandboxPort,
+    SandboxSpec, SandboxState, Selection, Stdin, Terminal,
 };
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -150,7 +151,20 @@ impl SandboxPort for SandboxManager {
         &self,
         handle: &SandboxHandle,
         command: SandboxCommand,
-    ) -> Result<EventStream, Error> {
+    ) -> Result<RunningCommand, Error> {
+        command.validate()?;
+        if command.terminal != Terminal::None {
+            return Err(ErrorKind::NotSupported {
+                what: "running a command on a terminal (PTY)",
+            }
+            .into());
+        }
+        if !command.limits.is_empty() {
+            return Err(ErrorKind::NotSupported {
+                what: "a memory, process or CPU limit",
+            }
+            .into());
+        }
         let mut sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
         let session = sessions.get_mut(&handle.session_id).ok_or_else(|| {
             Error::from(ErrorKind::UnknownSession {
@@ -165,6 +179,7 @@ impl SandboxPort for SandboxManager {
             }
             .into());
         }
+        let env = crate::env::with_command_env(&session.env, &command.env)?;
         let workdir = command
             .workdir
             .clone()
@@ -177,18 +192,26 @@ impl SandboxPort for SandboxManager {
         // The stream opens with `starting`; `ready` follows once the command
         // runs (inside the sandbox, after its proxy listeners exist).
         let _ = tx.try_send(SandboxEvent::Starting);
+        let control = Arc::new(ControlState::new(command.stdin == Stdin::Piped));
         let request = ExecRequest {
-            env: &session.env,
+            env: &env,
             argv,
             workdir,
+            stdin: command.stdin,
         };
-        let task =
-            session
-                .backend
-                .exec(&self.inner.settings, request, CommandIo { tx, kill_rx })?;
+        let io = CommandIo {
+            tx,
+            kill_rx,
+            control: control.clone(),
+            timeout: command.timeout,
+        };
+        let task = session.backend.exec(&self.inner.settings, request, io)?;
         session.running = Some(kill_tx);
         session.runner = Some(tokio::spawn(task));
-        Ok(Box::pin(ReceiverStream(rx)))
+        Ok(RunningCommand::new(
+            Box::pin(ReceiverStream(rx)),
+            Arc::new(Control(control)),
+        ))
     }
 
     async fn destroy(&self, handle: &mut SandboxHandle) -> Result<(), Error> {

@@ -2,23 +2,30 @@
 //! its exit. Every backend spawns through [`prepare`] and hands the child
 //! to [`run_child`].
 
+use crate::control::ControlState;
 use crate::violations::Violations;
 use sandbox_core::{KillReason, SandboxEvent};
 use std::ffi::OsString;
 use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
-/// Where a command's events go and how the host asks it to stop.
+/// Where a command's events go, how the host asks it to stop, its
+/// controls' state and its timeout.
 pub(crate) struct CommandIo {
     pub(crate) tx: mpsc::Sender<SandboxEvent>,
     pub(crate) kill_rx: oneshot::Receiver<()>,
+    pub(crate) control: Arc<ControlState>,
+    pub(crate) timeout: Option<Duration>,
 }
 
 impl CommandIo {
     /// Reports a command that could not be started after its stream opened.
     pub(crate) async fn failed_to_start(self, what: &str, err: &std::io::Error) {
+        self.control.finished().await;
         let msg = format!("agent-sandbox: {what} failed: {err}\n");
         let _ = self
             .tx
@@ -36,17 +43,23 @@ impl CommandIo {
     }
 }
 
-/// Clears the environment to the session's, pipes the output and keeps
-/// every other inherited descriptor from the child (descriptors the sandbox
-/// needs are passed on after this, with `netns::inherit_fds`).
+/// Clears the environment to the session's, pipes the output (and stdin
+/// when `stdin` is piped, else `/dev/null`) and keeps every other inherited
+/// descriptor from the child (descriptors the sandbox needs are passed on
+/// after this, with `process_fds::inherit_fds`).
 pub(crate) fn prepare<'c>(
     cmd: &'c mut tokio::process::Command,
     env: &[(OsString, OsString)],
+    stdin: sandbox_core::Stdin,
 ) -> &'c mut tokio::process::Command {
     crate::process_fds::close_inherited_fds(cmd);
+    let stdin = match stdin {
+        sandbox_core::Stdin::Piped => Stdio::piped(),
+        _ => Stdio::null(),
+    };
     cmd.env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -82,7 +95,13 @@ pub(crate) async fn run_child(
     mut violations: Option<Violations>,
     forwarders: Vec<AbortHandle>,
 ) {
-    let CommandIo { tx, mut kill_rx } = io;
+    let CommandIo {
+        tx,
+        mut kill_rx,
+        control,
+        timeout,
+    } = io;
+    control.started(child.stdin.take(), child.id()).await;
     let _ = tx.send(SandboxEvent::Ready).await;
     let out = child
         .stdout
@@ -92,12 +111,23 @@ pub(crate) async fn run_child(
         .stderr
         .take()
         .map(|e| tokio::spawn(pump(e, tx.clone(), false)));
-    let mut killed_by_host = false;
+    let mut killed: Option<KillReason> = None;
+    let deadline = async {
+        match timeout {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(deadline);
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
-            _ = &mut kill_rx, if !killed_by_host => {
-                killed_by_host = true;
+            _ = &mut kill_rx, if killed.is_none() => {
+                killed = Some(KillReason::Manual);
+                let _ = child.start_kill();
+            }
+            () = &mut deadline, if killed.is_none() => {
+                killed = Some(KillReason::Timeout);
                 let _ = child.start_kill();
             }
             Some(v) = async {
@@ -110,6 +140,10 @@ pub(crate) async fn run_child(
             }
         }
     };
+    control.finished().await;
+    if killed.is_none() && control.killed_by_host() {
+        killed = Some(KillReason::Manual);
+    }
     // The listeners keep the sandbox's network namespace alive: close them.
     for f in &forwarders {
         f.abort();
@@ -125,7 +159,7 @@ pub(crate) async fn run_child(
     let ev = match status {
         Ok(st) => {
             use std::os::unix::process::ExitStatusExt;
-            exit_event(st.code(), st.signal(), killed_by_host)
+            exit_event(st.code(), st.signal(), killed)
         }
         Err(_) => SandboxEvent::Killed {
             reason: None,
@@ -136,18 +170,15 @@ pub(crate) async fn run_child(
 }
 
 /// The last event of a command from how it ended: its exit code, unless
-/// the host stopped it (`killed`, manual) or a signal ended it (`killed`,
-/// signal, with the number).
-fn exit_event(code: Option<i32>, signal: Option<i32>, killed_by_host: bool) -> SandboxEvent {
-    match (code, signal) {
-        (Some(code), _) if !killed_by_host => SandboxEvent::Exit { exit_code: code },
-        (_, signal) => SandboxEvent::Killed {
-            reason: Some(if killed_by_host {
-                KillReason::Manual
-            } else {
-                KillReason::Signal
-            }),
-            signal,
+/// the host stopped it (`killed` with the host's reason: manual, timeout)
+/// or a signal ended it (`killed`, signal, with the number).
+fn exit_event(code: Option<i32>, signal: Option<i32>, killed: Option<KillReason>) -> SandboxEvent {
+    match (code, signal, killed) {
+        (Some(code), _, None) => SandboxEvent::Exit { exit_code: code },
+        (code, signal, reason) => SandboxEvent::Killed {
+            reason: Some(reason.unwrap_or(KillReason::Signal)),
+            // bubblewrap reports a command a signal ended as 128 + N.
+            signal: signal.or(code.filter(|c| (129..=192).contains(c)).map(|c| c - 128)),
         },
     }
 }
@@ -162,41 +193,56 @@ mod tests {
             reason: Some(reason),
             signal,
         };
+        let manual = Some(KillReason::Manual);
         let cases = [
             (
                 "a plain exit keeps its code",
                 Some(3),
                 None,
-                false,
+                None,
                 SandboxEvent::Exit { exit_code: 3 },
             ),
             (
                 "exit 0 is an exit",
                 Some(0),
                 None,
-                false,
+                None,
                 SandboxEvent::Exit { exit_code: 0 },
             ),
             (
                 "a signal is a kill with its number",
                 None,
                 Some(9),
-                false,
+                None,
                 killed(KillReason::Signal, Some(9)),
             ),
             (
                 "the host's stop is manual, with the signal",
                 None,
                 Some(9),
-                true,
+                manual,
                 killed(KillReason::Manual, Some(9)),
             ),
             (
                 "the host's stop wins over an exit code that raced it",
                 Some(0),
                 None,
-                true,
+                manual,
                 killed(KillReason::Manual, None),
+            ),
+            (
+                "a timeout says so",
+                None,
+                Some(9),
+                Some(KillReason::Timeout),
+                killed(KillReason::Timeout, Some(9)),
+            ),
+            (
+                "the host's kill through bubblewrap (128 + 9)",
+                Some(137),
+                None,
+                manual,
+                killed(KillReason::Manual, Some(9)),
             ),
         ];
         for (intent, code, signal, by_host, want) in cases {

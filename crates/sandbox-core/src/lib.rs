@@ -94,10 +94,16 @@ mod state;
 mod switch;
 
 mod backend;
+mod command;
 mod event;
 mod handle;
+mod running;
 
 pub use backend::SandboxBackend;
+pub use command::{
+    CommandError, Limits, MAX_COMMAND_ENV, MIN_MEMORY_LIMIT, PtySize, SandboxCommand, Stdin,
+    Terminal,
+};
 pub use error::{Error, ErrorKind};
 pub use event::{KillReason, SandboxEvent, SandboxViolation};
 pub use git::linked_git_dir_entries;
@@ -105,11 +111,14 @@ pub use handle::SandboxHandle;
 pub use host::{AmbientHost, FakeHost, HostView, Os, find_on_path};
 pub use mode::{Access, Mode};
 pub use paths::{PathEntry, PathSet, expand_tilde, is_glob};
-pub use port::{EventStream, SandboxCommand, SandboxPort};
+pub use port::{DynSandboxPort, EventStream, PortFuture, SandboxPort};
 pub use probe::{
     AMBIENT_PROBE_TIMEOUT, FilenameRuleSupport, MicrovmProbe, NAME_GUARD_MIN_KERNEL,
     NativeMechanism, NativeProbe, Platform, ProbeCache, ProbeOptions, ProbeReport, kernel_version,
     probe_ambient,
+};
+pub use running::{
+    CommandControl, CommandSignal, ControlError, ControlFuture, NoControl, RunningCommand,
 };
 pub use select::{BackendRequest, Selection, Surface, backend_label, select_backend};
 pub use spec::{MAX_PATH_LEN, SandboxBindMount, SandboxSpec};

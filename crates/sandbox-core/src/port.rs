@@ -1,48 +1,12 @@
 //! The `SandboxPort` trait: the seam a host program dispatches through.
 
-use crate::{SandboxEvent, SandboxHandle, SandboxSpec};
+use crate::{RunningCommand, SandboxCommand, SandboxEvent, SandboxHandle, SandboxSpec};
 use futures_core::Stream;
-use std::ffi::OsString;
 use std::future::Future;
 use std::pin::Pin;
 
 /// The events of one `exec`, in order, ending with `exit` or `killed`.
 pub type EventStream = Pin<Box<dyn Stream<Item = SandboxEvent> + Send + 'static>>;
-
-/// A command to run inside a launched sandbox.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SandboxCommand {
-    /// The program, looked up inside the sandbox.
-    pub program: OsString,
-    /// Its arguments (no shell is involved).
-    pub args: Vec<OsString>,
-    /// Working directory inside the sandbox; the spec's `guest_workdir` when
-    /// absent.
-    pub workdir: Option<String>,
-}
-
-impl SandboxCommand {
-    /// A command with no arguments.
-    pub fn new(program: impl Into<OsString>) -> SandboxCommand {
-        SandboxCommand {
-            program: program.into(),
-            args: Vec::new(),
-            workdir: None,
-        }
-    }
-
-    /// Appends one argument.
-    pub fn arg(&mut self, arg: impl Into<OsString>) -> &mut SandboxCommand {
-        self.args.push(arg.into());
-        self
-    }
-
-    /// Sets the working directory.
-    pub fn workdir(&mut self, dir: impl Into<String>) -> &mut SandboxCommand {
-        self.workdir = Some(dir.into());
-        self
-    }
-}
 
 /// A sandbox implementation: launch a spec, run commands in it, tear it down.
 ///
@@ -60,16 +24,52 @@ pub trait SandboxPort: Send + Sync {
         spec: SandboxSpec,
     ) -> impl Future<Output = Result<SandboxHandle, Self::Error>> + Send;
 
-    /// Runs `command` in the sandbox of `handle` and streams its events.
+    /// Starts `command` in the sandbox of `handle`: its events and controls.
     fn exec(
         &self,
         handle: &SandboxHandle,
         command: SandboxCommand,
-    ) -> impl Future<Output = Result<EventStream, Self::Error>> + Send;
+    ) -> impl Future<Output = Result<RunningCommand, Self::Error>> + Send;
 
     /// Tears the sandbox down; afterwards the handle is `destroyed`.
     fn destroy(
         &self,
         handle: &mut SandboxHandle,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+}
+
+/// A boxed future of [`DynSandboxPort`].
+pub type PortFuture<'a, T> =
+    Pin<Box<dyn Future<Output = Result<T, Box<dyn std::error::Error + Send + Sync>>> + Send + 'a>>;
+
+/// [`SandboxPort`] behind a trait object, so a host picks the backend at
+/// run time (`Arc<dyn DynSandboxPort>`: the facade's manager, or its own
+/// microVM adapter). Every [`SandboxPort`] is one; errors are boxed.
+pub trait DynSandboxPort: Send + Sync {
+    /// [`SandboxPort::launch`].
+    fn launch_dyn(&self, spec: SandboxSpec) -> PortFuture<'_, SandboxHandle>;
+    /// [`SandboxPort::exec`].
+    fn exec_dyn<'a>(
+        &'a self,
+        handle: &'a SandboxHandle,
+        command: SandboxCommand,
+    ) -> PortFuture<'a, RunningCommand>;
+    /// [`SandboxPort::destroy`].
+    fn destroy_dyn<'a>(&'a self, handle: &'a mut SandboxHandle) -> PortFuture<'a, ()>;
+}
+
+impl<P: SandboxPort> DynSandboxPort for P {
+    fn launch_dyn(&self, spec: SandboxSpec) -> PortFuture<'_, SandboxHandle> {
+        Box::pin(async move { Ok(self.launch(spec).await?) })
+    }
+    fn exec_dyn<'a>(
+        &'a self,
+        handle: &'a SandboxHandle,
+        command: SandboxCommand,
+    ) -> PortFuture<'a, RunningCommand> {
+        Box::pin(async move { Ok(self.exec(handle, command).await?) })
+    }
+    fn destroy_dyn<'a>(&'a self, handle: &'a mut SandboxHandle) -> PortFuture<'a, ()> {
+        Box::pin(async move { Ok(self.destroy(handle).await?) })
+    }
 }

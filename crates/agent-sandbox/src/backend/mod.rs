@@ -51,6 +51,8 @@ pub(crate) struct ExecRequest<'a> {
     pub(crate) argv: Vec<OsString>,
     /// The working directory (inside the sandbox).
     pub(crate) workdir: String,
+    /// Where stdin comes from.
+    pub(crate) stdin: sandbox_core::Stdin,
 }
 
 /// A started command: the task that follows it to its exit.

@@ -121,7 +121,7 @@ impl Session {
             .ok_or_else(|| Error::io("starting sandbox-exec", std::io::Error::other("no argv")))?;
         let mut c = tokio::process::Command::new(program);
         c.args(args).current_dir(Path::new(&request.workdir));
-        let child = prepare(&mut c, request.env)
+        let child = prepare(&mut c, request.env, request.stdin)
             .spawn()
             .map_err(|e| Error::io(format!("starting {program:?}"), e))?;
         let violations = self.egress.as_ref().map(|e| e.violations(None));

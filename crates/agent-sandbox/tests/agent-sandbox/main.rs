@@ -1,5 +1,6 @@
 //! The facade's integration tests: real launches under the real sandbox
-//! (`native`) and the broker end to end (`broker`).
+//! (`native`), commands driven from the host (`commands`: stdin, signals,
+//! timeouts, extra environment) and the broker end to end (`broker`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -8,4 +9,5 @@
 )]
 
 mod broker;
+mod commands;
 mod native;

@@ -20,7 +20,7 @@ fn real_paths() -> SharedHostView {
     Arc::new(sandbox_core::AmbientHost::from_ambient_untimed())
 }
 
-fn native_available() -> bool {
+pub(super) fn native_available() -> bool {
     let p = &probe_ambient().native;
     test_support::require(
         p.available,
@@ -32,10 +32,10 @@ fn native_available() -> bool {
 /// Fallbacks from host-side listeners to socat, across this test binary.
 static FALLBACKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-struct Tree(PathBuf);
+pub(super) struct Tree(PathBuf);
 
 impl Tree {
-    fn new(tag: &str) -> Tree {
+    pub(super) fn new(tag: &str) -> Tree {
         let root = std::env::temp_dir().join(format!("facade-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(root.join("home/.ssh")).unwrap();
@@ -45,10 +45,10 @@ impl Tree {
         std::fs::write(root.join("ws/.git/config"), "[core]\n").unwrap();
         Tree(root)
     }
-    fn p(&self, rel: &str) -> String {
+    pub(super) fn p(&self, rel: &str) -> String {
         self.0.join(rel).display().to_string()
     }
-    fn spec(&self, id: &str) -> SandboxSpec {
+    pub(super) fn spec(&self, id: &str) -> SandboxSpec {
         let mut spec = SandboxSpec::new(id, "w");
         spec.bind_mounts
             .push(SandboxBindMount::new(self.p("ws"), Access::ReadWrite).unwrap());
@@ -65,7 +65,11 @@ impl Drop for Tree {
     }
 }
 
-fn manager(tree: &Tree, rules: FilenameRules, origin_port: Option<u16>) -> SandboxManager {
+pub(super) fn manager(
+    tree: &Tree,
+    rules: FilenameRules,
+    origin_port: Option<u16>,
+) -> SandboxManager {
     manager_with(tree, rules, origin_port, InnerBridge::HostSideListeners)
 }
 

@@ -53,6 +53,9 @@ pub(super) async fn run(launch: Launch) {
     let mut sandbox_pid = None;
     match bind_listeners(info_read, &block_write, egress.service(), &mut sandbox_pid).await {
         Ok(forwarders) => {
+            if let Some(pid) = sandbox_pid {
+                io.control.sandbox_started(pid);
+            }
             drop((report_write, block_write, fallback_args_file));
             run_child(child, io, violations, forwarders).await
         }

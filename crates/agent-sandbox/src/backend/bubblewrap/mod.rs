@@ -217,12 +217,12 @@ impl Session {
     /// until the spawn returned), then `argv`.
     fn bwrap_command(
         &self,
-        env: &[(OsString, OsString)],
+        request: &ExecRequest<'_>,
         options: &[OsString],
         argv: &[OsString],
     ) -> Result<(tokio::process::Command, Option<std::fs::File>), Error> {
         let mut c = tokio::process::Command::new(&self.config.bwrap);
-        prepare(&mut c, env);
+        prepare(&mut c, request.env, request.stdin);
         let file = args_file::options_for(&mut c, options, &self.config.temp_dir)?;
         c.args(argv);
         Ok((c, file))
@@ -242,19 +242,20 @@ impl Session {
         } else {
             None
         };
-        let argv = self
-            .plan
-            .guarded_command(request.argv, report.as_ref().map(ReportPipe::write_fd));
+        let argv = self.plan.guarded_command(
+            request.argv.clone(),
+            report.as_ref().map(ReportPipe::write_fd),
+        );
         let mut args: Vec<OsString> = self.plan.args().to_vec();
         // Replace the plan's --chdir with the exec's working directory.
         if let Some(i) = args.iter().position(|a| a == "--chdir")
             && let Some(slot) = args.get_mut(i + 1)
         {
-            *slot = request.workdir.into();
+            *slot = request.workdir.clone().into();
         }
         let Some(bridged) = &self.egress else {
             // Terminal profile: no proxies, the command runs directly.
-            let (mut c, _args_file) = self.bwrap_command(request.env, &args, &argv)?;
+            let (mut c, _args_file) = self.bwrap_command(&request, &args, &argv)?;
             if let Some(r) = &report {
                 r.inherit_in(&mut c);
             }
@@ -277,7 +278,7 @@ impl Session {
         let inner = bridged
             .bridges
             .inner_command("/bin/sh", &socat, argv.clone());
-        let (mut fallback, fallback_args_file) = self.bwrap_command(request.env, &args, &inner)?;
+        let (mut fallback, fallback_args_file) = self.bwrap_command(&request, &args, &inner)?;
         if let Some(r) = &report {
             r.inherit_in(&mut fallback);
         }
@@ -302,7 +303,7 @@ impl Session {
         fast_args.pop(); // the final "--"
         fast_args.extend(steering.bwrap_args().into_iter().map(OsString::from));
         fast_args.push("--".into());
-        let (mut c, _args_file) = self.bwrap_command(request.env, &fast_args, &argv)?;
+        let (mut c, _args_file) = self.bwrap_command(&request, &fast_args, &argv)?;
         steering.inherit_in(&mut c);
         if let Some(w) = &report_write {
             crate::process_fds::inherit_fds(&mut c, [rustix::fd::AsRawFd::as_raw_fd(w)]);

@@ -1,0 +1,236 @@
+//! The host's controls of one running command ([`CommandControl`]): its
+//! stdin and its signals.
+//!
+//! The runner task installs the process once it runs (for bubblewrap, the
+//! sandbox's first process once bubblewrap reported it) and marks the
+//! command finished at its exit; from then on writes fail with
+//! [`ControlError::Finished`] and signals are no-ops.
+//!
+//! Where the signals go: with the sandbox's first process known (its pid
+//! namespace), `Interrupt` and `Terminate` go to every process in that
+//! namespace except the first (the whole job, as a terminal's Ctrl-C
+//! reaches its foreground group) and `Kill` ends the first process, which
+//! takes the namespace with it. Otherwise (the `none` and Seatbelt
+//! backends, where the command is the child itself) they go to the child.
+
+use sandbox_core::{CommandControl, CommandSignal, ControlError, ControlFuture, PtySize};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::io::AsyncWriteExt;
+use tokio::process::ChildStdin;
+
+/// What a running command's controls act on.
+#[derive(Default)]
+pub(crate) struct ControlState {
+    stdin: tokio::sync::Mutex<StdinState>,
+    target: Mutex<Target>,
+    /// The host sent `Kill`: the command ends as `killed` (manual).
+    killed: AtomicBool,
+}
+
+#[derive(Default)]
+enum StdinState {
+    /// `/dev/null`.
+    #[default]
+    NotPiped,
+    /// Piped, the process not started yet: writes wait for it.
+    Pending,
+    Open(ChildStdin),
+    Closed,
+    Finished,
+}
+
+#[derive(Default, Clone, Copy)]
+enum Target {
+    #[default]
+    NotStarted,
+    /// The command is this process.
+    Child(u32),
+    /// The command runs in the pid namespace whose first process is this.
+    Namespace {
+        init: u32,
+    },
+    Finished,
+}
+
+impl ControlState {
+    /// The state of a command whose stdin is piped (or not).
+    pub(crate) fn new(piped: bool) -> ControlState {
+        ControlState {
+            stdin: tokio::sync::Mutex::new(if piped {
+                StdinState::Pending
+            } else {
+                StdinState::NotPiped
+            }),
+            target: Mutex::new(Target::NotStarted),
+            killed: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the host killed the command through its controls.
+    pub(crate) fn killed_by_host(&self) -> bool {
+        self.killed.load(Ordering::SeqCst)
+    }
+
+    /// The process runs: its stdin (when piped) and pid.
+    pub(crate) async fn started(&self, stdin: Option<ChildStdin>, pid: Option<u32>) {
+        {
+            let mut s = self.stdin.lock().await;
+            if let (StdinState::Pending, Some(w)) = (&*s, stdin) {
+                *s = StdinState::Open(w);
+            }
+        }
+        if let (Ok(mut t), Some(pid)) = (self.target.lock(), pid)
+            && matches!(*t, Target::NotStarted)
+        {
+            *t = Target::Child(pid);
+        }
+    }
+
+    /// The sandbox's first process is known: signals go to its namespace.
+    pub(crate) fn sandbox_started(&self, init: u32) {
+        if let Ok(mut t) = self.target.lock()
+            && !matches!(*t, Target::Finished)
+        {
+            *t = Target::Namespace { init };
+        }
+    }
+
+    /// The command has exited: nothing more to write to or signal.
+    pub(crate) async fn finished(&self) {
+        if let Ok(mut t) = self.target.lock() {
+            *t = Target::Finished;
+        }
+        let mut s = self.stdin.lock().await;
+        if !matches!(*s, StdinState::NotPiped) {
+            *s = StdinState::Finished;
+        }
+    }
+}
+
+/// [`CommandControl`] over a shared [`ControlState`].
+pub(crate) struct Control(pub(crate) std::sync::Arc<ControlState>);
+
+impl CommandControl for Control {
+    fn write_stdin<'a>(&'a self, data: &'a [u8]) -> ControlFuture<'a> {
+        Box::pin(async move {
+            loop {
+                let mut s = self.0.stdin.lock().await;
+                match &mut *s {
+                    StdinState::NotPiped => return Err(ControlError::StdinNotPiped),
+                    StdinState::Closed => return Err(ControlError::StdinClosed),
+                    StdinState::Finished => return Err(ControlError::Finished),
+                    StdinState::Pending => {
+                        drop(s);
+                        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                    }
+                    StdinState::Open(w) => {
+                        return match w.write_all(data).await {
+                            Ok(()) => Ok(()),
+                            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                                *s = StdinState::Finished;
+                                Err(ControlError::Finished)
+                            }
+                            Err(source) => Err(ControlError::Io {
+                                what: "writing to the command's stdin",
+                                source,
+                            }),
+                        };
+                    }
+                }
+            }
+        })
+    }
+
+    fn close_stdin(&self) -> ControlFuture<'_> {
+        Box::pin(async move {
+            loop {
+                let mut s = self.0.stdin.lock().await;
+                match &*s {
+                    StdinState::NotPiped => return Err(ControlError::StdinNotPiped),
+                    StdinState::Closed => return Err(ControlError::StdinClosed),
+                    // The reader is gone: end of file is what it has.
+                    StdinState::Finished => return Ok(()),
+                    StdinState::Pending => {
+                        drop(s);
+                        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                    }
+                    StdinState::Open(_) => {
+                        *s = StdinState::Closed;
+                        return Ok(());
+                    }
+                }
+            }
+        })
+    }
+
+    fn resize(&self, _: PtySize) -> Result<(), ControlError> {
+        Err(ControlError::NoTerminal)
+    }
+
+    fn signal(&self, signal: CommandSignal) -> Result<(), ControlError> {
+        let target = self.0.target.lock().map(|t| *t).unwrap_or(Target::Finished);
+        let sig = match signal {
+            CommandSignal::Interrupt => rustix::process::Signal::INT,
+            CommandSignal::Terminate => rustix::process::Signal::TERM,
+            _ => rustix::process::Signal::KILL,
+        };
+        if sig == rustix::process::Signal::KILL
+            && matches!(target, Target::Child(_) | Target::Namespace { .. })
+        {
+            self.0.killed.store(true, Ordering::SeqCst);
+        }
+        match target {
+            Target::NotStarted | Target::Finished => Ok(()),
+            Target::Child(pid) => {
+                send(pid, sig);
+                Ok(())
+            }
+            Target::Namespace { init } if sig == rustix::process::Signal::KILL => {
+                send(init, sig);
+                Ok(())
+            }
+            Target::Namespace { init } => signal_namespace(init, sig),
+        }
+    }
+}
+
+/// Sends `sig` to `pid`; a process that is already gone is not an error.
+fn send(pid: u32, sig: rustix::process::Signal) {
+    if let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process(pid, sig);
+    }
+}
+
+/// Sends `sig` to every process in the pid namespace of `init` except
+/// `init` itself.
+fn signal_namespace(init: u32, sig: rustix::process::Signal) -> Result<(), ControlError> {
+    let io = |source| ControlError::Io {
+        what: "finding the sandbox's processes",
+        source,
+    };
+    let Ok(ns) = std::fs::read_link(format!("/proc/{init}/ns/pid")) else {
+        // The sandbox is gone.
+        return Ok(());
+    };
+    for entry in std::fs::read_dir("/proc").map_err(io)? {
+        let Ok(entry) = entry else { continue };
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == init {
+            continue;
+        }
+        if std::fs::read_link(format!("/proc/{pid}/ns/pid")).is_ok_and(|p| p == ns) {
+            send(pid, sig);
+        }
+    }
+    Ok(())
+}

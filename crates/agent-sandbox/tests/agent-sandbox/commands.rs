@@ -1,0 +1,288 @@
+//! Commands driven from the host under the real sandbox: stdin through a
+//! pipe (bytes exact, end of file, a JSON-RPC conversation), signals,
+//! timeouts, the command's own environment, and the typed refusals.
+
+use super::native::{Tree, manager, native_available};
+use agent_sandbox::{ErrorKind, FilenameRules, SandboxManager};
+use sandbox_core::{
+    CommandSignal, ControlError, KillReason, Limits, PtySize, RunningCommand, SandboxCommand,
+    SandboxEvent, SandboxHandle, SandboxPort, Stdin,
+};
+use std::time::{Duration, Instant};
+
+fn sh(script: &str) -> SandboxCommand {
+    let mut c = SandboxCommand::new("/bin/sh");
+    c.arg("-c").arg(script);
+    c
+}
+
+/// Everything a command printed, and how it ended.
+struct Outcome {
+    stdout: Vec<u8>,
+    stderr: String,
+    last: Option<SandboxEvent>,
+}
+
+async fn finish(mut running: RunningCommand) -> Outcome {
+    let mut out = Outcome {
+        stdout: Vec::new(),
+        stderr: String::new(),
+        last: None,
+    };
+    while let Some(ev) = running.next_event().await {
+        match ev {
+            SandboxEvent::Stdout { data } => out.stdout.extend_from_slice(&data),
+            SandboxEvent::Stderr { data } => out.stderr.push_str(&String::from_utf8_lossy(&data)),
+            e @ (SandboxEvent::Exit { .. } | SandboxEvent::Killed { .. }) => out.last = Some(e),
+            _ => {}
+        }
+    }
+    out
+}
+
+async fn session(tag: &str) -> Option<(Tree, SandboxManager, SandboxHandle)> {
+    if !native_available() {
+        return None;
+    }
+    let t = Tree::new(tag);
+    let m = manager(&t, FilenameRules::DropFilenameGlobDenies, None);
+    let h = m.launch(t.spec(tag)).await.unwrap();
+    Some((t, m, h))
+}
+
+#[tokio::test]
+async fn one_mebibyte_through_cat_arrives_byte_exact_and_eof_reaches_the_command() {
+    let Some((_t, m, mut h)) = session("stdin-cat").await else {
+        return;
+    };
+    let data: Vec<u8> = (0..(1u32 << 20))
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let mut cmd = SandboxCommand::new("cat");
+    cmd.stdin(Stdin::Piped);
+    let running = m.exec(&h, cmd).await.unwrap();
+    let control = running.control();
+    let writer = {
+        let data = data.clone();
+        tokio::spawn(async move {
+            control.write_stdin(&data).await.unwrap();
+            control.close_stdin().await.unwrap();
+        })
+    };
+    let out = finish(running).await;
+    writer.await.unwrap();
+    assert_eq!(
+        out.last,
+        Some(SandboxEvent::Exit { exit_code: 0 }),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stdout.len(), data.len());
+    assert!(out.stdout == data, "the bytes differ");
+
+    // End of file reaches a command that waits for it.
+    let mut cmd = sh("cat >/dev/null; echo eof-seen");
+    cmd.stdin(Stdin::Piped);
+    let running = m.exec(&h, cmd).await.unwrap();
+    running.write_stdin(b"some input\n").await.unwrap();
+    running.close_stdin().await.unwrap();
+    assert!(
+        matches!(running.close_stdin().await, Err(ControlError::StdinClosed)),
+        "closing twice is a typed error"
+    );
+    let out = finish(running).await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "eof-seen\n");
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_thousand_json_rpc_round_trips_in_one_session() {
+    let Some((_t, m, mut h)) = session("stdin-rpc").await else {
+        return;
+    };
+    // A newline-delimited JSON-RPC 2.0 peer: each request gets its result.
+    let peer = r#"while IFS= read -r line; do
+        id=${line#*\"id\":}; id=${id%%,*}; id=${id%%\}*}
+        printf '{"jsonrpc":"2.0","id":%s,"result":"ok-%s"}\n' "$id" "$id"
+    done"#;
+    let mut cmd = sh(peer);
+    cmd.stdin(Stdin::Piped);
+    let mut running = m.exec(&h, cmd).await.unwrap();
+    let mut pending = Vec::new();
+    for id in 0..1000u32 {
+        let req = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#) + "\n";
+        running.write_stdin(req.as_bytes()).await.unwrap();
+        let want = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"ok-{id}"}}"#);
+        // Read until this response's line is complete.
+        loop {
+            if let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=end).collect();
+                assert_eq!(
+                    String::from_utf8_lossy(&line[..end]),
+                    want,
+                    "response {id} in order"
+                );
+                break;
+            }
+            match running.next_event().await {
+                Some(SandboxEvent::Stdout { data }) => pending.extend_from_slice(&data),
+                Some(SandboxEvent::Exit { .. } | SandboxEvent::Killed { .. }) | None => {
+                    panic!("the peer ended at request {id}")
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    running.close_stdin().await.unwrap();
+    let out = finish(running).await;
+    assert_eq!(out.last, Some(SandboxEvent::Exit { exit_code: 0 }));
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_timeout_ends_the_command_as_killed_timeout_near_the_deadline() {
+    let Some((_t, m, mut h)) = session("timeout").await else {
+        return;
+    };
+    let mut cmd = sh("echo started; sleep 30");
+    let timeout = Duration::from_millis(500);
+    cmd.timeout(timeout);
+    let started = Instant::now();
+    let out = finish(m.exec(&h, cmd).await.unwrap()).await;
+    let took = started.elapsed();
+    assert!(
+        matches!(
+            out.last,
+            Some(SandboxEvent::Killed {
+                reason: Some(KillReason::Timeout),
+                ..
+            })
+        ),
+        "{:?}",
+        out.last
+    );
+    assert!(took >= timeout, "not before the deadline: {took:?}");
+    assert!(
+        took < timeout + Duration::from_millis(200),
+        "within 200 ms of it: {took:?}"
+    );
+    // The sandbox is warm again and runs the next command.
+    let out = finish(m.exec(&h, sh("echo next")).await.unwrap()).await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "next\n");
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn signals_reach_every_process_of_the_command() {
+    let Some((_t, m, mut h)) = session("signals").await else {
+        return;
+    };
+    // Interrupt: the shell's trap runs (its child sleep is interrupted too).
+    let cmd = sh("trap 'echo interrupted; exit 5' INT; echo ready; sleep 30 & wait");
+    let mut running = m.exec(&h, cmd).await.unwrap();
+    loop {
+        match running.next_event().await {
+            Some(SandboxEvent::Stdout { data }) if data.starts_with(b"ready") => break,
+            Some(_) => {}
+            None => panic!("ended before it was ready"),
+        }
+    }
+    let control = running.control();
+    let started = Instant::now();
+    control.signal(CommandSignal::Interrupt).unwrap();
+    let out = finish(running).await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "interrupted\n");
+    assert_eq!(out.last, Some(SandboxEvent::Exit { exit_code: 5 }));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // After the exit, a signal is a no-op and a write a typed error.
+    control.signal(CommandSignal::Kill).unwrap();
+    assert!(matches!(
+        control.write_stdin(b"x").await,
+        Err(ControlError::StdinNotPiped)
+    ));
+
+    // Kill ends a command that ignores the others.
+    let cmd = sh("trap '' INT TERM; echo ready; while :; do sleep 1; done");
+    let mut running = m.exec(&h, cmd).await.unwrap();
+    loop {
+        match running.next_event().await {
+            Some(SandboxEvent::Stdout { data }) if data.starts_with(b"ready") => break,
+            Some(_) => {}
+            None => panic!("ended before it was ready"),
+        }
+    }
+    running.signal(CommandSignal::Terminate).unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    running.signal(CommandSignal::Kill).unwrap();
+    let out = finish(running).await;
+    assert!(
+        matches!(out.last, Some(SandboxEvent::Killed { .. })),
+        "{:?}",
+        out.last
+    );
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_command_sets_its_own_variables_but_never_a_loader_or_the_proxy() {
+    let Some((_t, m, mut h)) = session("cmd-env").await else {
+        return;
+    };
+    let mut cmd = sh("echo \"$AGENT_TASK:$HTTPS_PROXY\"");
+    cmd.env("AGENT_TASK", "t-42");
+    let out = finish(m.exec(&h, cmd).await.unwrap()).await;
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "t-42:http://127.0.0.1:3128\n"
+    );
+    for (name, why) in [
+        ("LD_PRELOAD", "always deleted"),
+        ("BASH_ENV", "always deleted"),
+        ("HTTPS_PROXY", "proxy"),
+    ] {
+        let mut cmd = sh("true");
+        cmd.env(name, "/tmp/x");
+        let err = m.exec(&h, cmd).await.unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Env(_)), "{name}: {err}");
+        assert!(err.to_string().contains(name), "{err}");
+        assert!(err.to_string().contains(why), "{name}: {err}");
+    }
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn what_cannot_be_honoured_is_refused_before_anything_runs() {
+    let Some((_t, m, mut h)) = session("refusals").await else {
+        return;
+    };
+    let mut cmd = sh("true");
+    cmd.timeout(Duration::ZERO);
+    let err = m.exec(&h, cmd).await.unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Command(_)), "{err}");
+    let mut cmd = sh("true");
+    cmd.limits(Limits {
+        max_processes: Some(0),
+        ..Limits::default()
+    });
+    assert!(matches!(
+        m.exec(&h, cmd).await.unwrap_err().kind(),
+        ErrorKind::Command(_)
+    ));
+    // Not built yet: refused, never run without them.
+    let mut cmd = sh("true");
+    cmd.pty(PtySize::new(24, 80).unwrap());
+    assert!(matches!(
+        m.exec(&h, cmd).await.unwrap_err().kind(),
+        ErrorKind::NotSupported { .. }
+    ));
+    let mut cmd = sh("true");
+    cmd.limits(Limits {
+        memory_bytes: Some(64 << 20),
+        ..Limits::default()
+    });
+    assert!(matches!(
+        m.exec(&h, cmd).await.unwrap_err().kind(),
+        ErrorKind::NotSupported { .. }
+    ));
+    m.destroy(&mut h).await.unwrap();
+}
