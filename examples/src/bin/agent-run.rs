@@ -4,7 +4,8 @@
 //! Prints the probe line and the backend actually used on stderr, passes
 //! CMD's stdout and stderr through, prints each violation on stderr as
 //! `violation: ACTION TARGET`, and exits with CMD's status (128+signal when
-//! killed).
+//! killed, 124 when `--timeout SECS` ran out). Stdin passes through to CMD
+//! when it is not a terminal.
 //!
 //! Filename rules (no new `.env`, `*.key`, `*.pem` inside writable mounts)
 //! are enforced by the name guard, which is this same program: bound
@@ -20,10 +21,11 @@
 use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder, NameGuardLauncher, next_event};
 use connect_proxy::{Cidr, IpPolicy};
 use sandbox_core::{
-    Access, BackendRequest, Mode, SANDBOX_SWITCH_ENV, SandboxBackend, SandboxBindMount,
-    SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec, SandboxSwitch, Surface, probe_ambient,
+    Access, BackendRequest, CommandControl, KillReason, Mode, SANDBOX_SWITCH_ENV, SandboxBackend,
+    SandboxBindMount, SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec, SandboxSwitch, Stdin,
+    Surface, probe_ambient,
 };
-use std::io::Write;
+use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -33,7 +35,7 @@ const GUARD_MARKER: &str = "--as-name-guard-exec";
 
 const USAGE: &str = "usage: agent-run [--allow ENTRY]... [--allow-cidr CIDR]... [--no-filename-rules] [--no-name-guard] \
 [--network on|off] [--mode chat|review|plan|orchestrate] [--mount PATH[:ro]]... [--protect PATH]... \
-[--workdir DIR] [--sandbox on|off] [--backend native|none|microvm] [--terminal] \
+[--workdir DIR] [--timeout SECS] [--sandbox on|off] [--backend native|none|microvm] [--terminal] \
 [--broker HOST]... [--broker-rules FILE] [--broker-credential-env NAME] \
 [--broker-template bearer|token|git-basic] [--broker-push-rule FILE] [--upstream-ca FILE]... \
 -- CMD [ARG...]";
@@ -48,6 +50,7 @@ struct Options {
     mounts: Vec<(String, Access)>,
     protect: Vec<String>,
     workdir: Option<String>,
+    timeout: Option<std::time::Duration>,
     switch: Option<String>,
     backend: Option<SandboxBackend>,
     terminal: bool,
@@ -71,6 +74,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         mounts: Vec::new(),
         protect: Vec::new(),
         workdir: None,
+        timeout: None,
         switch: None,
         backend: None,
         terminal: false,
@@ -136,6 +140,17 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
             }
             "--protect" => o.protect.push(value("--protect")?),
             "--workdir" => o.workdir = Some(value("--workdir")?),
+            "--timeout" => {
+                let v = value("--timeout")?;
+                let secs: f64 = v
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s < 1e9)
+                    .ok_or_else(|| {
+                        format!("--timeout takes a number of seconds above 0, not {v:?}")
+                    })?;
+                o.timeout = Some(std::time::Duration::from_secs_f64(secs));
+            }
             "--sandbox" => o.switch = Some(value("--sandbox")?),
             "--backend" => {
                 let v = value("--backend")?;
@@ -169,6 +184,35 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         return Err("no command given after --".into());
     }
     Ok(o)
+}
+
+/// Copies this program's stdin to the command until end of file, then
+/// closes the command's. The reads run on their own thread (a read of a
+/// pipe cannot be cancelled, and must not hold up the exit).
+fn forward_stdin(control: Arc<dyn CommandControl>) {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match stdin.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if tx.blocking_send(buf[..n].to_vec()).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    tokio::spawn(async move {
+        while let Some(chunk) = rx.recv().await {
+            if control.write_stdin(&chunk).await.is_err() {
+                return;
+            }
+        }
+        let _ = control.close_stdin().await;
+    });
 }
 
 fn absolute(p: &str) -> Result<String, String> {
@@ -350,6 +394,14 @@ async fn run(o: Options) -> Result<u8, String> {
     for a in &o.command[1..] {
         cmd.arg(a);
     }
+    if let Some(t) = o.timeout {
+        cmd.timeout(t);
+    }
+    // Stdin passes through when it is not a terminal.
+    let pass_stdin = !std::io::stdin().is_terminal();
+    if pass_stdin {
+        cmd.stdin(Stdin::Piped);
+    }
     let mut events = match manager.exec(&handle, cmd).await {
         Ok(ev) => ev,
         Err(e) => {
@@ -357,6 +409,9 @@ async fn run(o: Options) -> Result<u8, String> {
             return Err(e.to_string());
         }
     };
+    if pass_stdin {
+        forward_stdin(events.control());
+    }
     let mut code = 1u8;
     let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
     while let Some(ev) = next_event(&mut events).await {
@@ -372,6 +427,13 @@ async fn run(o: Options) -> Result<u8, String> {
                 eprintln!("violation: {} {}", violation.action, violation.target);
             }
             SandboxEvent::Exit { exit_code } => code = u8::try_from(exit_code).unwrap_or(1),
+            SandboxEvent::Killed {
+                reason: Some(KillReason::Timeout),
+                ..
+            } => {
+                eprintln!("agent-run: the command ran out of time and was killed");
+                code = 124;
+            }
             SandboxEvent::Killed { signal, .. } => {
                 code = signal
                     .map(|s| 128u8.saturating_add(u8::try_from(s).unwrap_or(0)))

@@ -432,3 +432,50 @@ fn no_other_user_reaches_the_sessions_proxies_or_its_broker() {
     assert!(out.contains("code=403"), "{out}{}", err(&o));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn stdin_that_is_not_a_terminal_passes_through_to_the_command() {
+    if !native() {
+        return;
+    }
+    let d = scratch("stdin");
+    let mut child = Command::new(BIN)
+        .args(["--", "cat"])
+        .current_dir(&d)
+        .env_remove("CC_SERVER_SANDBOX")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"hi").unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "hi", "{}", err(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_timeout_ends_the_command_with_status_124() {
+    if !native() {
+        return;
+    }
+    let d = scratch("timeout");
+    let started = std::time::Instant::now();
+    let o = agent_run(&d, &["--timeout", "0.5", "--", "sleep", "30"]);
+    assert_eq!(o.status.code(), Some(124), "{}", err(&o));
+    assert!(err(&o).contains("ran out of time"), "{}", err(&o));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let o = agent_run(&d, &["--timeout", "0", "--", "true"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "a zero timeout is a usage error: {}",
+        err(&o)
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
