@@ -5,7 +5,7 @@ use crate::backend::{Backend, bubblewrap, seatbelt};
 use crate::decide::{self, BackendChoice};
 use crate::egress::EgressSettings;
 use crate::manager::SandboxManager;
-use crate::{BrokerSettings, Error, ErrorKind, InnerBridge};
+use crate::{BrokerSettings, Cgroups, Error, ErrorKind, InnerBridge};
 use bwrap_spec::{FilenameRules, NameGuardLauncher};
 use connect_proxy::{IpPolicy, Resolver};
 use sandbox_core::{
@@ -30,6 +30,7 @@ pub(crate) struct Settings {
     pub(crate) host: SharedHostView,
     pub(crate) log: LogSink,
     pub(crate) egress: EgressSettings,
+    pub(crate) cgroups: Cgroups,
 }
 
 /// Builds a [`SandboxManager`]. [`ManagerBuilder::new`] takes the probe
@@ -53,6 +54,7 @@ pub struct ManagerBuilder {
     log: Option<LogSink>,
     inner_bridge: InnerBridge,
     broker: Option<BrokerSettings>,
+    cgroups: Cgroups,
 }
 
 impl std::fmt::Debug for ManagerBuilder {
@@ -87,20 +89,22 @@ impl ManagerBuilder {
             log: None,
             inner_bridge: InnerBridge::HostSideListeners,
             broker: None,
+            cgroups: Cgroups::none(),
         }
     }
 
     /// A builder for the machine this process runs on: the cached ambient
-    /// probe, the real file system as the host view, and the system temp
-    /// dir for session directories. The only place the manager reads the
-    /// ambient host; the environment is still passed in
-    /// ([`ManagerBuilder::base_env`]).
+    /// probe, the real file system as the host view, the system temp dir
+    /// for session directories and this process's cgroups for limits. The
+    /// only place the manager reads the ambient host; the environment is
+    /// still passed in ([`ManagerBuilder::base_env`]).
     pub fn from_ambient() -> ManagerBuilder {
         let mut b = ManagerBuilder::new(
             sandbox_core::probe_ambient().clone(),
             Arc::new(AmbientHost::from_ambient_untimed()),
         );
-        b.temp_dir(std::env::temp_dir());
+        b.temp_dir(std::env::temp_dir())
+            .cgroups(Cgroups::from_ambient());
         b
     }
 
@@ -191,6 +195,12 @@ impl ManagerBuilder {
         self.inner_bridge = bridge;
         self
     }
+    /// Where commands' cgroups are made for their limits (default none: a
+    /// command with a limit is refused).
+    pub fn cgroups(&mut self, cgroups: Cgroups) -> &mut Self {
+        self.cgroups = cgroups;
+        self
+    }
     /// Where log lines go (default: nowhere).
     pub fn log(&mut self, sink: LogSink) -> &mut Self {
         self.log = Some(sink);
@@ -264,6 +274,7 @@ impl ManagerBuilder {
                 resolver: self.resolver.clone(),
                 broker: self.broker.clone(),
             },
+            cgroups: self.cgroups.clone(),
         };
         Ok(SandboxManager::new(selection, settings, backend))
     }

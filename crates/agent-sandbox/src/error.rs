@@ -51,6 +51,14 @@ pub enum ErrorKind {
         /// What was asked for.
         what: &'static str,
     },
+    /// A resource limit was asked for that no cgroup here can enforce.
+    #[error("the {limit} limit cannot be enforced here: {reason}; the command was not run")]
+    LimitUnavailable {
+        /// Which limit.
+        limit: &'static str,
+        /// Why.
+        reason: String,
+    },
     /// The builder lacks a setting the chosen backend needs.
     #[error("the sandbox manager needs {setting}: {why}")]
     MissingSetting {

@@ -73,6 +73,7 @@
 mod backend;
 mod broker;
 mod builder;
+mod cgroup;
 mod control;
 mod decide;
 mod egress;
@@ -93,6 +94,7 @@ pub use broker::{
 };
 pub use builder::{LogSink, ManagerBuilder, SharedHostView};
 pub use bwrap_spec::{FilenameRules, NameGuardLauncher};
+pub use cgroup::Cgroups;
 pub use env::sanitized_env;
 pub use error::{Error, ErrorKind};
 pub use events::next_event;

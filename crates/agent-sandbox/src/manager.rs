@@ -2,8 +2,9 @@
 //! manager keeps the session table and the states; launching, running and
 //! destroying are the backend's (`crate::backend`).
 
-use crate::backend::{Backend, BackendSession, ExecRequest};
+use crate::backend::{Backend, BackendSession, ExecRequest, process_overhead};
 use crate::builder::{ManagerBuilder, Settings, SharedHostView};
+use crate::cgroup::CommandCgroup;
 use crate::control::{Control, ControlState};
 use crate::events::ReceiverStream;
 use crate::running::CommandIo;
@@ -126,6 +127,10 @@ impl SandboxPort for SandboxManager {
         handle
             .details
             .insert("label".into(), self.inner.selection.label.into());
+        handle.details.insert(
+            "limits".into(),
+            self.inner.settings.cgroups.describe().into(),
+        );
         let launched = self
             .inner
             .backend
@@ -159,12 +164,6 @@ impl SandboxPort for SandboxManager {
             }
             .into());
         }
-        if !command.limits.is_empty() {
-            return Err(ErrorKind::NotSupported {
-                what: "a memory, process or CPU limit",
-            }
-            .into());
-        }
         let mut sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
         let session = sessions.get_mut(&handle.session_id).ok_or_else(|| {
             Error::from(ErrorKind::UnknownSession {
@@ -193,17 +192,27 @@ impl SandboxPort for SandboxManager {
         // runs (inside the sandbox, after its proxy listeners exist).
         let _ = tx.try_send(SandboxEvent::Starting);
         let control = Arc::new(ControlState::new(command.stdin == Stdin::Piped));
+        let cgroup = CommandCgroup::create(
+            &self.inner.settings.cgroups,
+            &command.limits,
+            process_overhead(&session.backend),
+        )?;
         let request = ExecRequest {
             env: &env,
             argv,
             workdir,
             stdin: command.stdin,
+            cgroup_procs: cgroup
+                .as_ref()
+                .map(CommandCgroup::procs_files)
+                .unwrap_or_default(),
         };
         let io = CommandIo {
             tx,
             kill_rx,
             control: control.clone(),
             timeout: command.timeout,
+            cgroup,
         };
         let task = session.backend.exec(&self.inner.settings, request, io)?;
         session.running = Some(kill_tx);

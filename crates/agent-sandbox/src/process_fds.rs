@@ -72,3 +72,33 @@ pub(crate) fn inherit_fds<const N: usize>(cmd: &mut tokio::process::Command, fds
         });
     }
 }
+
+/// Moves the spawned program into the cgroups whose `cgroup.procs` files
+/// are given, before it runs (so everything it starts is in them too).
+/// Writing `0` to `cgroup.procs` moves the writing process, in v1 and v2.
+/// A failure fails the spawn: a limit is never silently dropped.
+pub(crate) fn join_cgroups(cmd: &mut tokio::process::Command, procs: Vec<std::ffi::CString>) {
+    if procs.is_empty() {
+        return;
+    }
+    // SAFETY: the closure runs in the forked child before exec and only
+    // makes system calls (open, write, close) on paths prepared before the
+    // fork; it does not allocate (the vector is moved in, only borrowed).
+    #[allow(
+        unsafe_code,
+        reason = "descriptor hygiene needs pre_exec; each block carries its SAFETY comment"
+    )]
+    unsafe {
+        cmd.pre_exec(move || {
+            for path in &procs {
+                let fd = rustix::fs::open(
+                    path.as_c_str(),
+                    rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
+                    rustix::fs::Mode::empty(),
+                )?;
+                rustix::io::write(&fd, b"0")?;
+            }
+            Ok(())
+        });
+    }
+}

@@ -2,10 +2,11 @@
 //! its exit. Every backend spawns through [`prepare`] and hands the child
 //! to [`run_child`].
 
+use crate::backend::ExecRequest;
+use crate::cgroup::CommandCgroup;
 use crate::control::ControlState;
 use crate::violations::Violations;
 use sandbox_core::{KillReason, SandboxEvent};
-use std::ffi::OsString;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +21,8 @@ pub(crate) struct CommandIo {
     pub(crate) kill_rx: oneshot::Receiver<()>,
     pub(crate) control: Arc<ControlState>,
     pub(crate) timeout: Option<Duration>,
+    /// The command's cgroup (for its limits), removed at its end.
+    pub(crate) cgroup: Option<CommandCgroup>,
 }
 
 impl CommandIo {
@@ -44,16 +47,18 @@ impl CommandIo {
 }
 
 /// Clears the environment to the session's, pipes the output (and stdin
-/// when `stdin` is piped, else `/dev/null`) and keeps every other inherited
-/// descriptor from the child (descriptors the sandbox needs are passed on
-/// after this, with `process_fds::inherit_fds`).
+/// when piped, else `/dev/null`), moves the child into the command's
+/// cgroup and keeps every other inherited descriptor from it (descriptors
+/// the sandbox needs are passed on after this, with
+/// `process_fds::inherit_fds`).
 pub(crate) fn prepare<'c>(
     cmd: &'c mut tokio::process::Command,
-    env: &[(OsString, OsString)],
-    stdin: sandbox_core::Stdin,
+    request: &ExecRequest<'_>,
 ) -> &'c mut tokio::process::Command {
     crate::process_fds::close_inherited_fds(cmd);
-    let stdin = match stdin {
+    crate::process_fds::join_cgroups(cmd, request.cgroup_procs.clone());
+    let env = request.env;
+    let stdin = match request.stdin {
         sandbox_core::Stdin::Piped => Stdio::piped(),
         _ => Stdio::null(),
     };
@@ -100,6 +105,7 @@ pub(crate) async fn run_child(
         mut kill_rx,
         control,
         timeout,
+        cgroup,
     } = io;
     control.started(child.stdin.take(), child.id()).await;
     let _ = tx.send(SandboxEvent::Ready).await;
@@ -143,6 +149,13 @@ pub(crate) async fn run_child(
     control.finished().await;
     if killed.is_none() && control.killed_by_host() {
         killed = Some(KillReason::Manual);
+    }
+    if let Some(cg) = cgroup {
+        if killed.is_none() && cg.oom_killed() {
+            killed = Some(KillReason::Oom);
+        }
+        // Whatever the command left behind in its cgroup ends with it.
+        cg.remove().await;
     }
     // The listeners keep the sandbox's network namespace alive: close them.
     for f in &forwarders {

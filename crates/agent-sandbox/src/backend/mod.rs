@@ -53,6 +53,17 @@ pub(crate) struct ExecRequest<'a> {
     pub(crate) workdir: String,
     /// Where stdin comes from.
     pub(crate) stdin: sandbox_core::Stdin,
+    /// The `cgroup.procs` files the command joins before it runs.
+    pub(crate) cgroup_procs: Vec<std::ffi::CString>,
+}
+
+/// Processes a backend runs besides the command, counted by a process
+/// limit (bubblewrap's two and the name guard's supervisor).
+pub(crate) fn process_overhead(session: &BackendSession) -> u32 {
+    match session {
+        BackendSession::Bubblewrap(_) => 3,
+        _ => 0,
+    }
 }
 
 /// A started command: the task that follows it to its exit.

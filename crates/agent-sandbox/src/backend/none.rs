@@ -26,7 +26,7 @@ pub(crate) fn exec(request: ExecRequest<'_>, io: CommandIo) -> Result<CommandTas
         .ok_or_else(|| Error::io("starting a command", std::io::Error::other("no program")))?;
     let mut c = tokio::process::Command::new(program);
     c.args(args).current_dir(Path::new(&request.workdir));
-    let child = prepare(&mut c, request.env, request.stdin)
+    let child = prepare(&mut c, &request)
         .spawn()
         .map_err(|e| Error::io(format!("starting {program:?}"), e))?;
     Ok(Box::pin(run_child(child, io, None, Vec::new())))

@@ -114,14 +114,14 @@ impl Session {
         request: ExecRequest<'_>,
         io: CommandIo,
     ) -> Result<CommandTask, Error> {
-        let full =
-            seatbelt_profile::launcher_argv(&self.profile, request.argv).map_err(seatbelt_err)?;
+        let full = seatbelt_profile::launcher_argv(&self.profile, request.argv.iter().cloned())
+            .map_err(seatbelt_err)?;
         let (program, args) = full
             .split_first()
             .ok_or_else(|| Error::io("starting sandbox-exec", std::io::Error::other("no argv")))?;
         let mut c = tokio::process::Command::new(program);
         c.args(args).current_dir(Path::new(&request.workdir));
-        let child = prepare(&mut c, request.env, request.stdin)
+        let child = prepare(&mut c, &request)
             .spawn()
             .map_err(|e| Error::io(format!("starting {program:?}"), e))?;
         let violations = self.egress.as_ref().map(|e| e.violations(None));

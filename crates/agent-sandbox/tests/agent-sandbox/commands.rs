@@ -275,14 +275,159 @@ async fn what_cannot_be_honoured_is_refused_before_anything_runs() {
         m.exec(&h, cmd).await.unwrap_err().kind(),
         ErrorKind::NotSupported { .. }
     ));
-    let mut cmd = sh("true");
-    cmd.limits(Limits {
+    m.destroy(&mut h).await.unwrap();
+}
+
+/// Whether this process may make cgroups for limits (root on these hosts;
+/// an unprivileged user gets a typed refusal instead, tested below).
+fn cgroups_writable() -> bool {
+    agent_sandbox::Cgroups::from_ambient()
+        .describe()
+        .matches("cgroup v")
+        .count()
+        == 3
+}
+
+fn limited(limits: Limits, script: &str) -> SandboxCommand {
+    let mut c = sh(script);
+    c.limits(limits);
+    c
+}
+
+#[tokio::test]
+async fn a_memory_limit_ends_an_allocating_process_as_out_of_memory() {
+    let Some((_t, m, mut h)) = session("oom").await else {
+        return;
+    };
+    let limits = Limits {
         memory_bytes: Some(64 << 20),
         ..Limits::default()
-    });
+    };
+    let hog = "python3 -c 'b = bytearray(512 << 20); print(len(b))'";
+    if !cgroups_writable() {
+        let err = m.exec(&h, limited(limits, hog)).await.unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::LimitUnavailable { .. }),
+            "{err}"
+        );
+        m.destroy(&mut h).await.unwrap();
+        return;
+    }
+    assert!(
+        h.details["limits"]
+            .as_str()
+            .unwrap()
+            .contains("memory: cgroup")
+    );
+    let out = finish(m.exec(&h, limited(limits, hog)).await.unwrap()).await;
+    assert!(
+        matches!(
+            out.last,
+            Some(SandboxEvent::Killed {
+                reason: Some(KillReason::Oom),
+                ..
+            })
+        ),
+        "{:?} {}",
+        out.last,
+        out.stderr
+    );
+    // Under the limit the same sandbox runs normally.
+    let small = "python3 -c 'b = bytearray(8 << 20); print(len(b))'";
+    let out = finish(m.exec(&h, limited(limits, small)).await.unwrap()).await;
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "8388608\n",
+        "{}",
+        out.stderr
+    );
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_fork_bomb_under_a_process_limit_is_contained_and_nothing_survives() {
+    let Some((_t, m, mut h)) = session("forkbomb").await else {
+        return;
+    };
+    if !cgroups_writable() {
+        return;
+    }
+    // Fifty sleepers under a limit of ten: the forks beyond it fail.
+    let limits = Limits {
+        max_processes: Some(10),
+        ..Limits::default()
+    };
+    // Fifty forks under a limit of ten: the ones beyond it fail (EAGAIN).
+    let many = "python3 -c '\nimport os, time\nn = 0\ntry:\n    for _ in range(50):\n        if os.fork() == 0:\n            time.sleep(5)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)'";
+    let out = finish(m.exec(&h, limited(limits, many)).await.unwrap()).await;
+    let running: u32 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(99);
+    assert!(
+        running <= 12,
+        "at most ten sleepers ran: {running} processes ({:?} {:?} {})",
+        out.last,
+        String::from_utf8_lossy(&out.stdout),
+        out.stderr
+    );
+    // A real fork bomb ends at its timeout; the host stays responsive and
+    // no process of it is left.
+    let mut bomb = limited(limits, "b() { b | b & }; b; wait");
+    bomb.timeout(Duration::from_secs(2));
+    let before = Instant::now();
+    let out = finish(m.exec(&h, bomb).await.unwrap()).await;
+    assert!(
+        before.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        before.elapsed()
+    );
     assert!(matches!(
-        m.exec(&h, cmd).await.unwrap_err().kind(),
-        ErrorKind::NotSupported { .. }
+        out.last,
+        Some(SandboxEvent::Killed { .. }) | Some(SandboxEvent::Exit { .. })
     ));
+    let probe = Instant::now();
+    let out = finish(m.exec(&h, sh("echo alive")).await.unwrap()).await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "alive\n");
+    assert!(
+        probe.elapsed() < Duration::from_secs(3),
+        "the next command starts at once"
+    );
+    m.destroy(&mut h).await.unwrap();
+    let leftover = std::fs::read_dir("/sys/fs/cgroup/pids")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("agent-sandbox-{}-", std::process::id()))
+        })
+        .count();
+    assert_eq!(leftover, 0, "every command's cgroup is removed");
+}
+
+#[tokio::test]
+async fn a_cpu_limit_holds_a_busy_loop_to_its_share() {
+    let Some((_t, m, mut h)) = session("cpu").await else {
+        return;
+    };
+    if !cgroups_writable() {
+        return;
+    }
+    let limits = Limits {
+        cpu_millis: Some(100),
+        ..Limits::default()
+    };
+    let busy = "python3 -c '\nimport time\nt = time.time()\nwhile time.time() - t < 1.0: pass\nprint(time.process_time())'";
+    let out = finish(m.exec(&h, limited(limits, busy)).await.unwrap()).await;
+    let cpu: f64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(9.0);
+    assert!(
+        cpu < 0.5,
+        "a tenth of a CPU for a second of wall time: {cpu} s ({})",
+        out.stderr
+    );
     m.destroy(&mut h).await.unwrap();
 }

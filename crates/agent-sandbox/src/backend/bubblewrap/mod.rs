@@ -222,7 +222,7 @@ impl Session {
         argv: &[OsString],
     ) -> Result<(tokio::process::Command, Option<std::fs::File>), Error> {
         let mut c = tokio::process::Command::new(&self.config.bwrap);
-        prepare(&mut c, request.env, request.stdin);
+        prepare(&mut c, request);
         let file = args_file::options_for(&mut c, options, &self.config.temp_dir)?;
         c.args(argv);
         Ok((c, file))
