@@ -223,10 +223,7 @@ pub async fn read_message<S: AsyncRead + Unpin>(s: &mut S, buf: &mut Vec<u8>) ->
         if done {
             break;
         }
-        let n = match s.read(&mut chunk).await {
-            Ok(n) => n,
-            Err(_) => 0,
-        };
+        let n: usize = s.read(&mut chunk).await.unwrap_or_default();
         if n == 0 {
             break;
         }
