@@ -66,7 +66,7 @@
 //!   with the handed-over stream (the proxy's already-read bytes chained
 //!   in front with [`tokio::io::AsyncReadExt::chain`] and
 //!   [`tokio::io::join`]), the target's host and port and its first
-//!   vetted address. `tests/tls.rs` holds such an adapter.
+//!   vetted address. `tests/cred-broker/support.rs` holds such an adapter.
 //!
 //! # Example
 //!

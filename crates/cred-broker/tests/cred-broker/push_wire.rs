@@ -4,6 +4,7 @@
 //! framing and encoding was; a refused push is answered in git's report
 //! format and reaches nothing.
 
+use crate::support::read_message;
 use cred_broker::push_rule::{Pkt, write_pkt};
 use cred_broker::{
     Broker, Credential, GitClassifier, HeaderTemplate, Lease, PushRuleSpec, RuleEngine, RuleFile,
@@ -13,7 +14,7 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 use test_support::tls_origin::{self, Origin, Reply, TestPki};
-use tokio::io::{AsyncRead, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 const SECRET: &str = "real-push-secret-11d0e";
@@ -29,16 +30,6 @@ decision = "allow"
 hosts = ["git.test"]
 classes = ["git-fetch", "git-push"]
 "#;
-
-/// Reads one HTTP message: head, body.
-async fn read_message<S: AsyncRead + Unpin>(
-    s: &mut S,
-    buf: &mut Vec<u8>,
-) -> Option<(String, Vec<u8>)> {
-    tls_origin::read_message(s, buf)
-        .await
-        .map(|m| (m.head, m.body))
-}
 
 struct World {
     broker: Arc<Broker>,

@@ -9,7 +9,7 @@ use connect_proxy::{
 use cred_broker::{Broker, Request, RequestParser, Status};
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// The cases of a table under `testdata/`.
 pub(crate) fn load<T: DeserializeOwned>(name: &str) -> Vec<T> {
@@ -105,4 +105,14 @@ pub(crate) fn request(method: &str, target: &str, extra: &str, body: &[u8]) -> R
         Ok(Status::Complete { request, .. }) => *request,
         other => panic!("{target}: {other:?}"),
     }
+}
+
+/// Reads one HTTP message (either side of an exchange): head, body.
+pub(crate) async fn read_message<S: AsyncRead + Unpin>(
+    s: &mut S,
+    buf: &mut Vec<u8>,
+) -> Option<(String, Vec<u8>)> {
+    test_support::tls_origin::read_message(s, buf)
+        .await
+        .map(|m| (m.head, m.body))
 }

@@ -2,7 +2,7 @@
 //! CA, clients speaking TLS through `Broker::serve` (directly, and curl
 //! through connect-proxy's proxy pair with an `Intercept` adapter).
 
-use crate::support::proxy_pair;
+use crate::support::{proxy_pair, read_message};
 use test_support::tls_origin::{self, Message, Origin, Reply, TestPki};
 
 use cred_broker::{
@@ -48,16 +48,6 @@ async fn origin(pki: &TestPki) -> Origin {
 /// Every request the origin received, as text.
 fn seen_by(origin: &Origin) -> Vec<String> {
     origin.seen().iter().map(Message::text).collect()
-}
-
-/// Reads one HTTP message: head and body.
-async fn read_message<S: AsyncRead + Unpin>(
-    s: &mut S,
-    buf: &mut Vec<u8>,
-) -> Option<(String, Vec<u8>)> {
-    tls_origin::read_message(s, buf)
-        .await
-        .map(|m| (m.head, m.body))
 }
 
 const RULES: &str = r#"
