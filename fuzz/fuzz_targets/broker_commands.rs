@@ -1,8 +1,8 @@
-//! The broker's receive-pack command-list parser: see `cred_broker::git_fuzzing::commands`.
+//! The push rule's receive-pack command-list parser: see `push_rule::fuzzing::commands`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    cred_broker::git_fuzzing::commands(data);
+    push_rule::fuzzing::commands(data);
 });

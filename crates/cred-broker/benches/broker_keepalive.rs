@@ -21,90 +21,28 @@ use cred_broker::{
     UpstreamRoots,
 };
 use criterion::{Criterion, criterion_group, criterion_main};
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use test_support::tls_origin::{self, Origin, Reply, TestPki};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 use tokio_rustls::client::TlsStream;
-use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 const HOST: &str = "origin.test";
 const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
 /// A keep-alive HTTPS origin answering every request with `RESPONSE`.
 async fn origin() -> (SocketAddr, Vec<u8>) {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::from_params(&params, &ca_key);
-    let key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec![HOST.to_owned()])
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from(leaf.der().to_vec())],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-        )
-        .unwrap();
-    let acceptor = TlsAcceptor::from(Arc::new(config));
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            tcp.set_nodelay(true).unwrap();
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                loop {
-                    while let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        buf.drain(..i + 4);
-                        if tls.write_all(RESPONSE).await.is_err() {
-                            return;
-                        }
-                    }
-                    match tls.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-            });
-        }
-    });
-    (addr, ca.der().to_vec())
+    let pki = TestPki::new(&[HOST]);
+    let origin = Origin::start_unrecorded(&pki, |_| async { Reply::new(RESPONSE) }).await;
+    (origin.addr(), pki.ca_der)
 }
 
 async fn connect(addr: SocketAddr, root: &[u8]) -> TlsStream<TcpStream> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(CertificateDer::from(root.to_vec())).unwrap();
-    let mut config = rustls::ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let mut config = tls_origin::client_config(&[root]);
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let tcp = TcpStream::connect(addr).await.unwrap();
-    tcp.set_nodelay(true).unwrap();
-    TlsConnector::from(Arc::new(config))
-        .connect(ServerName::try_from(HOST).unwrap(), tcp)
-        .await
-        .unwrap()
+    tls_origin::connect(addr, HOST, config).await.unwrap()
 }
 
 async fn round_trip(tls: &mut TlsStream<TcpStream>, request: &[u8], buf: &mut [u8]) {

@@ -3,14 +3,17 @@
 //! trust, limits), compiled once by [`BrokerBuilder::build`].
 
 use crate::ca::SessionCa;
+use crate::classify::RequestClassifier;
 use crate::credential::Credential;
 use crate::engine::RuleEngine;
-use crate::error::{Error, ErrorKind};
-use crate::git::limits::GitLimits;
-use crate::git::push_rule::{PushRule, PushRuleSpec};
+use crate::error::{Error, ErrorKind, LeaseErrorKind};
+#[cfg(feature = "git")]
+use crate::git::classifier::GitClassifier;
 use crate::lease::Lease;
 use crate::limits::Limits;
 use crate::tls;
+#[cfg(feature = "git")]
+use push_rule::{GitLimits, PushRule, PushRuleSpec};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::CertificateDer;
 use rustls::sign::SigningKey;
@@ -77,8 +80,11 @@ pub struct Broker {
     pub(crate) idle_timeout: Duration,
     pub(crate) upstream_timeout: Duration,
     pub(crate) violations: broadcast::Sender<SandboxViolation>,
+    /// Asked by each connection for refusal shapes and for bodies they
+    /// read themselves (see [`RequestClassifier`]); built once.
+    pub(crate) classifiers: Arc<[Arc<dyn RequestClassifier>]>,
+    #[cfg(feature = "git")]
     pub(crate) push_rule: Option<PushRule>,
-    pub(crate) git_limits: GitLimits,
 }
 
 impl fmt::Debug for Broker {
@@ -92,8 +98,13 @@ impl fmt::Debug for Broker {
             .field("handshake_timeout", &self.handshake_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("upstream_timeout", &self.upstream_timeout)
+            .field("classifiers", &names(&self.classifiers))
             .finish_non_exhaustive()
     }
+}
+
+fn names(classifiers: &[Arc<dyn RequestClassifier>]) -> Vec<&str> {
+    classifiers.iter().map(|c| c.name()).collect()
 }
 
 impl Broker {
@@ -110,13 +121,17 @@ impl Broker {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             upstream_timeout: DEFAULT_UPSTREAM_TIMEOUT,
             violation_capacity: DEFAULT_VIOLATION_CAPACITY,
+            classifiers: Vec::new(),
+            #[cfg(feature = "git")]
             push_rule: None,
+            #[cfg(feature = "git")]
             git_limits: GitLimits::default(),
         }
     }
 
     /// The compiled push rule, if one is configured (without one every
     /// push is refused).
+    #[cfg(feature = "git")]
     pub fn push_rule(&self) -> Option<&PushRule> {
         self.push_rule.as_ref()
     }
@@ -154,11 +169,15 @@ pub struct BrokerBuilder {
     idle_timeout: Duration,
     upstream_timeout: Duration,
     violation_capacity: usize,
+    classifiers: Vec<Arc<dyn RequestClassifier>>,
+    #[cfg(feature = "git")]
     push_rule: Option<PushRuleSource>,
+    #[cfg(feature = "git")]
     git_limits: GitLimits,
 }
 
 /// A push rule as given to the builder.
+#[cfg(feature = "git")]
 #[derive(Debug, Clone)]
 enum PushRuleSource {
     Spec(PushRuleSpec),
@@ -172,12 +191,23 @@ impl fmt::Debug for BrokerBuilder {
             .field("grants", &grants)
             .field("extra_roots", &self.extra_roots.len())
             .field("roots", &self.roots)
-            .field("push_rule", &self.push_rule.is_some())
+            .field("classifiers", &names(&self.classifiers))
             .finish_non_exhaustive()
     }
 }
 
 impl BrokerBuilder {
+    /// One more classifier for the broker to ask, after those of its
+    /// features (the git classifier with the push rule, the GraphQL
+    /// classifier), how a request wants a refusal shaped
+    /// ([`RequestClassifier::refusal`]) and whether it reads the body
+    /// itself ([`RequestClassifier::streams_body`]). The rule engine's
+    /// classifiers are its own ([`crate::RuleEngineBuilder::classifier`]).
+    pub fn classifier(&mut self, classifier: Arc<dyn RequestClassifier>) -> &mut BrokerBuilder {
+        self.classifiers.push(classifier);
+        self
+    }
+
     /// The push rule every `git-receive-pack` request must pass, compiled
     /// by [`BrokerBuilder::build`] for the session the granted leases are
     /// bound to (`{session}` is replaced by it; every grant must name the
@@ -186,25 +216,28 @@ impl BrokerBuilder {
     /// A push (`POST .../git-receive-pack`, as [`crate::GitClassifier`]
     /// recognises it, whichever classifiers the rule engine has) is
     /// handled apart from other requests: its head must pass the rule
-    /// engine, its body is read with [`crate::PushBody`] (inflated when
-    /// gzip-encoded, the pack spooled within [`GitLimits`]) and judged
-    /// with [`PushRule::check_spooled`]. A refused push is answered
-    /// `200 OK` with git's report ([`crate::report_status`]), so that
+    /// engine, its body is read with [`push_rule::PushBody`] (inflated
+    /// when gzip-encoded, the pack spooled within [`GitLimits`]) and
+    /// judged with [`PushRule::check_spooled`]. A refused push is answered
+    /// `200 OK` with git's report ([`push_rule::report_status`]), so that
     /// `git push` prints `[remote rejected]` with the reason per ref, and
     /// nothing reaches the upstream; an allowed push is forwarded with
     /// the real credential, identity-encoded, with a `Content-Length`.
+    #[cfg(feature = "git")]
     pub fn push_rule(&mut self, spec: PushRuleSpec) -> &mut BrokerBuilder {
         self.push_rule = Some(PushRuleSource::Spec(spec));
         self
     }
 
     /// An already compiled push rule (see [`BrokerBuilder::push_rule`]).
+    #[cfg(feature = "git")]
     pub fn compiled_push_rule(&mut self, rule: PushRule) -> &mut BrokerBuilder {
         self.push_rule = Some(PushRuleSource::Compiled(rule));
         self
     }
 
     /// The bounds for reading pushes (see [`GitLimits`]).
+    #[cfg(feature = "git")]
     pub fn git_limits(&mut self, limits: GitLimits) -> &mut BrokerBuilder {
         self.git_limits = limits;
         self
@@ -286,13 +319,14 @@ impl BrokerBuilder {
         }
         for g in &self.grants {
             if g.lease.credential() != g.credential.name() {
-                return Err(ErrorKind::CredentialMismatch {
+                return Err(LeaseErrorKind::CredentialMismatch {
                     lease: g.lease.credential().to_owned(),
                     credential: g.credential.name().to_owned(),
                 }
                 .into());
             }
         }
+        #[cfg(feature = "git")]
         let push_rule = match &self.push_rule {
             None => None,
             Some(PushRuleSource::Compiled(rule)) => Some(rule.clone()),
@@ -342,6 +376,15 @@ impl BrokerBuilder {
         let leaf_key = tls::signing_key(&provider, self.ca.leaf_key_pkcs8_der())?;
         let client_config = tls::client_config(&provider, roots)?;
         let (violations, _) = broadcast::channel(self.violation_capacity);
+        let mut classifiers: Vec<Arc<dyn RequestClassifier>> = Vec::new();
+        #[cfg(feature = "git")]
+        classifiers.push(Arc::new(match &push_rule {
+            Some(rule) => GitClassifier::new(self.git_limits).with_push_rule(rule.clone()),
+            None => GitClassifier::new(self.git_limits),
+        }));
+        #[cfg(feature = "graphql")]
+        classifiers.push(Arc::new(crate::graphql_rule::GraphqlClassifier::new()));
+        classifiers.extend(self.classifiers.iter().cloned());
         Ok(Broker {
             ca: Arc::clone(&self.ca),
             engine: Arc::clone(&self.engine),
@@ -355,8 +398,9 @@ impl BrokerBuilder {
             idle_timeout: self.idle_timeout,
             upstream_timeout: self.upstream_timeout,
             violations,
+            classifiers: classifiers.into(),
+            #[cfg(feature = "git")]
             push_rule,
-            git_limits: self.git_limits,
         })
     }
 }

@@ -2,7 +2,7 @@
 //! memory, and leaf certificates minted on demand for the hosts the broker
 //! intercepts.
 
-use crate::error::{Error, ErrorKind, truncate};
+use crate::error::{Error, ErrorKind, TlsErrorKind, truncate};
 use crate::host_pattern::canonical_host;
 use crate::leaf_cache::Lru;
 use rcgen::{
@@ -113,7 +113,7 @@ impl fmt::Debug for SessionCa {
 }
 
 fn cert_error(e: rcgen::Error) -> Error {
-    ErrorKind::Certificate {
+    TlsErrorKind::Certificate {
         message: e.to_string(),
     }
     .into()
@@ -122,7 +122,7 @@ fn cert_error(e: rcgen::Error) -> Error {
 fn random_serial() -> Result<SerialNumber, Error> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| {
-        Error::from(ErrorKind::Certificate {
+        Error::from(TlsErrorKind::Certificate {
             message: format!("random serial: {e}"),
         })
     })?;
@@ -187,7 +187,7 @@ impl SessionCa {
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Lru<Leaf>>, Error> {
         self.cache.lock().map_err(|_| {
-            Error::from(ErrorKind::Certificate {
+            Error::from(TlsErrorKind::Certificate {
                 message: "the leaf cache lock was poisoned".to_owned(),
             })
         })
@@ -195,7 +195,7 @@ impl SessionCa {
 
     fn mint(&self, host: &str, san: SanType, now: SystemTime) -> Result<Leaf, Error> {
         if now >= self.ca_not_after {
-            return Err(ErrorKind::Certificate {
+            return Err(TlsErrorKind::Certificate {
                 message: "the session CA has expired; make a new one".to_owned(),
             }
             .into());
@@ -232,7 +232,7 @@ fn truncate_cn(s: &str) -> String {
 /// The cache key and SAN for a host.
 fn leaf_name(host: &str) -> Result<(String, SanType), Error> {
     let bad = || {
-        Error::from(ErrorKind::InvalidLeafHost {
+        Error::from(TlsErrorKind::InvalidLeafHost {
             host: truncate(host),
         })
     };

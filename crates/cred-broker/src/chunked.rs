@@ -1,7 +1,7 @@
 //! A streaming decoder for the chunked transfer coding (RFC 9112 section 7.1),
 //! stricter than the grammar where readers are known to disagree.
 
-use crate::error::{Error, ErrorKind, truncate_bytes};
+use crate::error::{Error, HttpErrorKind, truncate_bytes};
 use crate::field::{HeaderField, is_token, parse_field_line};
 use crate::limits::Limits;
 
@@ -138,7 +138,7 @@ impl ChunkedDecoder {
                         b'\n'
                     };
                     if input[i] != want {
-                        return Err(ErrorKind::BadChunkTerminator {
+                        return Err(HttpErrorKind::BadChunkTerminator {
                             offset: self.consumed,
                         }
                         .into());
@@ -175,18 +175,18 @@ impl ChunkedDecoder {
             self.line_offset = offset;
         }
         if self.line.last() == Some(&b'\r') && b != b'\n' {
-            return Err(ErrorKind::BareCr { offset: offset - 1 }.into());
+            return Err(HttpErrorKind::BareCr { offset: offset - 1 }.into());
         }
         if b == b'\n' {
             if self.line.last() != Some(&b'\r') {
-                return Err(ErrorKind::BareLf { offset }.into());
+                return Err(HttpErrorKind::BareLf { offset }.into());
             }
             self.line.pop();
             return Ok(Some(std::mem::take(&mut self.line)));
         }
         // The line holds no CR here (a CR not followed by LF failed above).
         if b != b'\r' && self.line.len() >= self.limits.max_line {
-            return Err(ErrorKind::LineTooLong {
+            return Err(HttpErrorKind::LineTooLong {
                 offset: self.line_offset,
                 limit: self.limits.max_line,
             }
@@ -203,7 +203,7 @@ impl ChunkedDecoder {
             None => (line, None),
         };
         let bad_size = || {
-            Error::from(ErrorKind::InvalidChunkSize {
+            Error::from(HttpErrorKind::InvalidChunkSize {
                 offset,
                 value: truncate_bytes(digits),
             })
@@ -227,7 +227,7 @@ impl ChunkedDecoder {
         }
         let total = self.body_len.saturating_add(size);
         if total > self.limits.max_body {
-            return Err(ErrorKind::BodyTooLarge {
+            return Err(HttpErrorKind::BodyTooLarge {
                 limit: self.limits.max_body,
             }
             .into());
@@ -244,13 +244,13 @@ impl ChunkedDecoder {
         }
         let field = parse_field_line(line, self.line_offset)?;
         if FORBIDDEN_TRAILERS.iter().any(|n| field.is(n)) {
-            return Err(ErrorKind::ForbiddenTrailer {
+            return Err(HttpErrorKind::ForbiddenTrailer {
                 name: field.name.clone(),
             }
             .into());
         }
         if self.trailers.len() >= self.limits.max_headers {
-            return Err(ErrorKind::TooManyHeaders {
+            return Err(HttpErrorKind::TooManyHeaders {
                 limit: self.limits.max_headers,
             }
             .into());
@@ -269,7 +269,7 @@ fn check_extensions(ext: &[u8], offset: usize) -> Result<(), Error> {
             None => is_token(part),
         };
         if !ok {
-            return Err(ErrorKind::InvalidChunkExtension { offset }.into());
+            return Err(HttpErrorKind::InvalidChunkExtension { offset }.into());
         }
     }
     Ok(())

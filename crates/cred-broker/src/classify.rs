@@ -1,7 +1,9 @@
 //! Request classes and the classifiers that assign them.
 
+use crate::answer::Answer;
 use crate::error::{Error, ErrorKind, truncate};
 use crate::head::RequestHead;
+use crate::streamed::BodyReader;
 use std::borrow::Cow;
 use std::fmt;
 
@@ -92,12 +94,54 @@ impl<'a> ClassifyInput<'a> {
 /// Turns a request into a class the rules can name. Classifiers are asked
 /// in order; the first that does not answer [`Classification::NotMine`]
 /// decides. A request no classifier takes is denied.
+///
+/// A [`Broker`](crate::Broker) also asks its classifiers (those of its
+/// enabled features, then [`BrokerBuilder::classifier`](crate::BrokerBuilder::classifier)'s)
+/// how a request's protocol wants two things done, through the provided
+/// methods: the shape of a refusal ([`RequestClassifier::refusal`]), and
+/// a body read and judged by the classifier itself
+/// ([`RequestClassifier::streams_body`],
+/// [`RequestClassifier::start_body`]). The defaults leave both to the
+/// broker.
 pub trait RequestClassifier: Send + Sync {
     /// A short name for messages (`rest`, `graphql`, ...).
     fn name(&self) -> &str;
 
     /// Classifies one request.
     fn classify(&self, input: &ClassifyInput<'_>) -> Classification;
+
+    /// The answer to a refusal of `head` with `status`, `message` saying
+    /// why, when this classifier's clients read refusals in a shape of
+    /// their own (GraphQL clients show `{"errors":[...]}`). `None` (the
+    /// default) leaves the broker's plain-text answer.
+    fn refusal(&self, head: &RequestHead, status: u16, message: &str) -> Option<Answer> {
+        let _ = (head, status, message);
+        None
+    }
+
+    /// `Some(bound)` when this classifier reads the body of `head` itself
+    /// ([`RequestClassifier::start_body`]), bounded by `bound` decoded
+    /// bytes instead of [`Limits::max_body`](crate::Limits::max_body);
+    /// `None` (the default) when the parser buffers the body.
+    fn streams_body(&self, head: &RequestHead) -> Option<u64> {
+        let _ = head;
+        None
+    }
+
+    /// Starts reading the body of `head`, for which
+    /// [`RequestClassifier::streams_body`] said `Some`, once the head
+    /// passed the broker's checks and the rules and before any body byte
+    /// is read. An error refuses the request (answered, the connection
+    /// closed, the body unread). The default refuses.
+    fn start_body(&self, head: &RequestHead) -> Result<Box<dyn BodyReader>, Error> {
+        let _ = head;
+        Err(ErrorKind::InvalidConfig {
+            name: "classifier",
+            value: self.name().to_owned(),
+            reason: "it reads no request bodies",
+        }
+        .into())
+    }
 }
 
 /// The default classifier: `rest-read` for `GET`, `HEAD` and `OPTIONS`,

@@ -3,7 +3,7 @@
 use crate::classify::{
     Classification, ClassifyInput, RequestClass, RequestClassifier, RestClassifier,
 };
-use crate::error::{Error, ErrorKind, truncate};
+use crate::error::{Error, ErrorKind, RulesErrorKind, truncate};
 use crate::field::is_token;
 use crate::head::RequestHead;
 use crate::host_pattern::HostPattern;
@@ -302,7 +302,7 @@ impl RuleEngineBuilder {
 }
 
 fn rule_error(spec: &RuleSpec, field: &'static str, value: &str, reason: &'static str) -> Error {
-    ErrorKind::InvalidRule {
+    RulesErrorKind::InvalidRule {
         rule: truncate(&spec.name),
         field,
         value: truncate(value),

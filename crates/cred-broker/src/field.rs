@@ -1,6 +1,6 @@
 //! One header (or trailer) field line, and the token grammar.
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, HttpErrorKind};
 use std::fmt;
 
 /// One header field as received: the name with its original spelling and
@@ -78,8 +78,8 @@ pub(crate) fn is_token(s: &[u8]) -> bool {
 /// starts, for error messages.
 pub(crate) fn parse_field_line(line: &[u8], offset: usize) -> Result<HeaderField, Error> {
     match line.first() {
-        Some(b' ' | b'\t') => return Err(ErrorKind::ObsFold { offset }.into()),
-        Some(b':') => return Err(ErrorKind::EmptyHeaderName { offset }.into()),
+        Some(b' ' | b'\t') => return Err(HttpErrorKind::ObsFold { offset }.into()),
+        Some(b':') => return Err(HttpErrorKind::EmptyHeaderName { offset }.into()),
         _ => {}
     }
     let mut colon = None;
@@ -90,10 +90,10 @@ pub(crate) fn parse_field_line(line: &[u8], offset: usize) -> Result<HeaderField
                 break;
             }
             b' ' | b'\t' => {
-                return Err(ErrorKind::WhitespaceBeforeColon { offset: offset + i }.into());
+                return Err(HttpErrorKind::WhitespaceBeforeColon { offset: offset + i }.into());
             }
             b if !is_tchar(b) => {
-                return Err(ErrorKind::InvalidHeaderName {
+                return Err(HttpErrorKind::InvalidHeaderName {
                     offset: offset + i,
                     byte: b,
                 }
@@ -103,13 +103,13 @@ pub(crate) fn parse_field_line(line: &[u8], offset: usize) -> Result<HeaderField
         }
     }
     let Some(colon) = colon else {
-        return Err(ErrorKind::MissingColon { offset }.into());
+        return Err(HttpErrorKind::MissingColon { offset }.into());
     };
     let raw = &line[colon + 1..];
     for (i, &b) in raw.iter().enumerate() {
         let ok = b == b'\t' || (0x20..0x7f).contains(&b) || b >= 0x80;
         if !ok {
-            return Err(ErrorKind::InvalidHeaderValue {
+            return Err(HttpErrorKind::InvalidHeaderValue {
                 offset: offset + colon + 1 + i,
                 byte: b,
             }

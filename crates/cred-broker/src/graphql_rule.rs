@@ -1,7 +1,9 @@
 //! The GraphQL classifier: queries are reads, mutations and subscriptions
 //! are writes, anything ambiguous is refused.
 
+use crate::answer::Answer;
 use crate::classify::{Classification, ClassifyInput, RequestClass, RequestClassifier};
+use crate::head::RequestHead;
 use crate::path_glob::normal_path;
 use graphql_classifier::{Classifier, OperationKind};
 
@@ -20,6 +22,10 @@ pub const GRAPHQL_SUBSCRIPTION: &str = "graphql-subscription";
 /// beside others, anything it cannot read), a body that was not read, a
 /// `Content-Encoding`, or any other method on those paths is refused, so
 /// the request is denied. Other paths are not its business.
+///
+/// In a [`Broker`](crate::Broker), every 403 on those paths is answered
+/// with `Content-Type: application/json` and a [`graphql_error_body`]
+/// ([`RequestClassifier::refusal`]), which GraphQL clients show.
 #[derive(Debug, Clone, Default)]
 pub struct GraphqlClassifier {
     inner: Classifier,
@@ -40,7 +46,7 @@ impl GraphqlClassifier {
 /// Whether `path` is a GraphQL endpoint (`/graphql`, `/api/graphql`),
 /// matched in the rules' normal form, ignoring case and a final `/`, so
 /// that no spelling of the endpoint escapes the classifier.
-pub(crate) fn is_graphql_path(path: &str) -> bool {
+fn is_graphql_path(path: &str) -> bool {
     let norm = normal_path(path)
         .unwrap_or_else(|_| path.to_owned())
         .to_ascii_lowercase();
@@ -88,6 +94,11 @@ impl RequestClassifier for GraphqlClassifier {
             Ok(class) => Classification::Class(class),
             Err(e) => refused(e.to_string()),
         }
+    }
+
+    fn refusal(&self, head: &RequestHead, status: u16, message: &str) -> Option<Answer> {
+        (status == 403 && is_graphql_path(head.path()))
+            .then(|| Answer::new(403, "application/json", graphql_error_body(message)))
     }
 }
 

@@ -1,7 +1,7 @@
 //! Finding and parsing a request head: line endings and sizes are checked
 //! byte by byte as bytes arrive; the structure once the head is complete.
 
-use crate::error::{Error, ErrorKind, truncate, truncate_bytes};
+use crate::error::{Error, HttpErrorKind, truncate, truncate_bytes};
 use crate::field::{HeaderField, is_tchar, parse_field_line};
 use crate::head::{BodyFraming, RequestHead, TargetForm, Version};
 use crate::limits::Limits;
@@ -23,10 +23,10 @@ impl HeadScanner {
             let i = self.pos;
             let b = buf[i];
             if i > 0 && buf[i - 1] == b'\r' && b != b'\n' {
-                return Err(ErrorKind::BareCr { offset: i - 1 }.into());
+                return Err(HttpErrorKind::BareCr { offset: i - 1 }.into());
             }
             if i >= limits.max_head {
-                return Err(ErrorKind::HeadTooLarge {
+                return Err(HttpErrorKind::HeadTooLarge {
                     limit: limits.max_head,
                 }
                 .into());
@@ -35,19 +35,19 @@ impl HeadScanner {
             match b {
                 b'\n' => {
                     if i == 0 || buf[i - 1] != b'\r' {
-                        return Err(ErrorKind::BareLf { offset: i }.into());
+                        return Err(HttpErrorKind::BareLf { offset: i }.into());
                     }
                     let len = i - 1 - self.line_start;
                     if len == 0 {
                         if self.line_start == 0 {
-                            return Err(ErrorKind::LeadingEmptyLine { offset: 0 }.into());
+                            return Err(HttpErrorKind::LeadingEmptyLine { offset: 0 }.into());
                         }
                         return Ok(Some(i + 1));
                     }
                     self.lines += 1;
                     // The request line plus `max_headers` header lines.
                     if self.lines > limits.max_headers + 1 {
-                        return Err(ErrorKind::TooManyHeaders {
+                        return Err(HttpErrorKind::TooManyHeaders {
                             limit: limits.max_headers,
                         }
                         .into());
@@ -57,7 +57,7 @@ impl HeadScanner {
                 b'\r' => {}
                 _ => {
                     if i - self.line_start >= limits.max_line {
-                        return Err(ErrorKind::LineTooLong {
+                        return Err(HttpErrorKind::LineTooLong {
                             offset: self.line_start,
                             limit: limits.max_line,
                         }
@@ -87,7 +87,7 @@ fn lines(head: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
 pub(crate) fn parse_head(head: &[u8]) -> Result<RequestHead, Error> {
     let mut it = lines(head);
     let Some((_, request_line)) = it.next() else {
-        return Err(ErrorKind::Truncated.into());
+        return Err(HttpErrorKind::Truncated.into());
     };
     let (method, target, version) = parse_request_line(request_line)?;
     let mut headers = Vec::new();
@@ -102,7 +102,7 @@ pub(crate) fn parse_head(head: &[u8]) -> Result<RequestHead, Error> {
     if form == TargetForm::Absolute {
         let authority = absolute_authority(&target)?;
         if !authority.eq_ignore_ascii_case(&host) {
-            return Err(ErrorKind::HostMismatch {
+            return Err(HttpErrorKind::HostMismatch {
                 target_host: truncate(authority),
                 host: truncate(&host),
             }
@@ -122,7 +122,7 @@ pub(crate) fn parse_head(head: &[u8]) -> Result<RequestHead, Error> {
 }
 
 fn parse_request_line(line: &[u8]) -> Result<(String, String, Version), Error> {
-    let bad = |offset, reason| Err(ErrorKind::InvalidRequestLine { offset, reason }.into());
+    let bad = |offset, reason| Err(HttpErrorKind::InvalidRequestLine { offset, reason }.into());
     let parts: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
     if parts.len() != 3 || parts.iter().any(|p| p.is_empty()) {
         return bad(
@@ -144,7 +144,7 @@ fn parse_request_line(line: &[u8]) -> Result<(String, String, Version), Error> {
         b"HTTP/1.1" => Version::Http11,
         b"HTTP/1.0" => Version::Http10,
         [b'H', b'T', b'T', b'P', b'/', a, b'.', b] if a.is_ascii_digit() && b.is_ascii_digit() => {
-            return Err(ErrorKind::UnsupportedVersion {
+            return Err(HttpErrorKind::UnsupportedVersion {
                 version: truncate_bytes(version),
             }
             .into());
@@ -164,7 +164,7 @@ fn parse_request_line(line: &[u8]) -> Result<(String, String, Version), Error> {
 
 fn target_form(method: &str, target: &str) -> Result<TargetForm, Error> {
     let bad = |reason| {
-        Err(ErrorKind::InvalidTarget {
+        Err(HttpErrorKind::InvalidTarget {
             target: truncate(target),
             reason,
         }
@@ -205,7 +205,7 @@ fn absolute_authority(target: &str) -> Result<&str, Error> {
     let end = rest.find(['/', '?']).unwrap_or(rest.len());
     let authority = &rest[..end];
     if !is_host_port(authority) {
-        return Err(ErrorKind::InvalidTarget {
+        return Err(HttpErrorKind::InvalidTarget {
             target: truncate(target),
             reason: "the URI's authority is not a host with an optional port (userinfo is refused)",
         }
@@ -255,14 +255,14 @@ pub(crate) fn is_host_port(s: &str) -> bool {
 fn single_host(headers: &[HeaderField]) -> Result<String, Error> {
     let mut hosts = headers.iter().filter(|h| h.is("host"));
     let Some(host) = hosts.next() else {
-        return Err(ErrorKind::MissingHost.into());
+        return Err(HttpErrorKind::MissingHost.into());
     };
     if hosts.next().is_some() {
-        return Err(ErrorKind::RepeatedHost.into());
+        return Err(HttpErrorKind::RepeatedHost.into());
     }
     match host.value_str() {
         Some(v) if is_host_port(v) => Ok(v.to_owned()),
-        _ => Err(ErrorKind::InvalidHost {
+        _ => Err(HttpErrorKind::InvalidHost {
             value: truncate_bytes(&host.value),
         }
         .into()),
@@ -276,23 +276,23 @@ fn framing(method: &str, version: Version, headers: &[HeaderField]) -> Result<Bo
         .collect();
     let cl: Vec<&HeaderField> = headers.iter().filter(|h| h.is("content-length")).collect();
     if !te.is_empty() && version == Version::Http10 {
-        return Err(ErrorKind::TransferEncodingInHttp10.into());
+        return Err(HttpErrorKind::TransferEncodingInHttp10.into());
     }
     if !te.is_empty() && !cl.is_empty() {
-        return Err(ErrorKind::LengthAndChunked.into());
+        return Err(HttpErrorKind::LengthAndChunked.into());
     }
     if te.len() > 1 {
-        return Err(ErrorKind::RepeatedTransferEncoding.into());
+        return Err(HttpErrorKind::RepeatedTransferEncoding.into());
     }
     if cl.len() > 1 {
-        return Err(ErrorKind::RepeatedContentLength.into());
+        return Err(HttpErrorKind::RepeatedContentLength.into());
     }
     if method == "CONNECT" && (!te.is_empty() || !cl.is_empty()) {
-        return Err(ErrorKind::BodyOnConnect.into());
+        return Err(HttpErrorKind::BodyOnConnect.into());
     }
     if let Some(te) = te.first() {
         if !te.value.eq_ignore_ascii_case(b"chunked") {
-            return Err(ErrorKind::UnsupportedTransferEncoding {
+            return Err(HttpErrorKind::UnsupportedTransferEncoding {
                 value: truncate_bytes(&te.value),
             }
             .into());
@@ -310,7 +310,7 @@ fn framing(method: &str, version: Version, headers: &[HeaderField]) -> Result<Bo
         };
         return match parsed {
             Some(n) => Ok(BodyFraming::Length(n)),
-            None => Err(ErrorKind::InvalidContentLength {
+            None => Err(HttpErrorKind::InvalidContentLength {
                 value: truncate_bytes(v),
             }
             .into()),

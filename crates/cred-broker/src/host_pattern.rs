@@ -1,7 +1,7 @@
 //! Host patterns for rules and credentials: exact, leading wildcard (any
 //! depth, never the apex) and middle wildcard (exactly one label).
 
-use crate::error::{Error, ErrorKind, truncate};
+use crate::error::{Error, RulesErrorKind, truncate};
 use std::fmt;
 
 /// The longest pattern accepted, in bytes.
@@ -43,7 +43,7 @@ impl HostPattern {
     /// Parses and checks one pattern.
     pub fn parse(pattern: &str) -> Result<HostPattern, Error> {
         let bad = |reason| {
-            Err(Error::from(ErrorKind::InvalidHostPattern {
+            Err(Error::from(RulesErrorKind::InvalidHostPattern {
                 pattern: truncate(pattern),
                 reason,
             }))

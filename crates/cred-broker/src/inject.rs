@@ -2,7 +2,7 @@
 //! credential header in.
 
 use crate::credential::Credential;
-use crate::error::{Error, ErrorKind, truncate};
+use crate::error::{Error, ErrorKind, LeaseErrorKind, RulesErrorKind, truncate};
 use crate::field::HeaderField;
 use crate::head::RequestHead;
 use crate::head_parser::is_host_port;
@@ -161,21 +161,21 @@ pub(crate) fn upstream_head_for(
 ) -> Result<UpstreamHead, Error> {
     lease.check(now)?;
     if lease.credential() != credential.name {
-        return Err(ErrorKind::CredentialMismatch {
+        return Err(LeaseErrorKind::CredentialMismatch {
             lease: truncate(lease.credential()),
             credential: truncate(&credential.name),
         }
         .into());
     }
     if !target.agrees_with(head.host()) {
-        return Err(ErrorKind::TargetMismatch {
+        return Err(RulesErrorKind::TargetMismatch {
             host: truncate(head.host()),
             target: target.to_string(),
         }
         .into());
     }
     if !credential.allows_host(&target.host) {
-        return Err(ErrorKind::HostNotAllowed {
+        return Err(LeaseErrorKind::HostNotAllowed {
             credential: truncate(&credential.name),
             host: target.host.clone(),
         }

@@ -2,7 +2,7 @@
 //! sandbox holds in its place, until revoked or expired.
 
 use crate::credential::Credential;
-use crate::error::{Error, ErrorKind, truncate};
+use crate::error::{Error, ErrorKind, LeaseErrorKind, truncate};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -142,8 +142,8 @@ impl Lease {
         let session = truncate(&self.inner.session);
         match self.state(now) {
             LeaseState::Active => Ok(()),
-            LeaseState::Revoked => Err(ErrorKind::Revoked { session }.into()),
-            LeaseState::Expired => Err(ErrorKind::LeaseExpired { session }.into()),
+            LeaseState::Revoked => Err(LeaseErrorKind::Revoked { session }.into()),
+            LeaseState::Expired => Err(LeaseErrorKind::LeaseExpired { session }.into()),
         }
     }
 }

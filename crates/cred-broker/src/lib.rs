@@ -66,7 +66,7 @@
 //!   with the handed-over stream (the proxy's already-read bytes chained
 //!   in front with [`tokio::io::AsyncReadExt::chain`] and
 //!   [`tokio::io::join`]), the target's host and port and its first
-//!   vetted address. `tests/tls.rs` holds such an adapter.
+//!   vetted address. `tests/cred-broker/support.rs` holds such an adapter.
 //!
 //! # Example
 //!
@@ -162,18 +162,13 @@
 //!   has [`DEFAULT_HANDSHAKE_TIMEOUT`], each wait for request or response
 //!   bytes [`DEFAULT_IDLE_TIMEOUT`], the upstream connect and handshake
 //!   [`DEFAULT_UPSTREAM_TIMEOUT`]; all are settable on [`BrokerBuilder`].
-//! - Git pushes: pkt-lines are exactly four hex digits and at most
-//!   [`MAX_PKT_LEN`] bytes; [`GitLimits`] bounds ref updates (1000),
-//!   `shallow` lines (1000), push options (100), the command section
-//!   (4 MiB), the inflated body (512 MiB), the spool (8 MiB in memory,
-//!   then a private temporary file, 512 MiB hard cap), pack objects
-//!   (1 000 000), one object (64 MiB) and one commit (1 MiB) inflated,
-//!   delta chains (64) and commits walked (100 000); at most
-//!   [`MAX_CAPABILITIES`] capabilities and ref names of
-//!   [`MAX_REFNAME_LEN`] bytes. Nothing recurses.
+//! - Git pushes (feature `git`) are read within `push-rule`'s bounds
+//!   ([`GitLimits`]: ref updates, the command section, the inflated body,
+//!   the spool, the pack and its walk; see that crate's "Input safety"),
+//!   not within [`Limits::max_body`].
 //! - Nothing here panics on input; the fuzz targets under `fuzz/`
 //!   (`broker_request_head`, `broker_chunked`, `broker_rules`,
-//!   `broker_pktline`, `broker_commands`, `broker_pack_walk`) check it.
+//!   `broker_response`) check it, and `push-rule`'s for the git readers.
 //!
 //! # What is not here yet
 //!
@@ -188,56 +183,58 @@
 //!
 //! # Git pushes and GraphQL
 //!
-//! [`GitClassifier`] classifies git's smart HTTP: ref discovery and
-//! `git-upload-pack` as `git-fetch`, `git-receive-pack` as `git-push`, any
-//! other request on a git path refused. A push body is read by
-//! [`parse_receive_pack`] (strict pkt-lines from [`read_pkt`], ref-update
-//! commands with SHA-1 or SHA-256 ids, capabilities from every line,
-//! `shallow` lines, push options only when negotiated, `push-cert`
-//! refused; gzip bodies inflated within a bound by [`inflate_gzip`]). The
-//! pack that follows is held in a [`PackSpool`] ([`PushBody`] does all
-//! of this as the body arrives) and judged by a
-//! [`PushRule`] (ref patterns; deletes, tags, duplicate refs and
-//! unproven fast-forwards refused unless allowed; one refused ref refuses
-//! the push), which proves a fast-forward by walking the pack with
-//! [`read_pack`]; what that proves, and what it does not, is set out on
-//! [`PushRule`]. A refused push is answered by
-//! [`report_status`] in git's own report format. With the `graphql`
-//! feature, [`GraphqlClassifier`] classifies `/graphql` and
-//! `/api/graphql` requests and [`graphql_error_body`] shapes a refusal.
+//! The connection knows no protocol above HTTP by name. It asks the
+//! broker's classifiers ([`RequestClassifier`], built once with the
+//! broker: those of its features, then [`BrokerBuilder::classifier`]'s)
+//! two things: whether a request's body is theirs to read and judge
+//! ([`RequestClassifier::streams_body`], [`RequestClassifier::start_body`],
+//! [`BodyReader`], [`HeldBody`]), and how a refusal is shaped
+//! ([`RequestClassifier::refusal`], an [`Answer`]).
 //!
-//! In a [`Broker`], a request that [`GitClassifier`] sees as a push
-//! (`POST .../git-receive-pack`) is handled apart, whatever classifiers
-//! the rule engine was built with: its head must agree with the target,
-//! pass the rule engine (classes come from the head alone) and find a
-//! push rule configured ([`BrokerBuilder::push_rule`]; without one every
-//! push is refused), else it is answered 403 and the connection closed
-//! before any body byte is read. The body is then streamed into a
-//! [`PushBody`] (bounded by [`GitLimits`], not by [`Limits::max_body`])
-//! and judged by [`PushRule::check_spooled`]. A refused push is answered
-//! `200 OK`, `Content-Type: application/x-git-receive-pack-result`, with
-//! [`report_status`] (so `git push` prints `! [remote rejected] <ref>
-//! (<reason>)`), reported as a violation, and nothing of it reaches the
-//! upstream; an allowed push is forwarded after the lease check, with the
-//! real credential, identity-encoded (no `Content-Encoding`) and with a
-//! `Content-Length` of its own. A malformed push body is 400 and close.
+//! [`GitClassifier`] (feature `git`) classifies git's smart HTTP: ref
+//! discovery and `git-upload-pack` as `git-fetch`, `git-receive-pack` as
+//! `git-push`, any other request on a git path refused. In a [`Broker`],
+//! a push (`POST .../git-receive-pack`) is handled apart, whatever
+//! classifiers the rule engine was built with: its head must agree with
+//! the target, pass the rule engine (classes come from the head alone)
+//! and find a push rule configured ([`BrokerBuilder::push_rule`]; without
+//! one every push is refused), else it is answered 403 and the connection
+//! closed before any body byte is read. The body is then streamed into a
+//! [`push_rule::PushBody`] (bounded by [`GitLimits`], not by
+//! [`Limits::max_body`]) and judged by [`PushRule::check_spooled`]. A
+//! refused push is answered `200 OK`, `Content-Type:
+//! application/x-git-receive-pack-result`, with
+//! [`push_rule::report_status`] (so `git push` prints `! [remote
+//! rejected] <ref> (<reason>)`), reported as a violation, and nothing of
+//! it reaches the upstream; an allowed push is forwarded after the lease
+//! check, with the real credential, identity-encoded (no
+//! `Content-Encoding`) and with a `Content-Length` of its own. A
+//! malformed push body is 400 and close. What the push rule proves, and
+//! what it does not, is set out in the `push-rule` crate (re-exported as
+//! [`push_rule`]).
+//!
+//! With the `graphql` feature, [`GraphqlClassifier`] classifies
+//! `/graphql` and `/api/graphql` requests. GraphQL refusals are HTTP 403
+//! with `Content-Type: application/json` and a [`graphql_error_body`]
+//! (`{"errors":[{"message":"cred-broker: ..."}]}`): a status that no
+//! client mistakes for success, and a body that GraphQL clients show.
+//! Every 403 on a GraphQL endpoint has this shape (a denied mutation, an
+//! ambiguous document, a revoked lease).
+//!
 //! Add [`GitClassifier`] and [`GraphqlClassifier`] to the rule engine with
 //! [`RuleEngineBuilder::classifier`] so rules can name their classes
 //! (`git-fetch`, `git-push`, `graphql-query`, ...).
 //!
-//! GraphQL refusals are HTTP 403 with `Content-Type: application/json` and
-//! a [`graphql_error_body`] (`{"errors":[{"message":"cred-broker: ..."}]}`):
-//! a status that no client mistakes for success, and a body that GraphQL
-//! clients show. Every 403 on a GraphQL endpoint has this shape (a denied
-//! mutation, an ambiguous document, a revoked lease).
-//! Every git parser is bounded by [`GitLimits`]; pkt-lines by
-//! [`MAX_PKT_LEN`].
-//!
 //! # Crate features
 //!
+//! - `git` (default): [`GitClassifier`] and pushes judged by a push rule,
+//!   backed by `push-rule` (re-exported as [`push_rule`]). Without it the
+//!   broker does not single out pushes: a `POST .../git-receive-pack` is
+//!   an ordinary request to the rules.
 //! - `graphql` (default): [`GraphqlClassifier`], backed by
 //!   `graphql-classifier`.
 
+mod answer;
 mod broker;
 mod ca;
 mod chunked;
@@ -249,9 +246,8 @@ mod error;
 mod field;
 #[doc(hidden)]
 pub mod fuzzing;
+#[cfg(feature = "git")]
 mod git;
-#[doc(hidden)]
-pub mod git_fuzzing;
 #[cfg(feature = "graphql")]
 mod graphql_rule;
 mod head;
@@ -267,54 +263,55 @@ mod reframe;
 mod response;
 mod rules;
 mod secret;
+mod streamed;
 mod tls;
 
+// The broker and its settings.
 pub use broker::{
     BROKER_DENY, Broker, BrokerBuilder, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_UPSTREAM_TIMEOUT, DEFAULT_VIOLATION_CAPACITY, UpstreamRoots,
 };
+// TLS and the session CA.
 pub use ca::{
     CLOCK_SKEW, DEFAULT_CA_LIFETIME, DEFAULT_LEAF_CACHE, DEFAULT_LEAF_LIFETIME, Leaf, SessionCa,
     SessionCaBuilder,
 };
+// The HTTP parser and the upstream form of a request.
 pub use chunked::{ChunkedDecoder, MAX_CHUNK_SIZE_DIGITS};
-pub use classify::{
-    Classification, ClassifyInput, RequestClass, RequestClassifier, RestClassifier,
-};
-pub use credential::{Credential, CredentialBuilder, HeaderTemplate};
-pub use engine::{Decision, DecisionReason, RestFallback, RuleEngine, RuleEngineBuilder};
-pub use error::{Error, ErrorKind, Response};
 pub use field::HeaderField;
-pub use git::classifier::{GIT_FETCH, GIT_PUSH, GitClassifier, GitRequest, decoded_body};
-pub use git::commands::{
-    MAX_CAPABILITIES, MAX_REFNAME_LEN, ObjectFormat, ObjectId, ReceivePack, RefUpdate, UpdateKind,
-    check_refname, inflate_gzip, parse_receive_pack, try_parse_receive_pack,
-};
-pub use git::limits::GitLimits;
-pub use git::pack::{Ancestry, PackCommits, apply_delta, read_pack};
-pub use git::pktline::{MAX_PKT_LEN, MAX_PKT_PAYLOAD, Pkt, PktRead, read_all, read_pkt, write_pkt};
-pub use git::push_body::{BodyEncoding, PushBody, SpooledPush};
-pub use git::push_rule::{
-    MAX_REF_PATTERNS, Permission, PushDecision, PushRule, PushRuleSpec, RefVerdict, Refusal,
-};
-pub use git::report::{RECEIVE_PACK_RESULT, report_status};
-pub use git::spool::{PackSpool, SpoolReader};
-#[cfg(feature = "graphql")]
-pub use graphql_rule::{
-    GRAPHQL_MUTATION, GRAPHQL_QUERY, GRAPHQL_SUBSCRIPTION, GraphqlClassifier, graphql_error_body,
-};
 pub use head::{BodyFraming, RequestHead, TargetForm, Version};
-pub use host_pattern::{HostPattern, MAX_HOST_PATTERN_LEN};
 pub use inject::{Target, UpstreamHead, upstream_head};
-pub use lease::{Lease, LeaseBuilder, LeaseState, PHANTOM_BYTES, PhantomToken};
 pub use limits::{
     DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD, DEFAULT_MAX_HEADERS, DEFAULT_MAX_LINE, Limits,
     LimitsBuilder,
 };
 pub use parser::{Request, RequestParser, Status};
+// Rules and classifiers.
+pub use answer::Answer;
+pub use classify::{
+    Classification, ClassifyInput, RequestClass, RequestClassifier, RestClassifier,
+};
+pub use engine::{Decision, DecisionReason, RestFallback, RuleEngine, RuleEngineBuilder};
+#[cfg(feature = "git")]
+pub use git::classifier::{GIT_FETCH, GIT_PUSH, GitClassifier, GitRequest, decoded_body};
+#[cfg(feature = "graphql")]
+pub use graphql_rule::{
+    GRAPHQL_MUTATION, GRAPHQL_QUERY, GRAPHQL_SUBSCRIPTION, GraphqlClassifier, graphql_error_body,
+};
+pub use host_pattern::{HostPattern, MAX_HOST_PATTERN_LEN};
 pub use path_glob::{MAX_GLOB_LEN, PathGlob, PathProblem};
+#[cfg(feature = "git")]
+pub use push_rule::{self, GitLimits, PushRule, PushRuleSpec};
 pub use rules::{MAX_RULE_ENTRIES, MAX_RULE_FILE_LEN, MAX_RULES, RuleFile, RuleSpec, Verdict};
+pub use streamed::{BodyReader, HeldBody, Judgement};
+// Credentials, leases and secrets.
+pub use credential::{Credential, CredentialBuilder, HeaderTemplate};
+pub use lease::{Lease, LeaseBuilder, LeaseState, PHANTOM_BYTES, PhantomToken};
 pub use secret::{MAX_SECRET_LEN, Secret};
+// Errors.
+pub use error::{
+    Error, ErrorKind, HttpErrorKind, LeaseErrorKind, Response, RulesErrorKind, TlsErrorKind,
+};
 
 #[cfg(test)]
 mod proptests;

@@ -2,11 +2,13 @@
 //! at a time.
 
 use crate::chunked::ChunkedDecoder;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, HttpErrorKind};
 use crate::field::HeaderField;
 use crate::head::{BodyFraming, RequestHead};
 use crate::head_parser::{HeadScanner, parse_head};
 use crate::limits::Limits;
+use std::fmt;
+use std::sync::Arc;
 
 /// One complete request: the checked head, the decoded body and any
 /// trailer fields. The client's framing is not kept; see
@@ -66,8 +68,19 @@ enum State {
     Failed(Error),
 }
 
-/// Chooses the requests whose bodies are streamed.
-type PickStreamed = fn(&RequestHead) -> bool;
+/// Chooses the requests whose bodies are streamed, and bounds each such
+/// body (decoded) instead of [`Limits::max_body`].
+pub(crate) type PickStreamed = Arc<dyn Fn(&RequestHead) -> Option<u64> + Send + Sync>;
+
+/// A [`PickStreamed`] that `Debug` can show.
+#[derive(Clone)]
+struct Pick(PickStreamed);
+
+impl fmt::Debug for Pick {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Pick(..)")
+    }
+}
 
 /// Reads requests from a byte stream, one at a time, in whatever slices
 /// the bytes arrive. Every check of the crate runs here; the first problem
@@ -90,9 +103,9 @@ pub struct RequestParser {
     scanner: HeadScanner,
     body: Vec<u8>,
     /// Which requests have their bodies streamed (taken in parts with
-    /// `take_body_part`) instead of collected, and the bound on such a
+    /// `take_body_part`) instead of collected, and the bound on each such
     /// decoded body.
-    stream: Option<(PickStreamed, u64)>,
+    stream: Option<Pick>,
     /// Whether the request being read is streamed.
     streaming: bool,
 }
@@ -112,12 +125,12 @@ impl RequestParser {
     }
 
     /// Streams the bodies of the requests `pick` chooses: their body bytes
-    /// are bounded by `max` (instead of [`Limits::max_body`]) and taken in
-    /// parts with [`RequestParser::take_body_part`] while the request is
-    /// incomplete; the completed request holds only the part not yet
-    /// taken.
-    pub(crate) fn stream_bodies(&mut self, pick: PickStreamed, max: u64) {
-        self.stream = Some((pick, max));
+    /// are bounded by the bound `pick` gives (instead of
+    /// [`Limits::max_body`]) and taken in parts with
+    /// [`RequestParser::take_body_part`] while the request is incomplete;
+    /// the completed request holds only the part not yet taken.
+    pub(crate) fn stream_bodies(&mut self, pick: PickStreamed) {
+        self.stream = Some(Pick(pick));
     }
 
     /// The head of a streamed request whose body is being read.
@@ -145,7 +158,7 @@ impl RequestParser {
         match &self.state {
             State::Failed(e) => Err(e.clone()),
             _ if self.is_idle() => Ok(()),
-            _ => Err(self.fail(ErrorKind::Truncated.into())),
+            _ => Err(self.fail(HttpErrorKind::Truncated.into())),
         }
     }
 
@@ -184,8 +197,8 @@ impl RequestParser {
             self.scanner = HeadScanner::default();
             let mut limits = self.limits;
             self.streaming = false;
-            if let Some((pick, max)) = self.stream
-                && pick(&head)
+            if let Some(Pick(pick)) = &self.stream
+                && let Some(max) = pick(&head)
             {
                 self.streaming = true;
                 limits.max_body = max;
@@ -195,7 +208,7 @@ impl RequestParser {
                     return Ok(self.complete(head, Vec::new(), used));
                 }
                 BodyFraming::Length(n) if n > limits.max_body => {
-                    return Err(ErrorKind::BodyTooLarge {
+                    return Err(HttpErrorKind::BodyTooLarge {
                         limit: limits.max_body,
                     }
                     .into());
@@ -268,8 +281,8 @@ mod tests {
     )]
     use super::*;
 
-    fn big(head: &RequestHead) -> bool {
-        head.path() == "/big"
+    fn big() -> PickStreamed {
+        Arc::new(|head: &RequestHead| (head.path() == "/big").then_some(100))
     }
 
     #[test]
@@ -277,7 +290,7 @@ mod tests {
         let limits = Limits::builder().max_body(4).build().unwrap();
         for chunked in [false, true] {
             let mut p = RequestParser::new(limits);
-            p.stream_bodies(big, 100);
+            p.stream_bodies(big());
             let wire: &[u8] = if chunked {
                 b"POST /big HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n5\r\nworld\r\n0\r\n\r\n"
             } else {
@@ -302,13 +315,13 @@ mod tests {
         }
         // Past the stream's bound, and other requests keep the parser's.
         let mut p = RequestParser::new(limits);
-        p.stream_bodies(big, 100);
+        p.stream_bodies(big());
         assert!(
             p.feed(b"POST /big HTTP/1.1\r\nHost: a.test\r\nContent-Length: 101\r\n\r\n")
                 .is_err()
         );
         let mut p = RequestParser::new(limits);
-        p.stream_bodies(big, 100);
+        p.stream_bodies(big());
         assert!(
             p.feed(b"POST /small HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\n\r\n")
                 .is_err()

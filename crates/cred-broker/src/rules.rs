@@ -1,6 +1,6 @@
 //! Rules as data: the serialised form of a rule file.
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, RulesErrorKind};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -116,7 +116,7 @@ fn check_len(text: &str) -> Result<(), Error> {
 }
 
 fn syntax(message: String) -> Error {
-    ErrorKind::RuleSyntax {
+    RulesErrorKind::RuleSyntax {
         message: message.chars().take(512).collect(),
     }
     .into()

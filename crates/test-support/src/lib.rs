@@ -24,8 +24,33 @@
 //!
 //! The helpers read the ambient process (its `PATH`, `CI`, the skip
 //! variable, its limits): they are for tests only.
+//!
+//! # Behaviour tables and a TLS origin
+//!
+//! - [`cases`] (feature `cases`): [`cases::load`] reads the `[[case]]`
+//!   entries of a TOML table under a crate's `testdata/`
+//!   ([`testdata_dir!`]); [`cases::variant`] names an enum value's variant
+//!   as the tables write it.
+//! - [`tls_origin`] (feature `tls-origin`): a [`tls_origin::TestPki`] (a
+//!   fresh CA and a leaf), an [`tls_origin::Origin`] on loopback that
+//!   records every request and answers with a handler,
+//!   [`tls_origin::read_message`] for either side of an HTTP/1.1
+//!   exchange, and the client side ([`tls_origin::client_config`],
+//!   [`tls_origin::connect`]).
+//!
+//! # Crate features
+//!
+//! - `cases`: the table loader (serde, toml).
+//! - `tls-origin`: the TLS origin (rustls with ring, tokio, rcgen).
+//!
+//! Neither is on by default, so a test binary that needs only the host
+//! requirements builds none of it.
 
+#[cfg(feature = "cases")]
+pub mod cases;
 mod requirement;
+#[cfg(feature = "tls-origin")]
+pub mod tls_origin;
 
 pub use requirement::{
     Decision, SKIP_ENV, decide, require, require_fd_limit, require_root, tool, tool_in,

@@ -1,11 +1,13 @@
 //! The git smart-HTTP classifier.
 
-use super::commands::{ReceivePack, inflate_gzip, parse_receive_pack};
-use super::limits::GitLimits;
 use crate::classify::{Classification, ClassifyInput, RequestClass, RequestClassifier};
-use crate::error::Error;
+use crate::error::{Error, RulesErrorKind};
+use crate::head::RequestHead;
 use crate::path_glob::normal_path;
+use crate::streamed::BodyReader;
+use push_rule::{GitLimits, PushRule, ReceivePack, parse_receive_pack};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// `git-fetch`: the class of ref discovery for `git-upload-pack` and of an
 /// upload-pack request.
@@ -47,11 +49,17 @@ pub enum GitRequest {
 /// case, so a differently spelled endpoint is still classified here. When
 /// the input carries the body of a push, the command list is parsed (after
 /// inflating a gzip body) and the push is refused if it does not parse;
-/// the push rule still has to pass it. A broker reads large push bodies
-/// with [`PushBody`](crate::PushBody) instead, which spools the pack.
-#[derive(Debug, Clone, Copy, Default)]
+/// the push rule still has to pass it.
+///
+/// In a [`Broker`](crate::Broker), the classifier also reads each push
+/// itself ([`RequestClassifier::streams_body`]): the body goes into a
+/// [`push_rule::PushBody`] (the pack spooled within [`GitLimits`]) and is
+/// judged by the push rule given with [`GitClassifier::with_push_rule`];
+/// without one every push is refused before its body is read.
+#[derive(Debug, Clone, Default)]
 pub struct GitClassifier {
     limits: GitLimits,
+    push_rule: Option<Arc<PushRule>>,
 }
 
 fn is_git_path(path: &str) -> bool {
@@ -65,27 +73,46 @@ fn is_git_path(path: &str) -> bool {
 
 /// Reads a request body as its `Content-Encoding` says: none (or
 /// `identity`) as is, `gzip` inflated within `max` bytes, anything else
-/// refused.
+/// refused (see [`push_rule::decode_body`]).
 pub fn decoded_body<'a>(
     input: &ClassifyInput<'_>,
     body: &'a [u8],
     max: u64,
 ) -> Result<Cow<'a, [u8]>, Error> {
-    match input.head.header("content-encoding") {
-        None => Ok(Cow::Borrowed(body)),
-        Some(v) if v.eq_ignore_ascii_case(b"identity") => Ok(Cow::Borrowed(body)),
-        Some(v) if v.eq_ignore_ascii_case(b"gzip") => Ok(Cow::Owned(inflate_gzip(body, max)?)),
-        Some(_) => Err(crate::error::ErrorKind::ContentEncoding {
-            reason: "only gzip and identity are accepted",
-        }
-        .into()),
-    }
+    Ok(push_rule::decode_body(
+        input.head.header("content-encoding"),
+        body,
+        max,
+    )?)
+}
+
+/// Whether `head` is a push (`POST .../git-receive-pack`) as
+/// [`GitClassifier`] sees it.
+pub(crate) fn is_push(head: &RequestHead) -> bool {
+    matches!(
+        GitClassifier::default().classify_git(&ClassifyInput::head(head)),
+        Some(Ok(GitRequest::Push(None)))
+    )
 }
 
 impl GitClassifier {
     /// A classifier with these limits.
     pub fn new(limits: GitLimits) -> GitClassifier {
-        GitClassifier { limits }
+        GitClassifier {
+            limits,
+            push_rule: None,
+        }
+    }
+
+    /// Judges the pushes this classifier reads in a broker with `rule`.
+    pub fn with_push_rule(mut self, rule: PushRule) -> GitClassifier {
+        self.push_rule = Some(Arc::new(rule));
+        self
+    }
+
+    /// The push rule, if one was given.
+    pub fn push_rule(&self) -> Option<&PushRule> {
+        self.push_rule.as_deref()
     }
 
     /// The limits.
@@ -140,10 +167,14 @@ impl GitClassifier {
             } else {
                 match input.body {
                     None => Ok(GitRequest::Push(None)),
-                    Some(body) => decoded_body(input, body, self.limits.max_inflated_body)
-                        .and_then(|b| parse_receive_pack(&b, &self.limits))
-                        .map(|rp| GitRequest::Push(Some(Box::new(rp))))
-                        .map_err(|e| e.to_string()),
+                    Some(body) => push_rule::decode_body(
+                        head.header("content-encoding"),
+                        body,
+                        self.limits.inflated_body_limit(),
+                    )
+                    .and_then(|b| parse_receive_pack(&b, &self.limits))
+                    .map(|rp| GitRequest::Push(Some(Box::new(rp))))
+                    .map_err(|e| e.to_string()),
                 }
             }
         } else {
@@ -165,5 +196,16 @@ impl RequestClassifier for GitClassifier {
             Some(Ok(_)) => class(GIT_PUSH),
             Some(Err(reason)) => Classification::Refused { reason },
         }
+    }
+
+    fn streams_body(&self, head: &RequestHead) -> Option<u64> {
+        is_push(head).then(|| self.limits.inflated_body_limit())
+    }
+
+    fn start_body(&self, head: &RequestHead) -> Result<Box<dyn BodyReader>, Error> {
+        let Some(rule) = &self.push_rule else {
+            return Err(RulesErrorKind::NoPushRule.into());
+        };
+        Ok(super::push::reader(head, Arc::clone(rule), self.limits))
     }
 }

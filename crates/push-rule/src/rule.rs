@@ -20,18 +20,27 @@
 //! Nothing is proven about trees, blobs or tags; a created ref proves
 //! nothing and needs no walk; `shallow` lines are not consulted.
 
-use super::commands::{ReceivePack, UpdateKind};
-use super::limits::GitLimits;
-use super::pack::{Ancestry, PackCommits, read_pack};
-use super::spool::PackSpool;
+use crate::commands::{ReceivePack, UpdateKind};
 use crate::error::{Error, ErrorKind, truncate};
-use crate::rules::Verdict;
+use crate::limits::GitLimits;
+use crate::pack::{Ancestry, PackCommits, read_pack};
+use crate::spool::PackSpool;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fmt;
 
 /// At most this many ref patterns in a push rule.
 pub const MAX_REF_PATTERNS: usize = 256;
+
+/// The verdict on a whole push.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Every ref update is allowed: the push may be forwarded.
+    Allow,
+    /// At least one ref update is refused, and with it the whole push.
+    Deny,
+}
 
 /// Whether something is allowed; refused by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -101,7 +110,7 @@ impl PushRuleSpec {
 /// A compiled push rule.
 ///
 /// ```
-/// use cred_broker::*;
+/// use push_rule::*;
 ///
 /// let spec = PushRuleSpec::from_toml(r#"refs = ["refs/heads/agent/{session}/**"]"#).unwrap();
 /// let rule = PushRule::compile(&spec, "s1").unwrap();

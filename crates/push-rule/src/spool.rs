@@ -1,8 +1,8 @@
 //! Holding a pushed pack while the push is decided: in memory up to a
 //! bound, then in a private temporary file, never past a hard cap.
 
-use super::limits::GitLimits;
 use crate::error::{Error, ErrorKind};
+use crate::limits::GitLimits;
 use std::fs::File;
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
 

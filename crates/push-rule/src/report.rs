@@ -1,10 +1,10 @@
 //! Refusing a push in git's own report format, so `git push` prints
 //! `[remote rejected] <ref> (<reason>)` for each ref.
 
-use super::commands::ReceivePack;
-use super::pktline::{MAX_PKT_PAYLOAD, Pkt, write_pkt};
-use super::push_rule::PushDecision;
+use crate::commands::ReceivePack;
 use crate::error::Error;
+use crate::pktline::{MAX_PKT_PAYLOAD, Pkt, write_pkt};
+use crate::rule::PushDecision;
 
 /// The `Content-Type` of a `git-receive-pack` response.
 pub const RECEIVE_PACK_RESULT: &str = "application/x-git-receive-pack-result";

@@ -3,25 +3,15 @@
 //! ambiguous documents (duplicate operation names, an anonymous operation
 //! beside a named one) are refused with a GraphQL-shaped error body and
 //! never reach it.
-#![cfg(feature = "graphql")]
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
-mod support;
-use support::BrokerHook;
+use crate::support::proxy_pair;
+use test_support::tls_origin::{Message, Origin, Reply, TestPki};
 
-use connect_proxy::{AllowList, Baseline, Cidr, IpPolicy, ProxyConfig, ProxyPair, StaticResolver};
 use cred_broker::{
     Broker, Credential, GraphqlClassifier, HeaderTemplate, Lease, RuleEngine, RuleFile, Secret,
     SessionCa, UpstreamRoots,
 };
-use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use std::sync::Arc;
 
 const SECRET: &str = "real-graphql-secret-90ac1";
 const HOST: &str = "api.test";
@@ -38,66 +28,22 @@ classes = ["graphql-query"]
 
 /// A local HTTPS origin that answers every request with [`ANSWER`] and
 /// records each request (head and body).
-async fn origin() -> (u16, Vec<u8>, Arc<Mutex<Vec<String>>>) {
-    let pki = support::test_pki(&[HOST]);
-    let acceptor = pki.acceptor();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let acceptor = acceptor.clone();
-            let log = log.clone();
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let mut buf = Vec::new();
-                loop {
-                    let end = loop {
-                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break i + 4;
-                        }
-                        let mut chunk = [0u8; 4096];
-                        match tls.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    };
-                    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-                    let len: usize = head
-                        .to_ascii_lowercase()
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:").map(str::trim))
-                        .map_or(0, |v| v.parse().unwrap());
-                    while buf.len() < end + len {
-                        let mut chunk = [0u8; 4096];
-                        match tls.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    let body = String::from_utf8_lossy(&buf[end..end + len]).into_owned();
-                    buf.drain(..end + len);
-                    log.lock().unwrap().push(format!("{head}{body}"));
-                    let out = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{ANSWER}",
-                        ANSWER.len()
-                    );
-                    if tls.write_all(out.as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (port, pki.ca_der, seen)
+async fn origin() -> (Origin, Vec<u8>) {
+    let pki = TestPki::new(&[HOST]);
+    let origin = Origin::start(&pki, |_| async {
+        Reply::new(format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{ANSWER}",
+            ANSWER.len()
+        ))
+    })
+    .await;
+    (origin, pki.ca_der)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graphql_through_proxy_and_broker() {
-    let (port, origin_ca, seen) = origin().await;
+    let (origin, origin_ca) = origin().await;
+    let port = origin.addr().port();
     let ca = Arc::new(SessionCa::builder("s-gql").build().unwrap());
     let engine = RuleEngine::builder()
         .classifier(Arc::new(GraphqlClassifier::new()))
@@ -120,30 +66,7 @@ async fn graphql_through_proxy_and_broker() {
             .unwrap(),
     );
     let mut violations = broker.subscribe_violations();
-    let resolver = Arc::new(StaticResolver::new());
-    resolver.insert(HOST, ["127.0.0.1".parse().unwrap()]);
-    let mut ip = IpPolicy::new();
-    ip.allow_cidr("127.0.0.1/32".parse::<Cidr>().unwrap());
-    let pair = ProxyPair::start(
-        ProxyConfig::builder()
-            .allowlist(
-                AllowList::builder()
-                    .baseline(Baseline::Exclude)
-                    .allow(HOST)
-                    .build()
-                    .unwrap(),
-            )
-            .ip_policy(ip)
-            .resolver(resolver)
-            .intercept(Arc::new(BrokerHook {
-                broker: broker.clone(),
-                host: HOST,
-            }))
-            .build()
-            .unwrap(),
-    )
-    .await
-    .unwrap();
+    let pair = proxy_pair(broker.clone(), HOST).await;
     let dir = tempfile::tempdir().unwrap();
     let ca_pem = dir.path().join("ca.pem");
     std::fs::write(&ca_pem, ca.ca_cert_pem()).unwrap();
@@ -176,7 +99,7 @@ async fn graphql_through_proxy_and_broker() {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{stdout}");
     assert_eq!(stdout, format!("{ANSWER}\n200 application/json\n"));
-    let requests = seen.lock().unwrap().clone();
+    let requests: Vec<String> = origin.seen().iter().map(Message::text).collect();
     assert_eq!(requests.len(), 1);
     assert!(requests[0].ends_with(query), "{}", requests[0]);
     assert!(requests[0].contains(&format!("Authorization: Bearer {SECRET}\r\n")));
@@ -213,7 +136,7 @@ async fn graphql_through_proxy_and_broker() {
         let message = v["errors"][0]["message"].as_str().unwrap();
         assert!(message.starts_with("cred-broker: "), "{name}: {message}");
         assert!(message.contains(why), "{name}: {message}");
-        assert_eq!(seen.lock().unwrap().len(), 1, "{name} reached the origin");
+        assert_eq!(origin.seen().len(), 1, "{name} reached the origin");
         outputs.push(stdout);
     }
     let mut count = 0;

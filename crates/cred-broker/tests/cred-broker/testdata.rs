@@ -2,13 +2,7 @@
 //! case refused, whole and one byte at a time), the accepted requests with
 //! their re-framed form, the rule tables and the injection cases.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
-
+use crate::support::{error_variant, load};
 use cred_broker::{
     Classification, ClassifyInput, Credential, DecisionReason, Error, HeaderTemplate, Lease,
     LeaseState, Limits, PHANTOM_BYTES, Request, RequestClass, RequestClassifier, RequestParser,
@@ -17,25 +11,6 @@ use cred_broker::{
 use serde::Deserialize;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
-
-fn load<T: for<'de> Deserialize<'de>>(name: &str) -> Vec<T> {
-    #[derive(Deserialize)]
-    struct File<T> {
-        case: Vec<T>,
-    }
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let file: File<T> = toml::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert!(!file.case.is_empty(), "{name} has no cases");
-    file.case
-}
-
-fn variant<T: std::fmt::Debug>(v: &T) -> String {
-    let s = format!("{v:?}");
-    s.split([' ', '(', '{']).next().unwrap().to_owned()
-}
 
 fn test_limits() -> Limits {
     Limits::builder()
@@ -91,7 +66,7 @@ fn smuggling_table_every_case_refused() {
                 Ok(reqs) => panic!("{} (step {step}): accepted {reqs:?}", c.intent),
                 Err(e) => {
                     assert_eq!(
-                        variant(e.kind()),
+                        error_variant(&e),
                         c.error,
                         "{} (step {step}): {e}",
                         c.intent
@@ -242,7 +217,7 @@ fn rule_table() {
         match engine_from(&c.format, &c.text) {
             Ok(e) => panic!("{}: loaded {e:?}", c.intent),
             Err(e) => {
-                assert_eq!(variant(e.kind()), c.error, "{}: {e}", c.intent);
+                assert_eq!(error_variant(&e), c.error, "{}: {e}", c.intent);
                 assert_eq!(e.response(), Response::NotARequest);
             }
         }
@@ -410,7 +385,7 @@ fn run_injection_table() -> (Vec<String>, Vec<String>) {
                 wire.push(text);
             }
             (None, Some(want), Err(e)) => {
-                assert_eq!(variant(e.kind()), *want, "{}: {e}", c.intent);
+                assert_eq!(error_variant(&e), *want, "{}: {e}", c.intent);
                 assert_eq!(e.response(), Response::Forbidden, "{}", c.intent);
                 seen.push(e.to_string());
             }
@@ -534,7 +509,7 @@ mod session_ca {
                     assert_eq!(sans(&leaf), vec![want.clone()], "{}", c.intent)
                 }
                 (None, Some(want), Err(e)) => {
-                    assert_eq!(variant(e.kind()), *want, "{}: {e}", c.intent)
+                    assert_eq!(error_variant(&e), *want, "{}: {e}", c.intent)
                 }
                 (_, _, got) => panic!("{}: got {got:?}", c.intent),
             }
@@ -644,7 +619,7 @@ mod session_ca {
         let e = ca
             .leaf("b.example.com", t0 + Duration::from_secs(3600))
             .unwrap_err();
-        assert_eq!(variant(e.kind()), "Certificate");
+        assert_eq!(error_variant(&e), "Certificate");
         for (ca_life, leaf_life, cache) in [(30, 30, 1), (3600, 7200, 1), (3600, 600, 0)] {
             let e = SessionCa::builder("s")
                 .ca_lifetime(Duration::from_secs(ca_life))
@@ -652,12 +627,99 @@ mod session_ca {
                 .cache_capacity(cache)
                 .build()
                 .unwrap_err();
-            assert_eq!(variant(e.kind()), "InvalidConfig");
+            assert_eq!(error_variant(&e), "InvalidConfig");
         }
         assert!(SessionCa::builder("").build().is_err());
         assert!(!format!("{ca:?}").contains("PRIVATE"));
     }
 }
 
-#[path = "testdata_git/mod.rs"]
-mod git_tables;
+#[cfg(feature = "graphql")]
+mod graphql {
+    use crate::support::{load, request};
+    use cred_broker::{Classification, ClassifyInput, RequestClassifier, Verdict};
+    use cred_broker::{GraphqlClassifier, RuleEngine, RuleFile, graphql_error_body};
+    use serde::Deserialize;
+    use std::sync::Arc;
+
+    #[derive(Deserialize)]
+    struct Case {
+        intent: String,
+        #[serde(default = "post")]
+        method: String,
+        target: String,
+        body: String,
+        #[serde(default)]
+        headers: String,
+        verdict: String,
+    }
+
+    fn post() -> String {
+        "POST".to_owned()
+    }
+
+    #[test]
+    fn graphql_table() {
+        let classifier = GraphqlClassifier::new();
+        for case in load::<Case>("graphql.toml") {
+            let unread = case.body == "-";
+            let body = if unread { "" } else { case.body.as_str() };
+            let req = request(&case.method, &case.target, &case.headers, body.as_bytes());
+            let input = if unread {
+                ClassifyInput::head(req.head())
+            } else {
+                ClassifyInput::with_body(req.head(), req.body())
+            };
+            let got = match classifier.classify(&input) {
+                Classification::Class(c) => c.as_str().to_owned(),
+                Classification::Refused { .. } => "refused".to_owned(),
+                Classification::NotMine => "not-mine".to_owned(),
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(got, case.verdict, "{}", case.intent);
+        }
+    }
+
+    #[test]
+    fn read_only_rule_allows_queries_only() {
+        let rules = RuleFile::from_toml(
+            r#"
+            [[rule]]
+            name = "graphql-read"
+            decision = "allow"
+            hosts = ["api.example.com"]
+            classes = ["graphql-query"]
+        "#,
+        )
+        .unwrap();
+        let engine = RuleEngine::builder()
+            .rules(rules)
+            .classifier(Arc::new(GraphqlClassifier::new()))
+            .build()
+            .unwrap();
+        let decide = |body: &str| {
+            let req = request("POST", "/graphql", "", body.as_bytes());
+            engine
+                .decide(
+                    &ClassifyInput::with_body(req.head(), req.body()),
+                    "api.example.com",
+                )
+                .verdict()
+        };
+        assert_eq!(
+            decide(r#"{"query":"{ viewer { login } }"}"#),
+            Verdict::Allow
+        );
+        assert_eq!(decide(r#"{"query":"mutation { b }"}"#), Verdict::Deny);
+        assert_eq!(
+            decide(r#"{"query":"query A { a } query A { b }"}"#),
+            Verdict::Deny
+        );
+        let body: serde_json::Value =
+            serde_json::from_str(&graphql_error_body("mutations are \"refused\"")).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"errors": [{"message": "mutations are \"refused\""}]})
+        );
+    }
+}

@@ -2,10 +2,11 @@
 //! when it is gzip-encoded, parsing the command list, and spooling the
 //! pack, so the push can be judged before anything is forwarded.
 
-use super::commands::{ReceivePack, try_parse_receive_pack};
-use super::limits::GitLimits;
-use super::spool::PackSpool;
+use crate::commands::{ReceivePack, inflate_gzip, try_parse_receive_pack};
 use crate::error::{Error, ErrorKind};
+use crate::limits::GitLimits;
+use crate::spool::PackSpool;
+use std::borrow::Cow;
 use std::io::{self, Read, Write};
 
 /// Collects the inflated body: the command section, then the pack.
@@ -114,6 +115,21 @@ impl BodyEncoding {
             Some(v) if v.eq_ignore_ascii_case(b"gzip") => Some(BodyEncoding::Gzip),
             Some(_) => None,
         }
+    }
+}
+
+/// Reads a whole request body as its `Content-Encoding` value says: none
+/// (or `identity`) as is, `gzip` inflated within `max` bytes (see
+/// [`inflate_gzip`]), anything else refused.
+pub fn decode_body<'a>(
+    content_encoding: Option<&[u8]>,
+    body: &'a [u8],
+    max: u64,
+) -> Result<Cow<'a, [u8]>, Error> {
+    match BodyEncoding::from_header(content_encoding) {
+        Some(BodyEncoding::Identity) => Ok(Cow::Borrowed(body)),
+        Some(BodyEncoding::Gzip) => Ok(Cow::Owned(inflate_gzip(body, max)?)),
+        None => Err(refused_encoding()),
     }
 }
 
@@ -291,7 +307,7 @@ mod tests {
         reason = "test and bench code: a failed unwrap is a failed run"
     )]
     use super::*;
-    use crate::git::commands::parse_receive_pack;
+    use crate::commands::parse_receive_pack;
     use proptest::prelude::*;
 
     fn body() -> Vec<u8> {

@@ -48,6 +48,13 @@ macro_rules! setter {
 }
 
 impl GitLimits {
+    /// The bound set by [`GitLimits::max_inflated_body`]: how many bytes a
+    /// whole push body may have once decoded (a reader of the HTTP body
+    /// that streams it into a [`PushBody`](crate::PushBody) bounds it so).
+    pub fn inflated_body_limit(&self) -> u64 {
+        self.max_inflated_body
+    }
+
     setter!(max_commands, usize, "Ref updates per push (default 1000).");
     setter!(
         max_shallow,

@@ -1,22 +1,14 @@
 //! The broker over real loopback sockets: a local HTTPS origin with a test
 //! CA, clients speaking TLS through `Broker::serve` (directly, and curl
 //! through connect-proxy's proxy pair with an `Intercept` adapter).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
-mod support;
-use support::{BrokerHook, TestPki, test_pki};
+use crate::support::{proxy_pair, read_message};
+use test_support::tls_origin::{self, Message, Origin, Reply, TestPki};
 
-use connect_proxy::{AllowList, Baseline, Cidr, IpPolicy, ProxyConfig, ProxyPair, StaticResolver};
 use cred_broker::{
     BROKER_DENY, Broker, Credential, HeaderTemplate, Lease, RuleEngine, RuleFile, Secret,
     SessionCa, UpstreamRoots,
 };
-use rustls::pki_types::{CertificateDer, ServerName};
 use sandbox_core::SandboxViolation;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -24,121 +16,38 @@ use std::time::{Duration, SystemTime};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::broadcast;
-use tokio_rustls::TlsConnector;
 
 const SECRET: &str = "real-secret-7f3c9a1e";
 const HOST: &str = "origin.test";
 /// Only a guard against a hung test; nothing asserts on time.
 const GUARD: Duration = Duration::from_secs(20);
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-/// A local HTTPS origin: answers every request with its path, and records
-/// every request it receives (head and body).
-struct Origin {
-    addr: SocketAddr,
-    seen: Arc<Mutex<Vec<String>>>,
-}
-
-impl Origin {
-    fn seen(&self) -> Vec<String> {
-        self.seen.lock().unwrap().clone()
-    }
-}
-
+/// A local HTTPS origin: answers every request with its path (chunked on
+/// `/chunked`, close-delimited on `/close`), and records every request.
 async fn origin(pki: &TestPki) -> Origin {
-    let acceptor = pki.acceptor();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let acceptor = acceptor.clone();
-            let log = log.clone();
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let mut buf = Vec::new();
-                while let Some((head, body)) = read_message(&mut tls, &mut buf).await {
-                    let text = format!("{head}{}", String::from_utf8_lossy(&body));
-                    log.lock().unwrap().push(text);
-                    let path = head.split(' ').nth(1).unwrap_or("").to_owned();
-                    let reply = format!("origin saw {path}");
-                    let out = match path.as_str() {
-                        "/chunked" => format!(
-                            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n{:x}\r\n{reply}\r\n0\r\n\r\n",
-                            reply.len()
-                        ),
-                        "/close" => format!("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{reply}"),
-                        _ => format!(
-                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{reply}",
-                            reply.len()
-                        ),
-                    };
-                    if tls.write_all(out.as_bytes()).await.is_err() {
-                        return;
-                    }
-                    if path == "/close" {
-                        let _ = tls.shutdown().await;
-                        return;
-                    }
-                }
-            });
+    Origin::start(pki, |m| async move {
+        let path = m.path().to_owned();
+        let reply = format!("origin saw {path}");
+        match path.as_str() {
+            "/chunked" => Reply::new(format!(
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n{:x}\r\n{reply}\r\n0\r\n\r\n",
+                reply.len()
+            )),
+            "/close" => Reply::then_close(format!(
+                "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{reply}"
+            )),
+            _ => Reply::new(format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{reply}",
+                reply.len()
+            )),
         }
-    });
-    Origin { addr, seen }
+    })
+    .await
 }
 
-/// Reads one HTTP message (head as text, body by Content-Length or, when
-/// the head says `Connection: close` without a length, to the end).
-async fn read_message<S: AsyncRead + Unpin>(
-    s: &mut S,
-    buf: &mut Vec<u8>,
-) -> Option<(String, Vec<u8>)> {
-    let mut chunk = [0u8; 4096];
-    let end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        let n = s.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-    buf.drain(..end);
-    let lower = head.to_ascii_lowercase();
-    let length = lower
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .map(|v| v.trim().parse::<usize>().unwrap());
-    let chunked = lower.contains("transfer-encoding: chunked");
-    let to_end = length.is_none() && !chunked && lower.starts_with("http/");
-    loop {
-        let done = if let Some(n) = length {
-            buf.len() >= n
-        } else if chunked {
-            buf.windows(5).any(|w| w == b"0\r\n\r\n")
-        } else {
-            !to_end
-        };
-        if done {
-            break;
-        }
-        let n = s.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let take = length.unwrap_or(buf.len()).min(buf.len());
-    let body: Vec<u8> = buf.drain(..take).collect();
-    Some((head, body))
+/// Every request the origin received, as text.
+fn seen_by(origin: &Origin) -> Vec<String> {
+    origin.seen().iter().map(Message::text).collect()
 }
 
 const RULES: &str = r#"
@@ -205,7 +114,7 @@ async fn setup(pki: TestPki, trust: &[u8], expires: Option<SystemTime>) -> Setup
 }
 
 async fn trusted() -> Setup {
-    let pki = test_pki(&[HOST, "127.0.0.1"]);
+    let pki = TestPki::new(&[HOST, "127.0.0.1"]);
     let der = pki.ca_der.clone();
     setup(pki, &der, None).await
 }
@@ -226,7 +135,7 @@ async fn broker_listener_for(
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let broker = s.broker.clone();
-    let upstream = s.origin.addr;
+    let upstream = s.origin.addr();
     let results = Arc::new(Mutex::new(Vec::new()));
     let out = results.clone();
     tokio::spawn(async move {
@@ -259,21 +168,9 @@ async fn client_alpn(
     sni: &str,
     alpn: &[&[u8]],
 ) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from(ca.ca_cert_der().to_vec()))
-        .unwrap();
-    let mut config = rustls::ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let mut config = tls_origin::client_config(&[ca.ca_cert_der()]);
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    let tcp = TcpStream::connect(addr).await?;
-    tcp.set_nodelay(true)?;
-    TlsConnector::from(Arc::new(config))
-        .connect(ServerName::try_from(sni.to_owned()).unwrap(), tcp)
-        .await
+    tls_origin::connect(addr, sni, config).await
 }
 
 /// Sends one request, reads one response: (status, head, body).
@@ -317,7 +214,7 @@ fn assert_no_secret(texts: &[String]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keep_alive_session_through_the_broker() {
     let mut s = trusted().await;
-    let port = s.origin.addr.port();
+    let port = s.origin.addr().port();
     let (addr, results) = broker_listener(&s).await;
     let mut tls = client(addr, &s.ca, HOST).await.unwrap();
     assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
@@ -333,7 +230,7 @@ async fn keep_alive_session_through_the_broker() {
     let (status, head, body) = exchange(&mut tls, &mut buf, &req).await;
     assert_eq!((status, body.as_str()), (200, "origin saw /user"));
     collected.extend([head, body]);
-    let seen = s.origin.seen();
+    let seen = seen_by(&s.origin);
     assert_eq!(seen.len(), 1);
     let auth: Vec<&str> = seen[0]
         .lines()
@@ -347,7 +244,7 @@ async fn keep_alive_session_through_the_broker() {
     let (status, head, body) = exchange(&mut tls, &mut buf, &req).await;
     assert_eq!(status, 200);
     collected.extend([head, body]);
-    let seen = s.origin.seen();
+    let seen = seen_by(&s.origin);
     assert_eq!(seen.len(), 2);
     assert_eq!(seen[1].matches(SECRET).count(), 1);
     assert_eq!(
@@ -374,7 +271,7 @@ async fn keep_alive_session_through_the_broker() {
     assert!(body.contains("denied: no rule matches"), "{body}");
     assert!(!head.to_ascii_lowercase().contains("connection: close"));
     collected.extend([head, body]);
-    assert_eq!(s.origin.seen().len(), 3);
+    assert_eq!(seen_by(&s.origin).len(), 3);
 
     // Host disagreeing with the CONNECT target: 403, nothing sent.
     let req = get("/user", "").replace(&format!("{HOST}:PORT"), "other.test");
@@ -385,7 +282,7 @@ async fn keep_alive_session_through_the_broker() {
         "{body}"
     );
     collected.extend([head, body]);
-    assert_eq!(s.origin.seen().len(), 3);
+    assert_eq!(seen_by(&s.origin).len(), 3);
 
     // Still usable; then revoke: 403 on the same keep-alive connection.
     let req = with_port(get("/user", ""), port);
@@ -396,7 +293,7 @@ async fn keep_alive_session_through_the_broker() {
     assert_eq!(status, 403);
     assert!(body.contains("revoked"), "{body}");
     collected.extend([head, body]);
-    assert_eq!(s.origin.seen().len(), 4);
+    assert_eq!(seen_by(&s.origin).len(), 4);
 
     // Malformed framing: 400 and the connection is closed.
     let req = format!(
@@ -411,7 +308,7 @@ async fn keep_alive_session_through_the_broker() {
         .await
         .unwrap();
     assert!(rest.is_empty());
-    assert_eq!(s.origin.seen().len(), 4);
+    assert_eq!(seen_by(&s.origin).len(), 4);
 
     let violations = drain(&mut s.violations);
     let targets: Vec<&str> = violations.iter().map(|v| v.target.as_str()).collect();
@@ -445,7 +342,7 @@ async fn keep_alive_session_through_the_broker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_delimited_response_closes_the_client() {
     let s = trusted().await;
-    let port = s.origin.addr.port();
+    let port = s.origin.addr().port();
     let (addr, _) = broker_listener(&s).await;
     let mut tls = client(addr, &s.ca, HOST).await.unwrap();
     let mut buf = Vec::new();
@@ -474,17 +371,17 @@ async fn sni_mismatch_is_refused() {
     assert!(err.to_string().contains("\"evil.test\""), "{err}");
     let v = drain(&mut s.violations);
     assert_eq!(v.len(), 1);
-    assert_eq!(v[0].target, format!("{HOST}:{}", s.origin.addr.port()));
-    assert!(s.origin.seen().is_empty());
+    assert_eq!(v[0].target, format!("{HOST}:{}", s.origin.addr().port()));
+    assert!(seen_by(&s.origin).is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn untrusted_upstream_is_502() {
     // The broker trusts only an unrelated CA, so the origin cannot prove
     // its identity.
-    let other = test_pki(&[HOST, "127.0.0.1"]);
-    let mut s = setup(test_pki(&[HOST, "127.0.0.1"]), &other.ca_der, None).await;
-    let port = s.origin.addr.port();
+    let other = TestPki::new(&[HOST, "127.0.0.1"]);
+    let mut s = setup(TestPki::new(&[HOST, "127.0.0.1"]), &other.ca_der, None).await;
+    let port = s.origin.addr().port();
     let (addr, _) = broker_listener(&s).await;
     let mut tls = client(addr, &s.ca, HOST).await.unwrap();
     let mut buf = Vec::new();
@@ -493,7 +390,7 @@ async fn untrusted_upstream_is_502() {
     assert_eq!(status, 502, "{body}");
     assert!(head.contains("Connection: close"));
     assert!(body.contains("certificate"), "{body}");
-    assert!(s.origin.seen().is_empty());
+    assert!(seen_by(&s.origin).is_empty());
     let v = drain(&mut s.violations);
     assert_eq!(v.len(), 1);
     assert_no_secret(&[head, body, format!("{v:?}")]);
@@ -501,53 +398,26 @@ async fn untrusted_upstream_is_502() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_lease_is_refused() {
-    let pki = test_pki(&[HOST, "127.0.0.1"]);
+    let pki = TestPki::new(&[HOST, "127.0.0.1"]);
     let der = pki.ca_der.clone();
     let expired = SystemTime::now() - Duration::from_secs(1);
     let mut s = setup(pki, &der, Some(expired)).await;
-    let port = s.origin.addr.port();
+    let port = s.origin.addr().port();
     let (addr, _) = broker_listener(&s).await;
     let mut tls = client(addr, &s.ca, HOST).await.unwrap();
     let mut buf = Vec::new();
     let (status, _, body) = exchange(&mut tls, &mut buf, &with_port(get("/user", ""), port)).await;
     assert_eq!(status, 403);
     assert!(body.contains("expired"), "{body}");
-    assert!(s.origin.seen().is_empty());
+    assert!(seen_by(&s.origin).is_empty());
     assert_eq!(drain(&mut s.violations).len(), 1);
-}
-
-async fn proxy_pair(s: &Setup) -> ProxyPair {
-    let resolver = Arc::new(StaticResolver::new());
-    resolver.insert(HOST, ["127.0.0.1".parse().unwrap()]);
-    let mut ip = IpPolicy::new();
-    ip.allow_cidr("127.0.0.1/32".parse::<Cidr>().unwrap());
-    ProxyPair::start(
-        ProxyConfig::builder()
-            .allowlist(
-                AllowList::builder()
-                    .baseline(Baseline::Exclude)
-                    .allow(HOST)
-                    .build()
-                    .unwrap(),
-            )
-            .ip_policy(ip)
-            .resolver(resolver)
-            .intercept(Arc::new(BrokerHook {
-                broker: s.broker.clone(),
-                host: HOST,
-            }))
-            .build()
-            .unwrap(),
-    )
-    .await
-    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curl_through_proxy_and_broker() {
     let mut s = trusted().await;
-    let port = s.origin.addr.port();
-    let pair = proxy_pair(&s).await;
+    let port = s.origin.addr().port();
+    let pair = proxy_pair(s.broker.clone(), HOST).await;
     let dir = tempfile::tempdir().unwrap();
     let ca_pem = dir.path().join("ca.pem");
     std::fs::write(&ca_pem, s.ca.ca_cert_pem()).unwrap();
@@ -586,7 +456,7 @@ async fn curl_through_proxy_and_broker() {
         stdout,
         "origin saw /user\n200\norigin saw /repos/o/r\n200\n"
     );
-    let seen = s.origin.seen();
+    let seen = seen_by(&s.origin);
     assert_eq!(seen.len(), 2);
     for request in &seen {
         let auth: Vec<&str> = request
@@ -603,13 +473,13 @@ async fn curl_through_proxy_and_broker() {
         .unwrap();
     let post_out = String::from_utf8_lossy(&post.stdout).into_owned();
     assert!(post_out.ends_with("\n403\n"), "{post_out}");
-    assert_eq!(s.origin.seen().len(), 2);
+    assert_eq!(seen_by(&s.origin).len(), 2);
 
     s.lease.revoke();
     let revoked = curl(vec![url("/user")]).output().await.unwrap();
     let revoked_out = String::from_utf8_lossy(&revoked.stdout).into_owned();
     assert!(revoked_out.ends_with("\n403\n"), "{revoked_out}");
-    assert_eq!(s.origin.seen().len(), 2);
+    assert_eq!(seen_by(&s.origin).len(), 2);
 
     let v = drain(&mut s.violations);
     assert_eq!(v.len(), 2, "{v:?}");
@@ -628,7 +498,7 @@ async fn curl_through_proxy_and_broker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipelined_chunked_body_is_reframed() {
     let mut s = trusted().await;
-    let port = s.origin.addr.port();
+    let port = s.origin.addr().port();
     let (addr, _) = broker_listener(&s).await;
     let mut tls = client(addr, &s.ca, HOST).await.unwrap();
     let mut buf = Vec::new();
@@ -645,7 +515,7 @@ async fn pipelined_chunked_body_is_reframed() {
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
         assert_eq!(String::from_utf8_lossy(&body), expected);
     }
-    let seen = s.origin.seen();
+    let seen = seen_by(&s.origin);
     assert_eq!(seen.len(), 2);
     let upload = seen[0].to_ascii_lowercase();
     assert!(upload.contains("content-length: 5\r\n"), "{upload}");
@@ -661,7 +531,7 @@ async fn pipelined_chunked_body_is_reframed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ip_literal_target() {
     let s = trusted().await;
-    let port = s.origin.addr.port();
+    let port = s.origin.addr().port();
     let (addr, _) = broker_listener_for(&s, "127.0.0.1").await;
     // No SNI for an IP; the leaf carries an IP subject alternative name and
     // the upstream must prove the IP.
@@ -670,12 +540,12 @@ async fn ip_literal_target() {
     let req = format!("GET /ip HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
     let (status, _, body) = exchange(&mut tls, &mut buf, &req).await;
     assert_eq!((status, body.as_str()), (200, "origin saw /ip"));
-    assert_eq!(s.origin.seen()[0].matches(SECRET).count(), 1);
+    assert_eq!(seen_by(&s.origin)[0].matches(SECRET).count(), 1);
     // The name form of the same origin is another target here.
     let req = with_port(get("/user", ""), port);
     let (status, _, _) = exchange(&mut tls, &mut buf, &req).await;
     assert_eq!(status, 403);
-    assert_eq!(s.origin.seen().len(), 1);
+    assert_eq!(seen_by(&s.origin).len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -685,5 +555,5 @@ async fn only_http11_is_spoken() {
     assert!(client_alpn(addr, &s.ca, HOST, &[b"h2"]).await.is_err());
     let tls = client_alpn(addr, &s.ca, HOST, &[]).await.unwrap();
     assert_eq!(tls.get_ref().1.alpn_protocol(), None);
-    assert!(s.origin.seen().is_empty());
+    assert!(seen_by(&s.origin).is_empty());
 }

@@ -2,17 +2,10 @@
 //! server (`git http-backend` as CGI behind a small TLS server with its own
 //! CA): clone, pushes the push rule allows, pushes it refuses (answered in
 //! git's report format, nothing forwarded), and the credential swap.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
-mod support;
-use support::BrokerHook;
+use crate::support::proxy_pair;
+use test_support::tls_origin::{Message, Origin, Reply, TestPki};
 
-use connect_proxy::{AllowList, Baseline, Cidr, IpPolicy, ProxyConfig, ProxyPair, StaticResolver};
 use cred_broker::{
     Broker, Credential, GitClassifier, GitLimits, HeaderTemplate, Lease, PushRuleSpec, RuleEngine,
     RuleFile, Secret, SessionCa, UpstreamRoots,
@@ -20,10 +13,8 @@ use cred_broker::{
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
-use tokio_rustls::TlsAcceptor;
+use std::sync::Arc;
+use tokio::io::AsyncWriteExt;
 
 const SECRET: &str = "real-git-secret-5b81d2";
 const HOST: &str = "git.test";
@@ -69,53 +60,45 @@ struct Seen {
     auth: Option<String>,
 }
 
+/// The local HTTPS git server: a recording origin running `git
+/// http-backend` for each request.
 struct GitServer {
-    addr: SocketAddr,
-    seen: Arc<Mutex<Vec<Seen>>>,
+    origin: Origin,
 }
 
-/// Reads one request: head lines and a `Content-Length` body. `None` at
-/// the end of the stream or on anything else.
-async fn read_request<S: AsyncRead + Unpin>(
-    s: &mut S,
-    buf: &mut Vec<u8>,
-) -> Option<(String, Vec<(String, String)>, Vec<u8>)> {
-    let end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i;
-        }
-        let mut chunk = [0u8; 8192];
-        let n = s.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8(buf[..end].to_vec()).ok()?;
-    buf.drain(..end + 4);
-    let mut lines = head.split("\r\n");
-    let line = lines.next()?.to_owned();
-    let headers: Vec<(String, String)> = lines
+impl GitServer {
+    fn addr(&self) -> SocketAddr {
+        self.origin.addr()
+    }
+
+    /// Each request line and its `Authorization` (several joined by `|`).
+    fn seen(&self) -> Vec<Seen> {
+        self.origin
+            .seen()
+            .iter()
+            .map(|m| {
+                let auths = m.headers("authorization");
+                Seen {
+                    line: m.request_line().to_owned(),
+                    auth: if auths.len() == 1 {
+                        Some(auths[0].to_owned())
+                    } else {
+                        Some(auths.join(" | ")).filter(|s| !s.is_empty())
+                    },
+                }
+            })
+            .collect()
+    }
+}
+
+/// A request's fields: names in lower case, values trimmed.
+fn fields(m: &Message) -> Vec<(String, String)> {
+    m.head
+        .split("\r\n")
+        .skip(1)
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    if headers.iter().any(|(n, _)| n == "transfer-encoding") {
-        return None;
-    }
-    let len: usize = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .map_or(Some(0), |(_, v)| v.parse().ok())?;
-    while buf.len() < len {
-        let mut chunk = [0u8; 65536];
-        let n = s.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let body = buf.drain(..len).collect();
-    Some((line, headers, body))
+        .collect()
 }
 
 /// Runs `git http-backend` for one request; the CGI answer as HTTP.
@@ -196,77 +179,25 @@ async fn cgi(root: &Path, line: &str, headers: &[(String, String)], body: Vec<u8
 }
 
 /// A local HTTPS git server that requires the real credential (401
-/// otherwise) and records every request line and `Authorization`.
-async fn git_server(root: PathBuf, acceptor: TlsAcceptor) -> GitServer {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
+/// otherwise) and records every request.
+async fn git_server(root: PathBuf, pki: &TestPki) -> GitServer {
     let want = basic(SECRET);
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let acceptor = acceptor.clone();
-            let log = log.clone();
-            let root = root.clone();
-            let want = want.clone();
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let mut buf = Vec::new();
-                while let Some((line, headers, body)) = read_request(&mut tls, &mut buf).await {
-                    let auths: Vec<String> = headers
-                        .iter()
-                        .filter(|(n, _)| n == "authorization")
-                        .map(|(_, v)| v.clone())
-                        .collect();
-                    log.lock().unwrap().push(Seen {
-                        line: line.clone(),
-                        auth: if auths.len() == 1 {
-                            Some(auths[0].clone())
-                        } else {
-                            Some(auths.join(" | ")).filter(|s| !s.is_empty())
-                        },
-                    });
-                    let resp = if auths == [want.clone()] {
-                        cgi(&root, &line, &headers, body).await
-                    } else {
-                        b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\nContent-Length: 0\r\n\r\n"
-                            .to_vec()
-                    };
-                    if tls.write_all(&resp).await.is_err() || tls.flush().await.is_err() {
-                        return;
-                    }
-                }
-                let _ = tls.shutdown().await;
-            });
+    let origin = Origin::start(pki, move |m| {
+        let (root, want) = (root.clone(), want.clone());
+        async move {
+            if m.headers("authorization") == [want.as_str()] {
+                let headers = fields(&m);
+                Reply::new(cgi(&root, m.request_line(), &headers, m.body.clone()).await)
+            } else {
+                Reply::new(
+                    b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\nContent-Length: 0\r\n\r\n"
+                        .to_vec(),
+                )
+            }
         }
-    });
-    GitServer { addr, seen }
-}
-
-async fn proxy_pair(broker: Arc<Broker>) -> ProxyPair {
-    let resolver = Arc::new(StaticResolver::new());
-    resolver.insert(HOST, ["127.0.0.1".parse().unwrap()]);
-    let mut ip = IpPolicy::new();
-    ip.allow_cidr("127.0.0.1/32".parse::<Cidr>().unwrap());
-    ProxyPair::start(
-        ProxyConfig::builder()
-            .allowlist(
-                AllowList::builder()
-                    .baseline(Baseline::Exclude)
-                    .allow(HOST)
-                    .build()
-                    .unwrap(),
-            )
-            .ip_policy(ip)
-            .resolver(resolver)
-            .intercept(Arc::new(BrokerHook { broker, host: HOST }))
-            .build()
-            .unwrap(),
-    )
-    .await
-    .unwrap()
+    })
+    .await;
+    GitServer { origin }
 }
 
 /// A git command with a clean configuration: no system or global config,
@@ -346,10 +277,10 @@ async fn real_git_through_proxy_and_broker() {
     std::fs::create_dir_all(&home).unwrap();
     let bare = root.join("repo.git");
 
-    let pki = support::test_pki(&[HOST]);
-    let server = git_server(root.clone(), pki.acceptor()).await;
+    let pki = TestPki::new(&[HOST]);
+    let server = git_server(root.clone(), &pki).await;
     let ca_der = pki.ca_der;
-    let port = server.addr.port();
+    let port = server.addr().port();
 
     // The broker: the git classifier, a read-and-push rule, the push rule
     // for the session's own branches (and tags, to show the tag refusal).
@@ -381,7 +312,7 @@ async fn real_git_through_proxy_and_broker() {
         .unwrap();
     let broker = Arc::new(broker);
     let mut violations = broker.subscribe_violations();
-    let pair = proxy_pair(broker.clone()).await;
+    let pair = proxy_pair(broker.clone(), HOST).await;
     let ca_pem = dir.path().join("session-ca.pem");
     std::fs::write(&ca_pem, session_ca.ca_cert_pem()).unwrap();
     let phantom = lease.phantom().to_string();
@@ -452,9 +383,7 @@ async fn real_git_through_proxy_and_broker() {
     assert!(before.contains("refs/heads/main "), "{before}");
     assert_eq!(before.lines().count(), 2, "{before}");
     let receive_posts = |s: &GitServer| {
-        s.seen
-            .lock()
-            .unwrap()
+        s.seen()
             .iter()
             .filter(|r| r.line.starts_with("POST ") && r.line.contains("/git-receive-pack "))
             .count()
@@ -590,7 +519,7 @@ async fn real_git_through_proxy_and_broker() {
 
     // The server saw exactly the real credential on every request, never
     // the phantom; git's output never holds the real value.
-    let seen = server.seen.lock().unwrap().clone();
+    let seen = server.seen();
     assert!(seen.len() >= 6, "{seen:?}");
     let want = basic(SECRET);
     for r in &seen {

@@ -1,12 +1,12 @@
 //! Entry points for the git fuzz targets under `fuzz/`. Each panics only
 //! when a property fails.
 
-use crate::git::commands::{
+use crate::commands::{
     ObjectFormat, ObjectId, check_refname, inflate_gzip, try_parse_receive_pack,
 };
-use crate::git::limits::GitLimits;
-use crate::git::pack::{Ancestry, apply_delta, read_pack};
-use crate::git::pktline::{read_all, write_pkt};
+use crate::limits::GitLimits;
+use crate::pack::{Ancestry, apply_delta, read_pack};
+use crate::pktline::{read_all, write_pkt};
 use ring::digest;
 
 /// The pkt-line reader: never panics, and what it reads writes back to

@@ -3,9 +3,9 @@
 //! them, and stricter where git would accept something two readers could
 //! see differently.
 
-use super::limits::GitLimits;
-use super::pktline::{Pkt, PktRead, read_pkt};
 use crate::error::{Error, ErrorKind, truncate_bytes};
+use crate::limits::GitLimits;
+use crate::pktline::{Pkt, PktRead, read_pkt};
 use std::fmt;
 use std::io::Read;
 
@@ -507,7 +507,7 @@ mod tests {
         reason = "test and bench code: a failed unwrap is a failed run"
     )]
     use super::*;
-    use crate::git::pktline::write_pkt;
+    use crate::pktline::write_pkt;
     use proptest::prelude::*;
 
     fn wire(lines: &[&[u8]]) -> Vec<u8> {

@@ -3,31 +3,19 @@
 //! origin identity-encoded with a `Content-Length` whatever its client
 //! framing and encoding was; a refused push is answered in git's report
 //! format and reaches nothing.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
-#[allow(
-    dead_code,
-    reason = "this binary uses only the test PKI of the shared support"
-)]
-mod support;
-
+use crate::support::read_message;
+use cred_broker::push_rule::{Pkt, write_pkt};
 use cred_broker::{
-    Broker, Credential, GitClassifier, HeaderTemplate, Lease, Pkt, PushRuleSpec, RuleEngine,
-    RuleFile, Secret, SessionCa, UpstreamRoots, write_pkt,
+    Broker, Credential, GitClassifier, HeaderTemplate, Lease, PushRuleSpec, RuleEngine, RuleFile,
+    Secret, SessionCa, UpstreamRoots,
 };
-use rustls::pki_types::{CertificateDer, ServerName};
 use std::io::Write;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use test_support::tls_origin::{self, Origin, Reply, TestPki};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio_rustls::TlsConnector;
 
 const SECRET: &str = "real-push-secret-11d0e";
 const HOST: &str = "git.test";
@@ -43,82 +31,30 @@ hosts = ["git.test"]
 classes = ["git-fetch", "git-push"]
 "#;
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-/// Reads one HTTP message with a `Content-Length` (or none): head, body.
-async fn read_message<S: AsyncRead + Unpin>(
-    s: &mut S,
-    buf: &mut Vec<u8>,
-) -> Option<(String, Vec<u8>)> {
-    let end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        let mut chunk = [0u8; 4096];
-        let n = s.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-    let len: usize = head
-        .to_ascii_lowercase()
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:").map(str::trim))
-        .map_or(0, |v| v.parse().unwrap());
-    while buf.len() < end + len {
-        let mut chunk = [0u8; 4096];
-        let n = s.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let body = buf[end..end + len].to_vec();
-    buf.drain(..end + len);
-    Some((head, body))
-}
-
 struct World {
     broker: Arc<Broker>,
     ca: Arc<SessionCa>,
     lease: Lease,
-    origin: SocketAddr,
-    seen: Arc<Mutex<Vec<Message>>>,
+    origin: Origin,
 }
 
-/// A request the origin received: head and body.
-type Message = (String, Vec<u8>);
+impl World {
+    /// Every request the origin received: head and body.
+    fn seen(&self) -> Vec<(String, Vec<u8>)> {
+        self.origin
+            .seen()
+            .into_iter()
+            .map(|m| (m.head, m.body))
+            .collect()
+    }
+}
 
 async fn world(push_rule: Option<PushRuleSpec>) -> World {
-    let pki = support::test_pki(&[HOST]);
-    let acceptor = pki.acceptor();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let origin = listener.local_addr().unwrap();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let acceptor = acceptor.clone();
-            let log = log.clone();
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let mut buf = Vec::new();
-                while let Some(m) = read_message(&mut tls, &mut buf).await {
-                    log.lock().unwrap().push(m);
-                    let reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-                    if tls.write_all(reply.as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
+    let pki = TestPki::new(&[HOST]);
+    let origin = Origin::start(&pki, |_| async {
+        Reply::new("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    })
+    .await;
     let ca = Arc::new(SessionCa::builder(SESSION).build().unwrap());
     let engine = RuleEngine::builder()
         .classifier(Arc::new(GitClassifier::default()))
@@ -144,7 +80,6 @@ async fn world(push_rule: Option<PushRuleSpec>) -> World {
         ca,
         lease,
         origin,
-        seen,
     }
 }
 
@@ -153,26 +88,14 @@ async fn connect(w: &World) -> tokio_rustls::client::TlsStream<TcpStream> {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let broker = w.broker.clone();
-    let upstream = w.origin;
+    let upstream = w.origin.addr();
     tokio::spawn(async move {
         if let Ok((tcp, _)) = listener.accept().await {
             let _ = broker.serve(tcp, HOST, upstream.port(), upstream).await;
         }
     });
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from(w.ca.ca_cert_der().to_vec()))
-        .unwrap();
-    let config = rustls::ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let tcp = TcpStream::connect(addr).await.unwrap();
-    TlsConnector::from(Arc::new(config))
-        .connect(ServerName::try_from(HOST).unwrap(), tcp)
-        .await
-        .unwrap()
+    let config = tls_origin::client_config(&[w.ca.ca_cert_der()]);
+    tls_origin::connect(addr, HOST, config).await.unwrap()
 }
 
 /// A push body: one update command (capabilities on the first line), a
@@ -202,7 +125,7 @@ fn ids() -> (String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_without_a_push_rule_is_refused() {
     let w = world(None).await;
-    let port = w.origin.port();
+    let port = w.origin.addr().port();
     let mut c = connect(&w).await;
     let body = push_body(ZERO, &ids().1, "refs/heads/agent/s-wire/x", b"PACK");
     let mut req = head(&w, port, &format!("Content-Length: {}\r\n", body.len())).into_bytes();
@@ -238,7 +161,7 @@ async fn push_without_a_push_rule_is_refused() {
         .unwrap()
         .unwrap();
     assert!(h.starts_with("HTTP/1.1 200 "), "{h}");
-    let seen = w.seen.lock().unwrap().clone();
+    let seen = w.seen();
     assert_eq!(seen.len(), 1);
     assert!(seen[0].0.starts_with("GET "));
 }
@@ -246,7 +169,7 @@ async fn push_without_a_push_rule_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allowed_pushes_are_forwarded_identity_encoded() {
     let w = world(Some(PushRuleSpec::new(["refs/heads/agent/{session}/**"]))).await;
-    let port = w.origin.port();
+    let port = w.origin.addr().port();
     let mut c = connect(&w).await;
     let mut buf = Vec::new();
     let pack = b"PACK-bytes-forwarded-as-they-came".repeat(100);
@@ -286,7 +209,7 @@ async fn allowed_pushes_are_forwarded_identity_encoded() {
         .unwrap();
     assert!(h.starts_with("HTTP/1.1 200 "), "{h}");
 
-    let seen = w.seen.lock().unwrap().clone();
+    let seen = w.seen();
     assert_eq!(seen.len(), 2);
     let want_auth = "authorization: basic ";
     for (h, b) in &seen {
@@ -307,7 +230,7 @@ async fn allowed_pushes_are_forwarded_identity_encoded() {
 async fn refused_push_gets_git_report_and_reaches_nothing() {
     let w = world(Some(PushRuleSpec::new(["refs/heads/agent/{session}/**"]))).await;
     let mut violations = w.broker.subscribe_violations();
-    let port = w.origin.port();
+    let port = w.origin.addr().port();
     let mut c = connect(&w).await;
     let mut buf = Vec::new();
     let (old, new) = ids();
@@ -331,7 +254,7 @@ async fn refused_push_gets_git_report_and_reaches_nothing() {
         text.contains("ng refs/heads/main ref not allowed by the push rule\n"),
         "{text}"
     );
-    assert!(w.seen.lock().unwrap().is_empty());
+    assert!(w.seen().is_empty());
     let v = violations.try_recv().unwrap();
     assert!(
         format!("{v:?}").contains("push refused by the push rule"),
@@ -347,13 +270,13 @@ async fn refused_push_gets_git_report_and_reaches_nothing() {
         .unwrap()
         .unwrap();
     assert!(h.starts_with("HTTP/1.1 200 "), "{h}");
-    assert_eq!(w.seen.lock().unwrap().len(), 1);
+    assert_eq!(w.seen().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_denied_by_the_rules_is_refused_before_its_body() {
     let w = world(Some(PushRuleSpec::new(["refs/heads/agent/{session}/**"]))).await;
-    let port = w.origin.port();
+    let port = w.origin.addr().port();
     let mut c = connect(&w).await;
     let mut buf = Vec::new();
     // A Host that disagrees with the connection's target; the body is
@@ -367,13 +290,13 @@ async fn push_denied_by_the_rules_is_refused_before_its_body() {
         .unwrap()
         .unwrap();
     assert!(h.starts_with("HTTP/1.1 403 "), "{h}");
-    assert!(w.seen.lock().unwrap().is_empty());
+    assert!(w.seen().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_push_body_is_400_and_reaches_nothing() {
     let w = world(Some(PushRuleSpec::new(["refs/heads/agent/{session}/**"]))).await;
-    let port = w.origin.port();
+    let port = w.origin.addr().port();
     for (extra, body) in [
         ("", b"+00a not a pkt-line".to_vec()),
         ("Content-Encoding: br\r\n", b"0000".to_vec()),
@@ -394,7 +317,7 @@ async fn malformed_push_body_is_400_and_reaches_nothing() {
             .unwrap();
         assert!(h.starts_with("HTTP/1.1 400 "), "{h}");
     }
-    assert!(w.seen.lock().unwrap().is_empty());
+    assert!(w.seen().is_empty());
 }
 
 #[test]
