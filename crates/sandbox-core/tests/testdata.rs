@@ -122,6 +122,30 @@ fn fake_host(d: &HostDesc) -> FakeHost {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KernelCase {
+    intent: String,
+    release: String,
+    version: Option<(u32, u32)>,
+    name_guard: bool,
+}
+
+#[test]
+fn kernel_table() {
+    let cases: Cases<KernelCase> = load("kernel.toml");
+    assert!(cases.case.len() >= 20);
+    for c in &cases.case {
+        assert_eq!(kernel_version(&c.release), c.version, "{}", c.intent);
+        assert_eq!(
+            kernel_runs_name_guard(&c.release),
+            c.name_guard,
+            "{}",
+            c.intent
+        );
+    }
+}
+
+#[derive(Deserialize)]
 struct ProbeCase {
     intent: String,
     #[serde(flatten)]
@@ -374,6 +398,71 @@ fn state_table() {
                     "error only from created"
                 );
             }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InvocationCase {
+    intent: String,
+    args: Vec<String>,
+    report_fd: Option<i32>,
+    #[serde(default)]
+    deny: Vec<String>,
+    #[serde(default)]
+    command: Vec<String>,
+    error: Option<String>,
+}
+
+/// The variant's name, as the table writes it.
+fn problem_name(p: &InvocationProblem) -> &'static str {
+    match p {
+        InvocationProblem::MissingValue { .. } => "MissingValue",
+        InvocationProblem::RepeatedReportFd => "RepeatedReportFd",
+        InvocationProblem::BadReportFd { .. } => "BadReportFd",
+        InvocationProblem::UnexpectedArgument { .. } => "UnexpectedArgument",
+        InvocationProblem::GlobNotUtf8 { .. } => "GlobNotUtf8",
+        InvocationProblem::TooManyGlobs { .. } => "TooManyGlobs",
+        InvocationProblem::NoCommand => "NoCommand",
+        InvocationProblem::TooManyCommandArgs { .. } => "TooManyCommandArgs",
+        InvocationProblem::ArgumentTooLong { .. } => "ArgumentTooLong",
+        InvocationProblem::NulByte { .. } => "NulByte",
+        _ => "unknown",
+    }
+}
+
+#[test]
+fn name_guard_invocation_table() {
+    let cases: Cases<InvocationCase> = load("name_guard_invocation.toml");
+    for c in &cases.case {
+        let got = NameGuardInvocation::parse(&c.args);
+        match (&c.error, got) {
+            (None, Ok(inv)) => {
+                let want = NameGuardInvocation {
+                    report_fd: c.report_fd,
+                    deny_globs: c.deny.clone(),
+                    command: c.command.iter().map(Into::into).collect(),
+                };
+                assert_eq!(inv, want, "{}", c.intent);
+                // What the plan would build from it parses back the same.
+                assert_eq!(
+                    NameGuardInvocation::parse(inv.to_args()).as_ref(),
+                    Ok(&want),
+                    "{}",
+                    c.intent
+                );
+            }
+            (Some(name), Err(e)) => {
+                let ErrorKind::NameGuardInvocation(p) = e.kind() else {
+                    panic!("{}: another error kind: {e}", c.intent);
+                };
+                assert_eq!(problem_name(p), name, "{}: {e}", c.intent);
+                // The message says what to do.
+                assert!(e.to_string().contains("usage: name-guard-exec"), "{e}");
+            }
+            (None, Err(e)) => panic!("{}: refused: {e}", c.intent),
+            (Some(name), Ok(inv)) => panic!("{}: accepted {inv:?}, want {name}", c.intent),
         }
     }
 }
