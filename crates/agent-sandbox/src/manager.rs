@@ -9,7 +9,7 @@ use crate::guard::ReportPipe;
 use crate::netns;
 use crate::{Error, ErrorKind};
 use bwrap_spec::{
-    BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, NameGuardLauncher, PlaceholderGuard,
+    BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, NameGuardLauncher, PlaceholderFiles,
     Profile, discover_git_repos_on_host,
 };
 use connect_proxy::{
@@ -376,7 +376,7 @@ struct NativeSession {
     writable: Vec<String>,
     repos_at_launch: Vec<String>,
     egress: Option<Egress>,
-    _placeholders: PlaceholderGuard,
+    _placeholders: PlaceholderFiles,
 }
 
 /// What a dispatch launch has started so far; dropped before
@@ -654,7 +654,7 @@ impl SandboxManager {
             let plan = BwrapBuilder::new(spec, &inner.home)
                 .profile(Profile::Terminal)
                 .build(&AmbientHost::from_ambient_untimed())?;
-            let placeholders = PlaceholderGuard::create_on_host(plan.placeholders())?;
+            let placeholders = PlaceholderFiles::create_on_host(plan.placeholders())?;
             let env = sanitized_env(&inner.base_env, inner.home.as_os_str(), None)?.vars;
             return Ok((
                 NativeSession {
@@ -715,7 +715,7 @@ impl SandboxManager {
                 paths.len()
             ));
         }
-        let placeholders = PlaceholderGuard::create_on_host(plan.placeholders())?;
+        let placeholders = PlaceholderFiles::create_on_host(plan.placeholders())?;
         let guest = |port| std::net::SocketAddr::from(([127, 0, 0, 1], port));
         let proxies_inside = (guest(GUEST_HTTP_PORT), guest(GUEST_SOCKS_PORT));
         let env = self.session_env(

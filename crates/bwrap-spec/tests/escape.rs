@@ -7,7 +7,7 @@
     reason = "test and bench code: a failed unwrap is a failed run"
 )]
 
-use bwrap_spec::{BwrapBuilder, FilenameRules, PlaceholderGuard};
+use bwrap_spec::{BwrapBuilder, FilenameRules, PlaceholderFiles};
 use sandbox_core::{Access, AmbientHost, Mode, SandboxBindMount, SandboxSpec};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -112,8 +112,8 @@ fn run(s: &Scratch, spec: &SandboxSpec, user: User, script: &str) -> Output {
         .filename_rules(FilenameRules::DropFilenameGlobDenies)
         .build(&AmbientHost::from_ambient())
         .unwrap();
-    let mut guard = PlaceholderGuard::create_on_host(plan.placeholders()).unwrap();
-    for p in guard.created() {
+    let mut placeholders = PlaceholderFiles::create_on_host(plan.placeholders()).unwrap();
+    for p in placeholders.created() {
         chmod_tree(p);
     }
     let argv = plan.command_line(&bwrap, ["/bin/sh", "-c", script]);
@@ -134,7 +134,7 @@ fn run(s: &Scratch, spec: &SandboxSpec, user: User, script: &str) -> Output {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    guard.remove();
+    placeholders.remove();
     out
 }
 

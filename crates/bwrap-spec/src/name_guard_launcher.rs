@@ -2,17 +2,20 @@
 //! sandbox and run in front of the command when a plan has creation-time
 //! filename rules ([`crate::FilenameRules::EnforcedByNameGuard`]).
 
+use sandbox_core::NameGuardInvocation;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// Where the launcher appears inside the sandbox.
 pub const NAME_GUARD_GUEST_PATH: &str = "/run/name-guard-exec";
 
-/// Most rules one guard accepts (the launcher's own limit).
-pub const MAX_NAME_GUARD_RULES: usize = 4096;
+/// Most rules one guard accepts (the launcher's own limit,
+/// [`NameGuardInvocation::MAX_DENY_GLOBS`]).
+pub const MAX_NAME_GUARD_RULES: usize = NameGuardInvocation::MAX_DENY_GLOBS;
 
 /// A launcher that accepts `[leading args] [--report-fd N] --deny RULE...
-/// -- CMD ARGS` (the `name-guard-exec` command line), for example the
+/// -- CMD ARGS` (the leading arguments, then the `name-guard-exec` command
+/// line, [`NameGuardInvocation`]), for example the
 /// `name-guard-exec` binary itself, or a host program that dispatches to
 /// `name_guard::launcher_main` when called with a leading marker argument.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,7 +58,9 @@ impl NameGuardLauncher {
     }
 }
 
-/// The argv that runs `command` under the guard inside the sandbox.
+/// The argv that runs `command` under the guard inside the sandbox: the
+/// launcher's guest path, its leading arguments, then the guard's command
+/// line ([`NameGuardInvocation::to_args`]).
 pub(crate) fn guarded_argv<I, S>(
     launcher: &NameGuardLauncher,
     rules: &[String],
@@ -66,18 +71,14 @@ where
     I: IntoIterator<Item = S>,
     S: Into<OsString>,
 {
+    let invocation = NameGuardInvocation {
+        report_fd,
+        deny_globs: rules.to_vec(),
+        command: command.into_iter().map(Into::into).collect(),
+    };
     let mut out: Vec<OsString> = Vec::with_capacity(rules.len() * 2 + 8);
     out.push(NAME_GUARD_GUEST_PATH.into());
     out.extend(launcher.leading_args.iter().cloned());
-    if let Some(fd) = report_fd {
-        out.push("--report-fd".into());
-        out.push(fd.to_string().into());
-    }
-    for r in rules {
-        out.push("--deny".into());
-        out.push(r.into());
-    }
-    out.push("--".into());
-    out.extend(command.into_iter().map(Into::into));
+    out.extend(invocation.to_args());
     out
 }
