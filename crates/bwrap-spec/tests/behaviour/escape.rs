@@ -1,11 +1,5 @@
 //! Real processes under the real bubblewrap sandbox, trying to break out.
 //! Runs as the current user and, when root, again as an unprivileged user.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use bwrap_spec::{BwrapBuilder, FilenameRules, PlaceholderFiles};
 use sandbox_core::{Access, AmbientHost, Mode, SandboxBindMount, SandboxSpec};

@@ -1,10 +1,4 @@
 //! The behaviour tables under `testdata/*.toml` and the golden profiles.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use sandbox_core::{FakeHost, Os, SandboxSpec};
 use seatbelt_profile::{

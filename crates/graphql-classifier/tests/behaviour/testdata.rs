@@ -1,19 +1,11 @@
-//! The crate's one data-driven test binary: every behaviour table under
-//! `testdata/*.toml`, the fuzz regressions, the differential test against
-//! apollo-parser and cynic-parser over `testdata/corpus/` and generated
-//! documents, and the proptest properties.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
+//! The data-driven tests: every behaviour table under `testdata/*.toml`,
+//! the fuzz regressions, the differential test against apollo-parser and
+//! cynic-parser over `testdata/corpus/` and generated documents, and the
+//! proptest properties.
 
-mod testdata {
-    mod differential;
-    mod oracle;
-    mod properties;
-}
+mod differential;
+mod oracle;
+mod properties;
 
 use graphql_classifier::{Classification, Classifier, Error};
 use serde::Deserialize;

@@ -1,11 +1,5 @@
 //! The JSON shape of the data model (R-SPEC-6): camelCase names, documented
 //! defaults, unknown fields ignored, bad mounts refused.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use sandbox_core::*;
 

@@ -1,10 +1,4 @@
 //! Every configurable limit refuses with its own typed error.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use graphql_classifier::{Classifier, ErrorKind};
 

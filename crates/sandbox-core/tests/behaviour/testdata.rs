@@ -1,10 +1,4 @@
 //! Loads every behaviour table under `testdata/` and checks each case.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use sandbox_core::*;
 use serde::Deserialize;

@@ -1,20 +1,11 @@
 //! The launcher under real bubblewrap: denied names cannot be created by any
 //! route; ordinary work runs unchanged.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
-
-mod support;
-
+use crate::support::*;
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use support::*;
 
 #[test]
 fn every_route_to_a_denied_name_is_refused() {

@@ -1,36 +1,33 @@
 //! Helpers shared by the sandbox tests: bubblewrap, the attack program and a
 //! writable directory to run scripts in, with or without the guard.
 
-#![allow(
-    dead_code,
-    unreachable_pub,
-    reason = "shared by several test binaries, each using part of it"
-)]
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-pub const GUARD: &str = env!("CARGO_BIN_EXE_name-guard-exec");
-pub const DENY: [&str; 3] = [".env", "*.key", "*.pem"];
-pub const DENIED_NAMES: [&str; 3] = ["x.pem", ".env", "id.key"];
+pub(crate) const GUARD: &str = env!("CARGO_BIN_EXE_name-guard-exec");
+pub(crate) const DENY: [&str; 3] = [".env", "*.key", "*.pem"];
+pub(crate) const DENIED_NAMES: [&str; 3] = ["x.pem", ".env", "id.key"];
 
 /// bubblewrap; without it the test fails with the install line (or is
 /// skipped visibly when the person asked for that).
-pub fn bwrap() -> Option<PathBuf> {
+pub(crate) fn bwrap() -> Option<PathBuf> {
     test_support::tool("bwrap", "apt-get install bubblewrap")
 }
 
 /// The attack program, compiled once per test binary.
-pub fn attack() -> &'static Path {
+pub(crate) fn attack() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("name-guard-attack-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         let out = dir.join("attack");
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/attack.c");
+        let src = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/behaviour/support/attack.c"
+        );
         let st = Command::new("cc")
             .args(["-O1", "-Wall", "-pthread", "-o"])
             .arg(&out)
@@ -42,13 +39,13 @@ pub fn attack() -> &'static Path {
     })
 }
 
-pub struct Sandbox {
-    pub bwrap: PathBuf,
-    pub dir: tempfile::TempDir,
+pub(crate) struct Sandbox {
+    pub(crate) bwrap: PathBuf,
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Sandbox {
-    pub fn new() -> Option<Self> {
+    pub(crate) fn new() -> Option<Self> {
         let bwrap = bwrap()?;
         Some(Sandbox {
             bwrap,
@@ -56,17 +53,17 @@ impl Sandbox {
         })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// Run `sh -c script` in the writable directory, under bubblewrap and,
     /// when `guarded`, under the guard.
-    pub fn sh_with(&self, guarded: bool, script: &str) -> Output {
+    pub(crate) fn sh_with(&self, guarded: bool, script: &str) -> Output {
         self.sh_rules(guarded, &DENY, script)
     }
 
-    pub fn sh_rules(&self, guarded: bool, deny: &[&str], script: &str) -> Output {
+    pub(crate) fn sh_rules(&self, guarded: bool, deny: &[&str], script: &str) -> Output {
         let guard = guarded.then_some(deny);
         let c = self.command(guard, &[], script);
         self.output(c, script)
@@ -76,7 +73,12 @@ impl Sandbox {
     /// directory; under the guard with these rules (and `guard_args` before
     /// them) when `deny` is `Some`. The caller may add environment
     /// variables or descriptors before running it.
-    pub fn command(&self, deny: Option<&[&str]>, guard_args: &[&str], script: &str) -> Command {
+    pub(crate) fn command(
+        &self,
+        deny: Option<&[&str]>,
+        guard_args: &[&str],
+        script: &str,
+    ) -> Command {
         let d = self.path();
         let attack = attack();
         let mut c = Command::new(&self.bwrap);
@@ -109,7 +111,7 @@ impl Sandbox {
     }
 
     /// Run `c`, print what it did, return its output.
-    pub fn output(&self, mut c: Command, script: &str) -> Output {
+    pub(crate) fn output(&self, mut c: Command, script: &str) -> Output {
         let started = std::time::Instant::now();
         let out = c.output().unwrap();
         eprintln!(
@@ -122,12 +124,12 @@ impl Sandbox {
         out
     }
 
-    pub fn sh(&self, script: &str) -> Output {
+    pub(crate) fn sh(&self, script: &str) -> Output {
         self.sh_with(true, script)
     }
 
     /// Every entry in the tree whose name a rule denies.
-    pub fn denied_entries(&self) -> Vec<PathBuf> {
+    pub(crate) fn denied_entries(&self) -> Vec<PathBuf> {
         let mut found = Vec::new();
         let mut stack = vec![self.path().to_path_buf()];
         while let Some(d) = stack.pop() {
@@ -147,12 +149,12 @@ impl Sandbox {
     }
 }
 
-pub fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// Lines `label: result` for each (label, attack arguments).
-pub fn script_of(cases: &[(String, String)]) -> String {
+pub(crate) fn script_of(cases: &[(String, String)]) -> String {
     let mut s = String::from("umask 022\n");
     for (label, args) in cases {
         s.push_str(&format!("printf '%s: ' '{label}'; \"$ATTACK\" {args}\n"));
@@ -160,7 +162,7 @@ pub fn script_of(cases: &[(String, String)]) -> String {
     s
 }
 
-pub fn results(out: &Output) -> Vec<(String, String)> {
+pub(crate) fn results(out: &Output) -> Vec<(String, String)> {
     stdout(out)
         .lines()
         .filter_map(|l| l.split_once(": "))
@@ -170,7 +172,7 @@ pub fn results(out: &Output) -> Vec<(String, String)> {
 
 /// The supervisor's counters from the launcher's `NAME_GUARD_STATS` line:
 /// (handled, denied).
-pub fn guard_stats(out: &Output) -> (u64, u64) {
+pub(crate) fn guard_stats(out: &Output) -> (u64, u64) {
     let err = String::from_utf8_lossy(&out.stderr);
     let line = err
         .lines()

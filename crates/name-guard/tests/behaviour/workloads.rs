@@ -1,15 +1,7 @@
 //! Ordinary work under the guard, under real bubblewrap: cloning a git
 //! repository, `cargo new`, extracting a tarball; and the denial reports.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
-
-mod support;
-
+use crate::support::*;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
@@ -18,7 +10,6 @@ use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use support::*;
 
 /// Every regular file under `root` (skipping `.git`), by relative path.
 fn files_under(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {

@@ -1,11 +1,5 @@
 //! Properties of the dispatch profile over generated specs, asserted
 //! through the evaluator: what the profile means, not how it looks.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use proptest::prelude::*;
 use sandbox_core::defaults::{mandatory_write_deny_paths, secret_read_deny_entries};

@@ -1,11 +1,5 @@
 //! Order properties of generated plans: once a path is denied, no later
 //! mount can make it writable or visible again.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use bwrap_spec::{BwrapBuilder, FilenameRules};
 use proptest::prelude::*;

@@ -1,10 +1,4 @@
 //! Deep nesting gives a typed error, never a crash, even on a 64 KiB stack.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use graphql_classifier::{Classifier, ErrorKind};
 

@@ -1,10 +1,4 @@
 //! Properties of path resolution (R-PATHS-1) and the probe.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use proptest::prelude::*;
 use sandbox_core::*;

@@ -2,12 +2,6 @@
 //! values (non-UTF-8 command arguments, rules that look like options), the
 //! same refusal from `parse` as from `check` for values over a limit, and
 //! the limits themselves.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use proptest::prelude::*;
 use sandbox_core::{ErrorKind, InvocationProblem, NameGuardInvocation};

@@ -1,11 +1,5 @@
 //! Properties of the pure parts: rule matching against a reference matcher,
 //! and denial reports read back as written.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use name_guard::{
     DeniedCall, Invocation, MAX_REPORT_LINE, Rules, format_denial_line, parse_denial_line,

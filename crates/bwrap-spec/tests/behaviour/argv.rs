@@ -1,14 +1,10 @@
 //! Whole argv vectors for representative specs, from `testdata/argv.toml`,
 //! on a described (fake) host.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
-use bwrap_spec::{BridgePlan, BwrapBuilder, ErrorKind, FilenameRules, NameGuardLauncher};
-use sandbox_core::{FakeHost, Os, SandboxSpec};
+use bwrap_spec::{
+    BridgePlan, BwrapBuilder, ErrorKind, FilenameRules, MAX_NAME_GUARD_RULES, NameGuardLauncher,
+};
+use sandbox_core::{Access, FakeHost, NameGuardInvocation, Os, SandboxBindMount, SandboxSpec};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -97,6 +93,19 @@ fn argv_table() {
                         .collect();
                     assert_eq!(&cmd, want, "{}", c.intent);
                     assert_eq!(plan.is_guarded(), want[0] != "cmd", "{}", c.intent);
+                    if plan.is_guarded() {
+                        // After the guest path and the marker, the launcher
+                        // reads back exactly the plan's rules and command.
+                        let line = NameGuardInvocation::parse(
+                            plan.guarded_command(["cmd", "arg"], Some(7))
+                                .into_iter()
+                                .skip(2),
+                        )
+                        .unwrap();
+                        assert_eq!(line.deny_globs, plan.name_guard_globs(), "{}", c.intent);
+                        assert_eq!(line.report_fd, Some(7), "{}", c.intent);
+                        assert_eq!(line.command, ["cmd", "arg"], "{}", c.intent);
+                    }
                 }
                 if let Some(tail) = &c.expected_tail {
                     assert!(
@@ -142,4 +151,43 @@ fn argv_table() {
             (got, _) => panic!("{}: {got:?}", c.intent),
         }
     }
+}
+
+#[test]
+fn creation_time_rules_stop_at_the_launcher_s_limit() {
+    // Each missing protected path in a worktree is one creation-time rule.
+    let build = |extra: usize| {
+        let mut spec = SandboxSpec::new("s", "w");
+        spec.bind_mounts
+            .push(SandboxBindMount::new("/w/repo", Access::ReadWrite).unwrap());
+        let fixed = BwrapBuilder::new(&spec, "/home/u")
+            .filename_rules(FilenameRules::EnforcedByNameGuard)
+            .name_guard_launcher(NameGuardLauncher::new("/opt/ng"))
+            .build(&host())
+            .unwrap()
+            .name_guard_globs()
+            .len();
+        let room = MAX_NAME_GUARD_RULES - fixed;
+        spec.protected_paths = (0..room + extra).map(|i| format!("/w/repo/p{i}")).collect();
+        BwrapBuilder::new(&spec, "/home/u")
+            .filename_rules(FilenameRules::EnforcedByNameGuard)
+            .name_guard_launcher(NameGuardLauncher::new("/opt/ng"))
+            .build(&host())
+    };
+    let plan = build(0).unwrap();
+    assert_eq!(plan.name_guard_globs().len(), MAX_NAME_GUARD_RULES);
+    assert_eq!(MAX_NAME_GUARD_RULES, NameGuardInvocation::MAX_DENY_GLOBS);
+    // What the plan builds at the limit, the launcher still reads.
+    let line = NameGuardInvocation::parse(plan.guarded_command(["true"], None).into_iter().skip(1))
+        .unwrap();
+    assert_eq!(line.deny_globs.len(), MAX_NAME_GUARD_RULES);
+    let e = build(1).unwrap_err();
+    assert!(
+        matches!(
+            e.kind(),
+            ErrorKind::TooManyNameGuardRules { count, limit }
+                if *count == MAX_NAME_GUARD_RULES + 1 && *limit == MAX_NAME_GUARD_RULES
+        ),
+        "{e}"
+    );
 }

@@ -1,11 +1,5 @@
 //! The `SandboxPort` trait can be implemented by a host program's own
 //! backend and driven through launch, exec and destroy.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
 
 use futures_core::Stream;
 use sandbox_core::*;
