@@ -1,9 +1,13 @@
 //! The name guard's report lines (bytes that cross out of the sandbox) and
-//! its rule and argument parsers: never panic; a formatted line reads back.
+//! its rule and argument parsers: never panic; a formatted line reads back,
+//! and so does a command line that parsed.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use name_guard::{DeniedCall, Invocation, Rules, format_denial_line, parse_denial_line};
+use sandbox_core::NameGuardInvocation;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
 
 fuzz_target!(|data: &[u8]| {
     let _ = parse_denial_line(data);
@@ -40,4 +44,11 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = Invocation::parse(text.split(' ').map(str::to_string));
+    // Raw bytes, not only UTF-8: what parses is written back the same.
+    let args = data
+        .split(|&b| b == b' ')
+        .map(|a| OsString::from_vec(a.to_vec()));
+    if let Ok(line) = NameGuardInvocation::parse(args) {
+        assert_eq!(NameGuardInvocation::parse(line.to_args()).ok(), Some(line));
+    }
 });

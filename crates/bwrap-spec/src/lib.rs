@@ -32,7 +32,9 @@
 //! ([`FilenameRules::EnforcedByNameGuard`] with a [`NameGuardLauncher`]: the
 //! launcher is bound read-only at [`NAME_GUARD_GUEST_PATH`] and
 //! [`BwrapPlan::guarded_command`] puts it in front of every command, with
-//! one `--deny` per rule); the opt-out
+//! one `--deny` per rule: the launcher's command line is a
+//! [`sandbox_core::NameGuardInvocation`], which the launcher parses back);
+//! the opt-out
 //! [`FilenameRules::DropFilenameGlobDenies`] drops only those and reports
 //! what it dropped.
 //!
@@ -91,19 +93,22 @@
 //!
 //! This crate has no optional features.
 
+mod args;
 mod bridge;
+mod builder;
+mod denies;
 mod error;
-mod guard;
+mod name_guard_launcher;
 mod placeholder;
 mod plan;
 mod repos;
 
 pub use bridge::{BRIDGE_GUEST_DIR, Bridge, BridgePlan};
+pub use builder::{BwrapBuilder, DEFAULT_SYSTEM_PATHS, SYSTEM_SECRETS, TERMINAL_SECRET_DIRS};
 pub use error::{Error, ErrorKind};
-pub use guard::{MAX_NAME_GUARD_RULES, NAME_GUARD_GUEST_PATH, NameGuardLauncher};
-pub use placeholder::{Placeholder, PlaceholderGuard, PlaceholderKind};
+pub use name_guard_launcher::{MAX_NAME_GUARD_RULES, NAME_GUARD_GUEST_PATH, NameGuardLauncher};
+pub use placeholder::{Placeholder, PlaceholderFiles, PlaceholderKind};
 pub use plan::{
-    ArgvDelivery, BwrapBuilder, BwrapPlan, DEFAULT_SYSTEM_PATHS, FilenameRules, MAX_ARGS_FD_BYTES,
-    MAX_ARGV_BYTES, Profile, SYSTEM_SECRETS, TERMINAL_SECRET_DIRS,
+    ArgvDelivery, BwrapPlan, FilenameRules, MAX_ARGS_FD_BYTES, MAX_ARGV_BYTES, Profile,
 };
 pub use repos::{REPO_SEARCH_MAX_DEPTH, REPO_SEARCH_MAX_DIRS, discover_git_repos_on_host};

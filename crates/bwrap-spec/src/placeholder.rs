@@ -25,19 +25,19 @@ pub struct Placeholder {
     pub root: PathBuf,
 }
 
-/// The placeholders this process created on the host. Dropping the guard (or
-/// [`PlaceholderGuard::remove`]) removes each one that is still empty, deepest
-/// first, so that the host keeps no litter.
+/// The placeholder files and directories this process created on the host.
+/// Dropping the value (or [`PlaceholderFiles::remove`]) removes each one that
+/// is still empty, deepest first, so that the host keeps no litter.
 #[derive(Debug, Default)]
-pub struct PlaceholderGuard {
+pub struct PlaceholderFiles {
     created: Vec<(PathBuf, PlaceholderKind)>,
 }
 
-impl PlaceholderGuard {
+impl PlaceholderFiles {
     /// Creates the missing placeholders (and missing parents below their
     /// root) on the host file system. Writes to the host, as its name says.
-    pub fn create_on_host(placeholders: &[Placeholder]) -> Result<PlaceholderGuard, Error> {
-        let mut guard = PlaceholderGuard::default();
+    pub fn create_on_host(placeholders: &[Placeholder]) -> Result<PlaceholderFiles, Error> {
+        let mut files = PlaceholderFiles::default();
         for p in placeholders {
             if !p.path.starts_with(&p.root) || p.path == p.root {
                 return Err(ErrorKind::BadPath {
@@ -57,7 +57,7 @@ impl PlaceholderGuard {
             }
             for dir in missing.into_iter().rev() {
                 std::fs::create_dir(dir).map_err(|e| placeholder_err(dir, e))?;
-                guard
+                files
                     .created
                     .push((dir.to_path_buf(), PlaceholderKind::Dir));
             }
@@ -76,9 +76,9 @@ impl PlaceholderGuard {
                         .map_err(|e| placeholder_err(&p.path, e))?;
                 }
             }
-            guard.created.push((p.path.clone(), p.kind));
+            files.created.push((p.path.clone(), p.kind));
         }
-        Ok(guard)
+        Ok(files)
     }
 
     /// The paths created, in creation order.
@@ -108,7 +108,7 @@ impl PlaceholderGuard {
     }
 }
 
-impl Drop for PlaceholderGuard {
+impl Drop for PlaceholderFiles {
     fn drop(&mut self) {
         self.remove();
     }

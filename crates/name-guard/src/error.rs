@@ -22,9 +22,10 @@ impl From<ErrorKind> for Error {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// The command line is malformed.
-    #[error("usage: {0}")]
-    Usage(String),
+    /// The command line is malformed or over a limit; the problem is a
+    /// [`sandbox_core::ErrorKind::NameGuardInvocation`].
+    #[error("{0}")]
+    Usage(sandbox_core::Error),
     /// A rule cannot be used.
     #[error("invalid rule {rule:?}: {reason}")]
     InvalidRule {

@@ -13,7 +13,7 @@
 //! [`Stats::reports_dropped`](crate::Stats::reports_dropped). A reader
 //! should parse complete lines only (ending in `\n`).
 
-use crate::supervisor::PATH_MAX;
+use crate::PATH_MAX;
 use crate::{Error, ErrorKind};
 
 /// Longest report line, in bytes, trailing newline included.

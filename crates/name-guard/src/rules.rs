@@ -3,11 +3,12 @@
 use crate::{Error, ErrorKind};
 use std::collections::HashSet;
 
-/// Most rules a guard accepts. Absolute paths without `*` or `?` (the
-/// usual case: protected files that do not exist yet in each worktree) are
-/// looked up in a set, so a decision costs one lookup for all of them plus
-/// one match per glob.
-pub const MAX_RULES: usize = 4096;
+/// Most rules a guard accepts (as many as its command line carries,
+/// [`sandbox_core::NameGuardInvocation::MAX_DENY_GLOBS`]). Absolute paths
+/// without `*` or `?` (the usual case: protected files that do not exist yet
+/// in each worktree) are looked up in a set, so a decision costs one lookup
+/// for all of them plus one match per glob.
+pub const MAX_RULES: usize = sandbox_core::NameGuardInvocation::MAX_DENY_GLOBS;
 /// Longest rule, in bytes.
 pub const MAX_RULE_LEN: usize = 4096;
 

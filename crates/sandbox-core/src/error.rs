@@ -72,6 +72,10 @@ pub enum ErrorKind {
         /// What the probe found, with an install hint where there is one.
         reason: String,
     },
+    /// A name-guard launcher command line is malformed or over a limit
+    /// ([`crate::NameGuardInvocation::parse`], [`crate::NameGuardInvocation::check`]).
+    #[error("name-guard command line: {0} (usage: {usage})", usage = crate::NAME_GUARD_USAGE)]
+    NameGuardInvocation(crate::InvocationProblem),
     /// A state change that the lifecycle does not allow.
     #[error("illegal sandbox state change from {from} to {to}")]
     IllegalTransition {

@@ -14,7 +14,11 @@
 //! - path sets ([`PathSet`]): deny entries in their literal and
 //!   symlink-resolved spellings, and the curated default sets in
 //!   [`defaults`];
-//! - the [`SandboxPort`] trait that backends implement.
+//! - the [`SandboxPort`] trait that backends implement;
+//! - the name-guard launcher's command line as a value
+//!   ([`NameGuardInvocation`]), built by the bubblewrap plan and parsed by
+//!   the launcher, and the one kernel gate for it
+//!   ([`kernel_runs_name_guard`]).
 //!
 //! Everything that reads the host goes through a [`HostView`]: use
 //! [`AmbientHost::from_ambient`] for the real machine and [`FakeHost`] to
@@ -62,6 +66,22 @@
 //! assert_eq!(access, Access::ReadOnly);
 //! ```
 //!
+//! # Example: the name-guard command line
+//!
+//! ```
+//! use sandbox_core::{ErrorKind, InvocationProblem, NameGuardInvocation};
+//!
+//! let mut inv = NameGuardInvocation::new([".env", "-odd"], ["make", "--", "all"]);
+//! inv.report_fd = Some(3);
+//! let args = inv.to_args();
+//! assert_eq!(args[..4], ["--report-fd", "3", "--deny", ".env"]);
+//! assert_eq!(NameGuardInvocation::parse(args)?, inv);
+//!
+//! let err = NameGuardInvocation::parse(["--deny", ".env"]).unwrap_err();
+//! assert_eq!(err.kind(), &ErrorKind::NameGuardInvocation(InvocationProblem::NoCommand));
+//! # Ok::<(), sandbox_core::Error>(())
+//! ```
+//!
 //! # Input safety
 //!
 //! - Paths are limited to [`MAX_PATH_LEN`] bytes; NUL bytes and `..`
@@ -74,6 +94,12 @@
 //!   to [`host::SMALL_FILE_LIMIT`] bytes; `PATH` lookups ignore empty and
 //!   relative entries.
 //! - Switch values are echoed in errors truncated to 64 characters.
+//! - A name-guard command line holds at most
+//!   [`NameGuardInvocation::MAX_DENY_GLOBS`] rules and
+//!   [`NameGuardInvocation::MAX_COMMAND_ARGS`] command arguments, each
+//!   argument at most [`NameGuardInvocation::MAX_ARG_BYTES`] bytes without
+//!   NUL; [`NameGuardInvocation::parse`] reads no more than that from its
+//!   iterator, and echoes arguments in errors truncated to 64 characters.
 //! - Nothing here panics on input; deserialisation refuses relative mounts.
 //!
 //! # Crate features
@@ -85,6 +111,7 @@ mod error;
 pub mod git;
 pub mod host;
 mod mode;
+mod name_guard_invocation;
 mod paths;
 mod port;
 pub mod probe;
@@ -110,12 +137,13 @@ pub use git::linked_git_dir_entries;
 pub use handle::SandboxHandle;
 pub use host::{AmbientHost, FakeHost, HostView, Os, find_on_path};
 pub use mode::{Access, Mode};
+pub use name_guard_invocation::{InvocationProblem, NAME_GUARD_USAGE, NameGuardInvocation};
 pub use paths::{PathEntry, PathSet, expand_tilde, is_glob};
 pub use port::{DynSandboxPort, EventStream, PortFuture, SandboxPort};
 pub use probe::{
     AMBIENT_PROBE_TIMEOUT, FilenameRuleSupport, MicrovmProbe, NAME_GUARD_MIN_KERNEL,
-    NativeMechanism, NativeProbe, Platform, ProbeCache, ProbeOptions, ProbeReport, kernel_version,
-    probe_ambient,
+    NativeMechanism, NativeProbe, Platform, ProbeCache, ProbeOptions, ProbeReport,
+    kernel_runs_name_guard, kernel_version, probe_ambient,
 };
 pub use running::{
     CommandControl, CommandSignal, ControlError, ControlFuture, NoControl, RunningCommand,

@@ -138,17 +138,29 @@ impl FilenameRuleSupport {
     }
 }
 
-/// The `(major, minor)` of a Linux release string such as
-/// `6.1.0-18-amd64` or `5.14.0-284.el9.x86_64`; `None` for anything else.
+/// The `(major, minor)` of a Linux release string (`uname -r`, such as
+/// `6.1.0-18-amd64` or `5.14.0-284.el9.x86_64`): decimal digits, a dot,
+/// decimal digits, then anything. `None` for anything else (a sign, a
+/// missing minor, a number over `u32`).
 pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
-    let mut parts = release.trim().splitn(3, '.');
-    let major = parts.next()?.parse::<u32>().ok()?;
-    let minor_part = parts.next()?;
-    let digits: &str = &minor_part[..minor_part
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(minor_part.len())];
-    let minor = digits.parse::<u32>().ok()?;
+    fn number(s: &str) -> Option<(u32, &str)> {
+        let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+        if end == 0 {
+            return None;
+        }
+        Some((s[..end].parse().ok()?, &s[end..]))
+    }
+    let (major, rest) = number(release.trim())?;
+    let (minor, _) = number(rest.strip_prefix('.')?)?;
     Some((major, minor))
+}
+
+/// Whether a Linux release string names a kernel that can run the name
+/// guard: at least [`NAME_GUARD_MIN_KERNEL`]. The one place this is
+/// decided; the probe and the `name-guard` crate both ask it. A release
+/// [`kernel_version`] cannot read is `false`.
+pub fn kernel_runs_name_guard(release: &str) -> bool {
+    kernel_version(release).is_some_and(|v| v >= NAME_GUARD_MIN_KERNEL)
 }
 
 /// Whether a Linux release can run the name guard on this build's
@@ -157,9 +169,11 @@ fn name_guard_support(release: &str) -> FilenameRuleSupport {
     if !cfg!(target_arch = "x86_64") {
         return FilenameRuleSupport::Unavailable("the name guard supports x86-64 only".to_string());
     }
+    if kernel_runs_name_guard(release) {
+        return FilenameRuleSupport::NameGuard;
+    }
     let (maj, min) = NAME_GUARD_MIN_KERNEL;
     match kernel_version(release) {
-        Some(v) if v >= NAME_GUARD_MIN_KERNEL => FilenameRuleSupport::NameGuard,
         Some((a, b)) => FilenameRuleSupport::Unavailable(format!(
             "kernel {a}.{b} is older than {maj}.{min} (seccomp user notification with descriptor injection and killable waits)"
         )),

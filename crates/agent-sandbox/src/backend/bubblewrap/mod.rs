@@ -22,7 +22,7 @@ use crate::egress::{Egress, Listen, plain_env};
 use crate::running::{CommandIo, prepare, run_child};
 use bridges::{BRIDGED, bind_private_socket};
 use bwrap_spec::{
-    BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, NameGuardLauncher, PlaceholderGuard,
+    BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, NameGuardLauncher, PlaceholderFiles,
     Profile, discover_git_repos_on_host,
 };
 use name_guard_reports::ReportPipe;
@@ -71,7 +71,7 @@ pub(crate) struct Session {
     repos_at_launch: Vec<String>,
     /// A dispatch's proxies and bridges (terminals have none).
     egress: Option<Bridged>,
-    _placeholders: PlaceholderGuard,
+    _placeholders: PlaceholderFiles,
 }
 
 /// The proxies of a dispatch session and the bridges the sandbox reaches
@@ -104,7 +104,7 @@ pub(crate) async fn launch(
         let plan = BwrapBuilder::new(spec, &settings.home)
             .profile(Profile::Terminal)
             .build(host)?;
-        let placeholders = PlaceholderGuard::create_on_host(plan.placeholders())?;
+        let placeholders = PlaceholderFiles::create_on_host(plan.placeholders())?;
         let session = Session {
             config: config.clone(),
             plan,
@@ -159,7 +159,7 @@ pub(crate) async fn launch(
         }
     };
     log_dropped_filename_rules(settings, spec, &plan);
-    let placeholders = PlaceholderGuard::create_on_host(plan.placeholders())?;
+    let placeholders = PlaceholderFiles::create_on_host(plan.placeholders())?;
     let guest = |port| std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let env = egress.env(
         settings,

@@ -1,0 +1,128 @@
+//! The guarded run on Linux: give up every capability, fork the command
+//! with the filter installed, and supervise its notifications until it
+//! exits.
+
+use crate::launch::Outcome;
+use crate::{Error, ErrorKind, Invocation, Rules, filter, supervisor, sys};
+use sandbox_core::InvocationProblem;
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+
+/// See [`crate::run`].
+pub(crate) fn run(inv: &Invocation) -> Result<Outcome, Error> {
+    if !cfg!(target_arch = "x86_64") {
+        return Err(ErrorKind::UnsupportedPlatform.into());
+    }
+    let argv: Vec<CString> = inv
+        .command
+        .iter()
+        .map(|a| {
+            CString::new(a.as_bytes()).map_err(|_| {
+                ErrorKind::Usage(
+                    InvocationProblem::NulByte {
+                        argument: a.to_string_lossy().chars().take(64).collect(),
+                    }
+                    .into(),
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    if let Some(fd) = inv.report_fd {
+        // Close-on-exec before the fork, so the guarded command never holds
+        // it; non-blocking, so a full pipe never stalls the supervisor.
+        sys::set_cloexec_nonblock(fd).map_err(|errno| ErrorKind::ReportFd { fd, errno })?;
+    }
+    sys::ignore_signal(libc::SIGPIPE);
+    // The supervisor and the command run with no capability at all.
+    sys::drop_all_capabilities().map_err(|errno| ErrorKind::Supervise { errno })?;
+    let prog = filter::program(sys::getpid());
+    let (child, listener) =
+        sys::spawn_filtered(&prog, &argv).map_err(|errno| ErrorKind::Spawn { errno })?;
+    sys::ignore_signal(libc::SIGINT);
+    sys::ignore_signal(libc::SIGQUIT);
+    if let Err(errno) = sys::set_non_dumpable() {
+        drop(listener);
+        let _ = sys::wait_child(child);
+        return Err(ErrorKind::Supervise { errno }.into());
+    }
+    supervise(listener, child, &inv.rules, inv.report_fd)
+}
+
+fn supervise(
+    listener: OwnedFd,
+    child: i32,
+    rules: &Rules,
+    report_fd: Option<i32>,
+) -> Result<Outcome, Error> {
+    let sup_err = |errno| Error::from(ErrorKind::Supervise { errno });
+    let pidfd = sys::pidfd_open(child).map_err(sup_err)?;
+    let mut sup = supervisor::Supervisor::new(listener.as_raw_fd(), rules, report_fd);
+    let mut listener = Some(listener);
+    loop {
+        let lfd = listener.as_ref().map(AsRawFd::as_raw_fd);
+        // While FIFO opens wait on worker threads, wake up now and then to
+        // release those whose caller is gone.
+        let timeout = if sup.has_waiting_fifo_opens() {
+            100
+        } else {
+            -1
+        };
+        let (lrev, prev) = sys::poll2(lfd, pidfd.as_raw_fd(), timeout).map_err(sup_err)?;
+        sup.release_abandoned_fifo_opens();
+        if lrev & libc::POLLIN != 0 {
+            if let Some(l) = &listener {
+                match sys::notif_recv(l.as_raw_fd()) {
+                    Ok(n) => sup.handle(&n),
+                    Err(libc::ENOENT) | Err(libc::EINTR) => {}
+                    // Unusable listener: drop it; the guarded calls then fail.
+                    Err(_) => listener = None,
+                }
+            }
+        } else if lrev & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            listener = None;
+        }
+        if prev & libc::POLLIN != 0 {
+            let status = sys::wait_child(child).map_err(sup_err)?;
+            let exit_code = match status {
+                sys::ExitStatus::Code(c) => c,
+                sys::ExitStatus::Signal(s) => 128 + s,
+            };
+            sup.finish_reports();
+            return Ok(Outcome {
+                exit_code,
+                stats: sup.stats,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_report_fd_is_a_setup_error() {
+        // Far above anything a test process holds open.
+        let inv = Invocation::parse(["--report-fd", "987654", "--", "true"]).unwrap();
+        let e = run(&inv).unwrap_err();
+        assert_eq!(
+            e.kind(),
+            &ErrorKind::ReportFd {
+                fd: 987_654,
+                errno: libc::EBADF
+            }
+        );
+    }
+
+    #[test]
+    fn a_nul_byte_in_a_command_built_in_code_is_a_usage_error() {
+        let inv = Invocation {
+            rules: Rules::new([".env"]).unwrap(),
+            command: vec!["a\0b".into()],
+            report_fd: None,
+        };
+        let e = run(&inv).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::Usage(_)), "{e}");
+    }
+}

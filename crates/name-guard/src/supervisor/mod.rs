@@ -1,0 +1,167 @@
+//! The supervisor: receive a notification, read the path arguments once,
+//! decide on the final component, perform the call itself and answer.
+//!
+//! One job per module: [`target`] reads the calling thread (its memory,
+//! its `/proc` facts), [`resolve`] finds the parent directory a name is
+//! created in, [`calls`] decodes each notified system call and performs it,
+//! [`open`] is the creating open (symbolic links followed here), [`fifo`]
+//! waits for FIFOs on worker threads, and [`reports`] writes denial lines.
+//! This module holds the state and the decisions.
+
+mod calls;
+mod fifo;
+mod open;
+mod reports;
+mod resolve;
+mod target;
+
+use crate::Stats;
+use crate::report::DeniedCall;
+use crate::rules::Rules;
+use crate::sys::{self, Notif};
+use fifo::FifoWait;
+use resolve::Resolved;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use target::{Target, read_c_string};
+
+/// Largest `struct open_how` accepted from `openat2`.
+const MAX_OPEN_HOW: usize = 512;
+const OPEN_HOW_SIZE: usize = 24;
+
+const AT_FDCWD: i32 = libc::AT_FDCWD;
+const O_TMPFILE_BITS: i32 = 0o20_000_000;
+const DENIED: i32 = libc::EACCES;
+const RENAME_EXCHANGE: u32 = 1 << 1;
+const RENAME_WHITEOUT: u32 = 1 << 2;
+
+/// What to answer.
+enum Reply {
+    Val(i64),
+    Fd(OwnedFd, bool),
+    /// A worker thread answers (an open that may block, see
+    /// [`Supervisor::open_fifo_elsewhere`]).
+    Deferred,
+}
+
+type Res = Result<Reply, i32>;
+
+/// The guard's state for one guarded process tree.
+pub(crate) struct Supervisor<'a> {
+    listener: RawFd,
+    rules: &'a Rules,
+    pub(crate) stats: Stats,
+    refused: std::cell::Cell<u64>,
+    /// The denial report descriptor (non-blocking).
+    report_fd: Option<RawFd>,
+    /// The unwritten end of a report line a short write left behind.
+    pending: std::cell::RefCell<Vec<u8>>,
+    dropped: std::cell::Cell<u64>,
+    /// FIFO opens waiting on worker threads.
+    waiting: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// The same opens, to release those whose caller is gone.
+    fifo_waits: std::sync::Arc<std::sync::Mutex<Vec<FifoWait>>>,
+}
+
+impl<'a> Supervisor<'a> {
+    pub(crate) fn new(listener: RawFd, rules: &'a Rules, report_fd: Option<RawFd>) -> Self {
+        Supervisor {
+            listener,
+            rules,
+            stats: Stats::default(),
+            refused: std::cell::Cell::new(0),
+            report_fd,
+            pending: std::cell::RefCell::new(Vec::new()),
+            dropped: std::cell::Cell::new(0),
+            waiting: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            fifo_waits: std::sync::Arc::new(std::sync::Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Handle one notification completely.
+    pub(crate) fn handle(&mut self, n: &Notif) {
+        let mut t = Target {
+            tid: n.pid,
+            status: None,
+        };
+        let reply = self.dispatch(n, &mut t);
+        self.stats.handled += 1;
+        self.stats.denied += self.refused.take();
+        self.stats.reports_dropped += self.dropped.take();
+        let sent = match reply {
+            Ok(Reply::Deferred) => Ok(()),
+            Ok(Reply::Val(v)) => sys::notif_send(self.listener, n.id, Ok(v)),
+            Err(e) => sys::notif_send(self.listener, n.id, Err(e)),
+            Ok(Reply::Fd(fd, cloexec)) => {
+                match sys::notif_addfd_send(self.listener, n.id, &fd, cloexec) {
+                    Ok(_) => Ok(()),
+                    Err(libc::ENOENT) => Ok(()),
+                    Err(e) => sys::notif_send(self.listener, n.id, Err(e)),
+                }
+            }
+        };
+        // ENOENT: the caller is gone or was interrupted; nothing to answer.
+        let _ = sent;
+    }
+
+    fn read_path(&self, t: &mut Target, addr: u64) -> Result<Vec<u8>, i32> {
+        let raw = read_c_string(t.tid, addr)?;
+        t.rewrite(raw)
+    }
+
+    fn denied(&self, r: &Resolved) -> bool {
+        if self.rules.denies_name(&r.name) {
+            return true;
+        }
+        if self.rules.has_path_rules() {
+            // Fail closed when the parent cannot be named.
+            return Self::full_path(r).is_none_or(|full| self.rules.denies_path(&full));
+        }
+        false
+    }
+
+    /// For a name that a rename or a symbolic link brings into being with
+    /// whatever lies below it: also denied when a path rule lies below it.
+    fn denied_with_below(&self, r: &Resolved) -> bool {
+        if self.denied(r) {
+            return true;
+        }
+        if self.rules.has_path_rules() {
+            return Self::full_path(r).is_none_or(|full| self.rules.denies_ancestor(&full));
+        }
+        false
+    }
+
+    /// For calls that never replace an existing entry (mkdir, mknod,
+    /// symlink, link): when the denied name already exists the kernel would
+    /// answer `EEXIST`, and so does the guard, without a report (nothing was
+    /// attempted that the rules forbid; `mkdir -p` through an existing
+    /// directory keeps working). Otherwise a refusal.
+    fn refuse_new(&self, call: DeniedCall, r: &Resolved) -> i32 {
+        use std::os::unix::ffi::OsStrExt;
+        let mut at = format!("/proc/self/fd/{}/", r.parent.as_raw_fd()).into_bytes();
+        at.extend_from_slice(&r.name);
+        if std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(&at)).is_ok() {
+            return libc::EEXIST;
+        }
+        self.refuse(call, r)
+    }
+
+    /// A refusal of `call` because a rule matched the name `r`: counted and
+    /// reported.
+    fn refuse(&self, call: DeniedCall, r: &Resolved) -> i32 {
+        self.refused.set(self.refused.get() + 1);
+        if self.report_fd.is_some() {
+            let path = Self::full_path(r).unwrap_or_else(|| r.name.clone());
+            self.report(call, &path);
+        }
+        DENIED
+    }
+
+    fn valid(&self, n: &Notif) -> Result<(), i32> {
+        if sys::notif_id_valid(self.listener, n.id) {
+            Ok(())
+        } else {
+            Err(libc::ENOENT)
+        }
+    }
+}

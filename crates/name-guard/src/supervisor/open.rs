@@ -1,0 +1,136 @@
+//! The creating open: symbolic links at the final component followed here,
+//! hop by hop, and the checked name opened with `O_NOFOLLOW`.
+
+use super::{AT_FDCWD, O_TMPFILE_BITS, Reply, Res, Supervisor};
+use crate::report::DeniedCall;
+use crate::supervisor::resolve::{Anchor, cstring};
+use crate::supervisor::target::Target;
+use crate::sys;
+use crate::{MAX_RETRIES, MAX_SYMLINK_HOPS, MAX_WAITING_FIFO_OPENS, PATH_MAX};
+use std::os::fd::AsRawFd;
+
+impl Supervisor<'_> {
+    /// A creating open (`O_CREAT` or `O_TMPFILE`), performed on the checked
+    /// final component with `O_NOFOLLOW`; symbolic links at the final
+    /// component are followed here, so the name decided on is the name
+    /// created.
+    pub(super) fn open(
+        &self,
+        id: u64,
+        t: &mut Target,
+        start: Anchor,
+        flags: i32,
+        mode: u32,
+        call: DeniedCall,
+    ) -> Res {
+        let cloexec = flags & libc::O_CLOEXEC != 0;
+        let mode = mode & 0o7777;
+        if flags & O_TMPFILE_BITS != 0 {
+            // O_TMPFILE names a directory and creates no name.
+            let old = sys::umask(t.umask()?);
+            let r = sys::openat(start.base.as_raw_fd(), &cstring(&start.rel)?, flags, mode);
+            sys::umask(old);
+            return r.map(|f| Reply::Fd(f, cloexec));
+        }
+        let excl = flags & libc::O_EXCL != 0;
+        let user_nofollow = flags & libc::O_NOFOLLOW != 0;
+        let umask = t.umask()?;
+        let mut retries = 0;
+        'retry: loop {
+            let mut anchor = Anchor {
+                base: start
+                    .base
+                    .try_clone()
+                    .map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE))?,
+                rel: start.rel.clone(),
+            };
+            let mut hops = 0;
+            let r = loop {
+                let r = self.resolve(t, &anchor)?;
+                if r.caller_proc {
+                    break r;
+                }
+                if excl || user_nofollow {
+                    break r;
+                }
+                match sys::readlinkat(r.parent.as_raw_fd(), &r.call_name, PATH_MAX) {
+                    Ok(target) => {
+                        hops += 1;
+                        if hops > MAX_SYMLINK_HOPS {
+                            return Err(libc::ELOOP);
+                        }
+                        anchor = if target.first() == Some(&b'/') {
+                            let target = t.rewrite(target)?;
+                            self.anchor(t, AT_FDCWD, target)?
+                        } else {
+                            Anchor {
+                                base: r.parent,
+                                rel: target,
+                            }
+                        };
+                    }
+                    Err(libc::EINVAL) | Err(libc::ENOENT) => break r,
+                    Err(e) => return Err(e),
+                }
+            };
+            if r.caller_proc {
+                // One of the caller's open files, through its magic link:
+                // nothing is created, and the caller could open it itself.
+                let f = sys::openat(
+                    r.parent.as_raw_fd(),
+                    &r.call_name,
+                    flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW),
+                    0,
+                )?;
+                return Ok(Reply::Fd(f, cloexec));
+            }
+            let flags_nf = flags | libc::O_NOFOLLOW;
+            // An existing FIFO creates nothing, and opening it waits for the
+            // other end, which may first need the supervisor itself (a
+            // reader that creates a log file before opening the pipe): wait
+            // on a worker thread instead.
+            if !excl && sys::is_fifo_at(r.parent.as_raw_fd(), &r.call_name) {
+                if self.waiting.load(std::sync::atomic::Ordering::Acquire) >= MAX_WAITING_FIFO_OPENS
+                {
+                    return Err(libc::EAGAIN);
+                }
+                return self.open_fifo_elsewhere(id, r, flags_nf & !libc::O_CREAT, cloexec);
+            }
+            let res = if self.denied(&r) {
+                if excl {
+                    return Err(self.refuse(call, &r));
+                }
+                // An existing file of that name may be opened; none may be
+                // created.
+                match sys::openat(
+                    r.parent.as_raw_fd(),
+                    &r.call_name,
+                    flags_nf & !libc::O_CREAT,
+                    0,
+                ) {
+                    // A missing denied name: refused when the call would
+                    // create it; a plain open (openat2 without O_CREAT)
+                    // gets what the kernel would answer.
+                    Err(libc::ENOENT) if flags & libc::O_CREAT == 0 => {
+                        return Err(libc::ENOENT);
+                    }
+                    Err(libc::ENOENT) => return Err(self.refuse(call, &r)),
+                    other => other,
+                }
+            } else {
+                let old = sys::umask(umask);
+                let res = sys::openat(r.parent.as_raw_fd(), &r.call_name, flags_nf, mode);
+                sys::umask(old);
+                res
+            };
+            match res {
+                Ok(f) => return Ok(Reply::Fd(f, cloexec)),
+                Err(libc::ELOOP) if !user_nofollow && !excl && retries < MAX_RETRIES => {
+                    retries += 1;
+                    continue 'retry;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}

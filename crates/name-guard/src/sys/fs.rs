@@ -1,0 +1,147 @@
+//! The file-system calls the supervisor performs for the guarded process,
+//! on directory descriptors it opened itself, and the report descriptor's
+//! writes.
+#![allow(
+    unsafe_code,
+    reason = "a system-call module of the guard: every block carries its SAFETY comment"
+)]
+
+use super::{check, cstr_ptr, errno, owned};
+use std::ffi::CStr;
+use std::os::fd::{OwnedFd, RawFd};
+
+/// `openat(2)`.
+pub(crate) fn openat(dir: RawFd, path: &CStr, flags: i32, mode: u32) -> Result<OwnedFd, i32> {
+    // SAFETY: `path` is NUL-terminated and outlives the call.
+    owned(unsafe { libc::openat(dir, cstr_ptr(path), flags | libc::O_CLOEXEC, mode) })
+}
+
+/// `mknodat(2)`.
+pub(crate) fn mknodat(dir: RawFd, name: &CStr, mode: u32, dev: u64) -> Result<(), i32> {
+    // SAFETY: `name` is NUL-terminated and outlives the call.
+    check(unsafe { libc::mknodat(dir, cstr_ptr(name), mode, dev) }).map(|_| ())
+}
+
+/// `renameat2(2)`.
+pub(crate) fn renameat2(od: RawFd, on: &CStr, nd: RawFd, nn: &CStr, flags: u32) -> Result<(), i32> {
+    // SAFETY: both names are NUL-terminated and outlive the call.
+    check(unsafe { libc::renameat2(od, cstr_ptr(on), nd, cstr_ptr(nn), flags) }).map(|_| ())
+}
+
+/// `linkat(2)`.
+pub(crate) fn linkat(od: RawFd, on: &CStr, nd: RawFd, nn: &CStr, flags: i32) -> Result<(), i32> {
+    // SAFETY: both names are NUL-terminated and outlive the call.
+    check(unsafe { libc::linkat(od, cstr_ptr(on), nd, cstr_ptr(nn), flags) }).map(|_| ())
+}
+
+/// `symlinkat(2)`.
+pub(crate) fn symlinkat(target: &CStr, nd: RawFd, nn: &CStr) -> Result<(), i32> {
+    // SAFETY: both strings are NUL-terminated and outlive the call.
+    check(unsafe { libc::symlinkat(cstr_ptr(target), nd, cstr_ptr(nn)) }).map(|_| ())
+}
+
+/// `readlinkat(2)`, bounded by `limit` bytes (`ENAMETOOLONG` beyond).
+pub(crate) fn readlinkat(dir: RawFd, name: &CStr, limit: usize) -> Result<Vec<u8>, i32> {
+    let mut buf = vec![0u8; limit + 1];
+    // SAFETY: `buf` has `limit + 1` writable bytes; `name` is NUL-terminated.
+    let n = unsafe { libc::readlinkat(dir, cstr_ptr(name), buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        return Err(errno());
+    }
+    let n = n as usize;
+    if n > limit {
+        return Err(libc::ENAMETOOLONG);
+    }
+    buf.truncate(n);
+    Ok(buf)
+}
+
+/// `mkdirat(2)`.
+pub(crate) fn mkdirat(dir: RawFd, name: &CStr, mode: u32) -> Result<(), i32> {
+    // SAFETY: `name` is NUL-terminated and outlives the call.
+    check(unsafe { libc::mkdirat(dir, cstr_ptr(name), mode) }).map(|_| ())
+}
+
+/// Set `FD_CLOEXEC` and `O_NONBLOCK` on `fd`; fails with `EBADF` when it is
+/// not open.
+pub(crate) fn set_cloexec_nonblock(fd: RawFd) -> Result<(), i32> {
+    // SAFETY: fcntl with integer arguments on a descriptor number; an unknown
+    // descriptor is reported as EBADF.
+    unsafe {
+        let fdfl = check(libc::fcntl(fd, libc::F_GETFD))?;
+        check(libc::fcntl(fd, libc::F_SETFD, fdfl | libc::FD_CLOEXEC))?;
+        let fl = check(libc::fcntl(fd, libc::F_GETFL))?;
+        check(libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK))?;
+    }
+    Ok(())
+}
+
+/// Whether the directory `dir` is on procfs.
+pub(crate) fn is_procfs(dir: RawFd) -> bool {
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: `st` is a valid out pointer for one `struct statfs`, read only
+    // when the call succeeded (it then initialised it).
+    unsafe {
+        libc::fstatfs(dir, st.as_mut_ptr()) == 0
+            // PROC_SUPER_MAGIC
+            && st.assume_init().f_type == 0x9fa0
+    }
+}
+
+/// A close-on-exec duplicate of `fd`.
+pub(crate) fn dup_cloexec(fd: RawFd) -> Result<OwnedFd, i32> {
+    // SAFETY: fcntl(F_DUPFD_CLOEXEC) on a descriptor number; the result is a
+    // new descriptor this process owns, or -1 with errno.
+    owned(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) })
+}
+
+/// Whether `name` in the directory `dir` is a FIFO (not following a
+/// symbolic link at `name`).
+pub(crate) fn is_fifo_at(dir: RawFd, name: &CStr) -> bool {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `name` is NUL-terminated and outlives the call; `st` is a
+    // valid out pointer for one `struct stat`, read only when the call
+    // succeeded (it then initialised it).
+    unsafe {
+        libc::fstatat(
+            dir,
+            cstr_ptr(name),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        ) == 0
+            && (st.assume_init().st_mode & libc::S_IFMT) == libc::S_IFIFO
+    }
+}
+
+/// One `write(2)` of `buf` to `fd`; returns the number of bytes written.
+pub(crate) fn write_once(fd: RawFd, buf: &[u8]) -> Result<usize, i32> {
+    // SAFETY: `buf` is valid for `buf.len()` bytes for the call.
+    let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+    if n < 0 { Err(errno()) } else { Ok(n as usize) }
+}
+
+/// Wait up to `ms` milliseconds for `fd` to accept output.
+pub(crate) fn poll_out(fd: RawFd, ms: i32) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: `p` is one valid `pollfd`.
+    let r = unsafe { libc::poll(&mut p, 1, ms) };
+    r > 0 && p.revents & libc::POLLOUT != 0
+}
+
+/// Set the process umask and return the previous one.
+pub(crate) fn umask(mask: u32) -> u32 {
+    // SAFETY: `umask` cannot fail and touches no memory.
+    unsafe { libc::umask(mask & 0o777) }
+}
+
+/// `bind(2)` of `sock` to the raw address bytes `addr`.
+pub(crate) fn bind_raw(sock: RawFd, addr: &[u8]) -> Result<(), i32> {
+    let len = libc::socklen_t::try_from(addr.len()).map_err(|_| libc::EINVAL)?;
+    // SAFETY: `addr` is valid for `len` bytes for the call; the kernel copies
+    // it and checks its family and length itself.
+    check(unsafe { libc::bind(sock, addr.as_ptr().cast(), len) }).map(|_| ())
+}

@@ -1,0 +1,59 @@
+//! The raw system calls and ioctls the guard needs, in one place.
+//!
+//! Seccomp user notification, `process_vm_readv`, `fork`/`execvp`, file
+//! descriptor passing and the `*at` calls the supervisor performs have no
+//! safe wrapper in the dependencies this crate uses, so these modules call
+//! them through `libc`: [`notify`] (the listener's ioctls), [`fs`] (the
+//! calls performed for the guarded process), [`process`] (this process and
+//! the guarded one: memory, capabilities, signals, waiting), [`spawn`] (the
+//! fork that installs the filter and passes the listener back). Every
+//! `unsafe` block carries a `SAFETY` comment; the functions exported from
+//! here are safe to call and report failures as an `errno` value.
+#![allow(
+    unsafe_code,
+    reason = "a system-call module of the guard: every block carries its SAFETY comment"
+)]
+
+mod fs;
+mod notify;
+mod process;
+mod spawn;
+
+pub(crate) use fs::{
+    bind_raw, dup_cloexec, is_fifo_at, is_procfs, linkat, mkdirat, mknodat, openat, poll_out,
+    readlinkat, renameat2, set_cloexec_nonblock, symlinkat, umask, write_once,
+};
+pub(crate) use notify::{Notif, notif_addfd_send, notif_id_valid, notif_recv, notif_send};
+pub(crate) use process::{
+    ExitStatus, drop_all_capabilities, getpid, ignore_signal, pidfd_getfd, pidfd_open, poll2,
+    read_target, set_non_dumpable, wait_child,
+};
+pub(crate) use spawn::{FILTER_FLAG_NEW_LISTENER, SockFilter, spawn_filtered};
+
+use std::ffi::CStr;
+use std::os::fd::{FromRawFd, OwnedFd};
+
+/// The calling thread's `errno`.
+fn errno() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// A `-1` return as its `errno`.
+fn check(ret: libc::c_int) -> Result<libc::c_int, i32> {
+    if ret < 0 { Err(errno()) } else { Ok(ret) }
+}
+
+/// A new descriptor returned by the kernel, owned.
+fn owned(fd: libc::c_int) -> Result<OwnedFd, i32> {
+    let fd = check(fd)?;
+    // SAFETY: `fd` was just returned by the kernel as a new descriptor that
+    // nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The pointer a C call takes.
+fn cstr_ptr(s: &CStr) -> *const libc::c_char {
+    s.as_ptr()
+}

@@ -1,0 +1,133 @@
+//! The seccomp listener's ioctls: receive a notification, check that it is
+//! still pending, answer it with a value or an error, or install a
+//! descriptor in the caller and answer with its number.
+#![allow(
+    unsafe_code,
+    reason = "a system-call module of the guard: every block carries its SAFETY comment"
+)]
+
+use super::check;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct SeccompData {
+    nr: i32,
+    arch: u32,
+    ip: u64,
+    args: [u64; 6],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct SeccompNotif {
+    id: u64,
+    pid: u32,
+    flags: u32,
+    data: SeccompData,
+}
+
+#[repr(C)]
+struct SeccompNotifResp {
+    id: u64,
+    val: i64,
+    error: i32,
+    flags: u32,
+}
+
+#[repr(C)]
+struct SeccompNotifAddfd {
+    id: u64,
+    flags: u32,
+    srcfd: u32,
+    newfd: u32,
+    newfd_flags: u32,
+}
+
+const IOCTL_NOTIF_RECV: libc::c_ulong = 0xC050_2100;
+const IOCTL_NOTIF_SEND: libc::c_ulong = 0xC018_2101;
+const IOCTL_NOTIF_ID_VALID: libc::c_ulong = 0x4008_2102;
+const IOCTL_NOTIF_ADDFD: libc::c_ulong = 0x4018_2103;
+const ADDFD_FLAG_SEND: u32 = 1 << 1;
+
+/// A received notification: the request id, the thread id, the system call
+/// number and its six arguments.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Notif {
+    pub(crate) id: u64,
+    pub(crate) pid: u32,
+    pub(crate) nr: i64,
+    pub(crate) args: [u64; 6],
+}
+
+/// Receive one notification (blocking).
+pub(crate) fn notif_recv(listener: RawFd) -> Result<Notif, i32> {
+    let mut n = SeccompNotif::default();
+    // SAFETY: `n` is a zeroed, correctly sized `struct seccomp_notif` the
+    // kernel fills in; the pointer is valid for the duration of the call.
+    check(unsafe { libc::ioctl(listener, IOCTL_NOTIF_RECV, &mut n as *mut SeccompNotif) })?;
+    Ok(Notif {
+        id: n.id,
+        pid: n.pid,
+        nr: i64::from(n.data.nr),
+        args: n.data.args,
+    })
+}
+
+/// Whether the notification `id` is still pending (its thread is still
+/// blocked in the same system call).
+pub(crate) fn notif_id_valid(listener: RawFd, id: u64) -> bool {
+    let mut id = id;
+    // SAFETY: the ioctl reads one `u64` from a valid pointer.
+    unsafe { libc::ioctl(listener, IOCTL_NOTIF_ID_VALID, &mut id as *mut u64) == 0 }
+}
+
+/// Answer a notification with a return value or an `errno` (never
+/// "continue").
+pub(crate) fn notif_send(listener: RawFd, id: u64, result: Result<i64, i32>) -> Result<(), i32> {
+    let (val, error) = match result {
+        Ok(v) => (v, 0),
+        Err(e) => (0, -e.abs().max(1)),
+    };
+    let mut resp = SeccompNotifResp {
+        id,
+        val,
+        error,
+        flags: 0,
+    };
+    // SAFETY: `resp` is a valid `struct seccomp_notif_resp` for the call.
+    check(unsafe {
+        libc::ioctl(
+            listener,
+            IOCTL_NOTIF_SEND,
+            &mut resp as *mut SeccompNotifResp,
+        )
+    })
+    .map(|_| ())
+}
+
+/// Install `fd` in the target and answer the notification with its number,
+/// atomically (`SECCOMP_ADDFD_FLAG_SEND`).
+pub(crate) fn notif_addfd_send(
+    listener: RawFd,
+    id: u64,
+    fd: &OwnedFd,
+    cloexec: bool,
+) -> Result<i32, i32> {
+    let src = u32::try_from(fd.as_raw_fd()).map_err(|_| libc::EBADF)?;
+    let mut add = SeccompNotifAddfd {
+        id,
+        flags: ADDFD_FLAG_SEND,
+        srcfd: src,
+        newfd: 0,
+        newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
+    };
+    // SAFETY: `add` is a valid `struct seccomp_notif_addfd` for the call.
+    check(unsafe {
+        libc::ioctl(
+            listener,
+            IOCTL_NOTIF_ADDFD,
+            &mut add as *mut SeccompNotifAddfd,
+        )
+    })
+}

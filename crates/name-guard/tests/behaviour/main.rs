@@ -1,0 +1,19 @@
+//! The name-guard test binary: properties of the pure parts (rules against
+//! a reference matcher, denial reports read back as written), and the
+//! launcher under real bubblewrap: denied names cannot be created by any
+//! route, ordinary work (git, cargo, tar) runs unchanged, refusals are
+//! reported.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test and bench code: a failed unwrap is a failed run"
+)]
+
+mod properties;
+#[cfg(target_os = "linux")]
+mod support;
+#[cfg(target_os = "linux")]
+mod under_bwrap;
+#[cfg(target_os = "linux")]
+mod workloads;

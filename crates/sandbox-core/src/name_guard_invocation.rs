@@ -1,0 +1,281 @@
+//! The name-guard launcher's command line as a value: built by the plan that
+//! puts the launcher in front of a command, parsed by the launcher.
+//!
+//! `[--report-fd N] --deny GLOB... -- CMD ARGS`: options come before `--`,
+//! each option's value is the next argument whatever it looks like (a glob
+//! may start with `-`), and everything after `--` is the command.
+
+use crate::{Error, ErrorKind};
+use std::ffi::{OsStr, OsString};
+
+/// The usage line, for error messages.
+pub const NAME_GUARD_USAGE: &str = "name-guard-exec [--report-fd N] --deny GLOB... -- CMD ARGS";
+
+/// The arguments of the name-guard launcher, after its program name (and
+/// after any marker a multi-call program reads first).
+///
+/// [`NameGuardInvocation::to_args`] and [`NameGuardInvocation::parse`] are
+/// inverse: for every value [`NameGuardInvocation::check`] accepts,
+/// `parse(to_args(x)) == x`, and for every other value `parse(to_args(x))`
+/// fails with the error `check` gives.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NameGuardInvocation {
+    /// The descriptor each refusal is reported on (`--report-fd N`), from 3
+    /// to [`NameGuardInvocation::REPORT_FD_LIMIT`] minus one.
+    pub report_fd: Option<i32>,
+    /// The denied names (`--deny GLOB`, once each), in order: globs on the
+    /// final component, or absolute paths. What a rule may say is the
+    /// guard's to decide; here each is an argument like any other.
+    pub deny_globs: Vec<String>,
+    /// The command and its arguments (at least one element).
+    pub command: Vec<OsString>,
+}
+
+/// What is wrong with a name-guard command line.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvocationProblem {
+    /// An option is the last argument.
+    #[error("{option} needs a value")]
+    MissingValue {
+        /// The option (`--deny` or `--report-fd`).
+        option: &'static str,
+    },
+    /// `--report-fd` is given more than once.
+    #[error("--report-fd given twice")]
+    RepeatedReportFd,
+    /// The `--report-fd` value is not a descriptor the launcher may use.
+    #[error(
+        "--report-fd needs a descriptor number from 3 to {max} (decimal digits only), not {value:?}",
+        max = NameGuardInvocation::REPORT_FD_LIMIT - 1
+    )]
+    BadReportFd {
+        /// The value (at most 32 characters of it).
+        value: String,
+    },
+    /// An argument before `--` is not an option.
+    #[error("unexpected argument {argument:?} before --")]
+    UnexpectedArgument {
+        /// The argument (at most 64 characters of it).
+        argument: String,
+    },
+    /// A `--deny` value is not UTF-8.
+    #[error("the rule after --deny number {index} is not UTF-8")]
+    GlobNotUtf8 {
+        /// Its position among the rules, from 0.
+        index: usize,
+    },
+    /// More `--deny` rules than the limit.
+    #[error("more than {limit} --deny rules")]
+    TooManyGlobs {
+        /// The limit.
+        limit: usize,
+    },
+    /// No command after `--`, or no `--`.
+    #[error("no command after --")]
+    NoCommand,
+    /// More command arguments than the limit.
+    #[error("more than {limit} command arguments")]
+    TooManyCommandArgs {
+        /// The limit.
+        limit: usize,
+    },
+    /// One argument is longer than the limit.
+    #[error("an argument of {bytes} bytes, over the limit of {limit}")]
+    ArgumentTooLong {
+        /// Its length.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// An argument holds a NUL byte, which no program argument can.
+    #[error("argument {argument:?} contains a NUL byte")]
+    NulByte {
+        /// The argument (at most 64 characters of it, lossy).
+        argument: String,
+    },
+}
+
+impl NameGuardInvocation {
+    /// Most `--deny` rules.
+    pub const MAX_DENY_GLOBS: usize = 4096;
+    /// Most arguments of the guarded command.
+    pub const MAX_COMMAND_ARGS: usize = 4096;
+    /// Longest single argument, in bytes (Linux passes no longer one to a
+    /// program: `MAX_ARG_STRLEN` with its NUL).
+    pub const MAX_ARG_BYTES: usize = 128 * 1024 - 1;
+    /// Largest `--report-fd` descriptor, plus one.
+    pub const REPORT_FD_LIMIT: i32 = 1_000_000;
+
+    /// A command line running `command` under `deny_globs`, without reports.
+    pub fn new<G, S, C, A>(deny_globs: G, command: C) -> NameGuardInvocation
+    where
+        G: IntoIterator<Item = S>,
+        S: Into<String>,
+        C: IntoIterator<Item = A>,
+        A: Into<OsString>,
+    {
+        NameGuardInvocation {
+            report_fd: None,
+            deny_globs: deny_globs.into_iter().map(Into::into).collect(),
+            command: command.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// The arguments, in the order `--report-fd N`, one `--deny GLOB` per
+    /// rule, `--`, the command.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut out = Vec::with_capacity(self.deny_globs.len() * 2 + self.command.len() + 3);
+        if let Some(fd) = self.report_fd {
+            out.push("--report-fd".into());
+            out.push(fd.to_string().into());
+        }
+        for g in &self.deny_globs {
+            out.push("--deny".into());
+            out.push(g.into());
+        }
+        out.push("--".into());
+        out.extend(self.command.iter().cloned());
+        out
+    }
+
+    /// Parses the arguments after the program name. Reads at most as many
+    /// arguments as the limits allow, so an endless iterator is refused
+    /// rather than collected.
+    pub fn parse<I, S>(args: I) -> Result<NameGuardInvocation, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        let mut inv = NameGuardInvocation::default();
+        let mut it = args.into_iter().map(Into::into);
+        let mut seen_fd = false;
+        while let Some(a) = it.next() {
+            if a == "--" {
+                inv.command
+                    .extend(it.by_ref().take(Self::MAX_COMMAND_ARGS + 1));
+                break;
+            }
+            if a == "--deny" {
+                let v = it
+                    .next()
+                    .ok_or(InvocationProblem::MissingValue { option: "--deny" })?;
+                if inv.deny_globs.len() >= Self::MAX_DENY_GLOBS {
+                    return Err(InvocationProblem::TooManyGlobs {
+                        limit: Self::MAX_DENY_GLOBS,
+                    }
+                    .into());
+                }
+                let v = v
+                    .into_string()
+                    .map_err(|_| InvocationProblem::GlobNotUtf8 {
+                        index: inv.deny_globs.len(),
+                    })?;
+                inv.deny_globs.push(v);
+            } else if a == "--report-fd" {
+                if seen_fd {
+                    return Err(InvocationProblem::RepeatedReportFd.into());
+                }
+                let v = it.next().ok_or(InvocationProblem::MissingValue {
+                    option: "--report-fd",
+                })?;
+                inv.report_fd = Some(parse_report_fd(&v)?);
+                seen_fd = true;
+            } else {
+                return Err(InvocationProblem::UnexpectedArgument {
+                    argument: preview(&a, 64),
+                }
+                .into());
+            }
+        }
+        inv.check()?;
+        Ok(inv)
+    }
+
+    /// Checks the limits: a report descriptor from 3 to
+    /// [`NameGuardInvocation::REPORT_FD_LIMIT`] minus one, at most
+    /// [`NameGuardInvocation::MAX_DENY_GLOBS`] rules, a command of 1 to
+    /// [`NameGuardInvocation::MAX_COMMAND_ARGS`] arguments, and no argument
+    /// over [`NameGuardInvocation::MAX_ARG_BYTES`] or holding a NUL byte.
+    pub fn check(&self) -> Result<(), Error> {
+        if let Some(fd) = self.report_fd
+            && !(3..Self::REPORT_FD_LIMIT).contains(&fd)
+        {
+            return Err(InvocationProblem::BadReportFd {
+                value: fd.to_string(),
+            }
+            .into());
+        }
+        if self.deny_globs.len() > Self::MAX_DENY_GLOBS {
+            return Err(InvocationProblem::TooManyGlobs {
+                limit: Self::MAX_DENY_GLOBS,
+            }
+            .into());
+        }
+        for g in &self.deny_globs {
+            check_arg(OsStr::new(g))?;
+        }
+        if self.command.is_empty() {
+            return Err(InvocationProblem::NoCommand.into());
+        }
+        if self.command.len() > Self::MAX_COMMAND_ARGS {
+            return Err(InvocationProblem::TooManyCommandArgs {
+                limit: Self::MAX_COMMAND_ARGS,
+            }
+            .into());
+        }
+        for a in &self.command {
+            check_arg(a)?;
+        }
+        Ok(())
+    }
+}
+
+impl From<InvocationProblem> for Error {
+    fn from(problem: InvocationProblem) -> Error {
+        ErrorKind::NameGuardInvocation(problem).into()
+    }
+}
+
+fn check_arg(a: &OsStr) -> Result<(), Error> {
+    let bytes = a.as_encoded_bytes();
+    if bytes.len() > NameGuardInvocation::MAX_ARG_BYTES {
+        return Err(InvocationProblem::ArgumentTooLong {
+            bytes: bytes.len(),
+            limit: NameGuardInvocation::MAX_ARG_BYTES,
+        }
+        .into());
+    }
+    if bytes.contains(&0) {
+        return Err(InvocationProblem::NulByte {
+            argument: preview(a, 64),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// A descriptor number: decimal digits only (no sign, no space), at most
+/// six, and not a standard stream (the guarded command keeps those).
+fn parse_report_fd(v: &OsStr) -> Result<i32, Error> {
+    let bad = || -> Error {
+        InvocationProblem::BadReportFd {
+            value: preview(v, 32),
+        }
+        .into()
+    };
+    let b = v.as_encoded_bytes();
+    if b.is_empty() || b.len() > 6 || !b.iter().all(u8::is_ascii_digit) {
+        return Err(bad());
+    }
+    let n: i32 = v.to_str().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
+    if !(3..NameGuardInvocation::REPORT_FD_LIMIT).contains(&n) {
+        return Err(bad());
+    }
+    Ok(n)
+}
+
+/// At most `chars` characters of `a`, lossy, for an error message.
+fn preview(a: &OsStr, chars: usize) -> String {
+    a.to_string_lossy().chars().take(chars).collect()
+}

@@ -1,0 +1,97 @@
+//! Properties of path resolution (R-PATHS-1) and the probe.
+
+use proptest::prelude::*;
+use sandbox_core::*;
+use std::path::Path;
+
+fn component() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("a".to_string()),
+        Just("b".to_string()),
+        Just("tmp".to_string()),
+        Just(".ssh".to_string()),
+        "[a-z]{1,3}"
+    ]
+}
+
+fn abs_path() -> impl Strategy<Value = String> {
+    prop::collection::vec(component(), 1..5).prop_map(|parts| format!("/{}", parts.join("/")))
+}
+
+/// A host with random symlinks (absolute targets, never to an ancestor so
+/// that resolution does not widen) and files.
+fn host() -> impl Strategy<Value = FakeHost> {
+    (
+        prop::collection::vec((abs_path(), abs_path()), 0..4),
+        prop::collection::vec(abs_path(), 0..6),
+    )
+        .prop_map(|(links, files)| {
+            let mut h = FakeHost::new(Os::Linux);
+            for (link, target) in links {
+                h.symlink(link, target);
+            }
+            for f in files {
+                h.file(f);
+            }
+            h
+        })
+}
+
+fn entry() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => abs_path(),
+        1 => abs_path().prop_map(|p| format!("~{p}")),
+        1 => abs_path().prop_map(|p| format!("{p}/*.pem")),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn literal_kept_outputs_absolute_and_idempotent(h in host(), entries in prop::collection::vec(entry(), 1..6)) {
+        let home = Path::new("/home/u");
+        let Ok(set) = PathSet::resolve(&entries, home, &h) else {
+            // Only scope widening may fail for these well-formed entries.
+            let err = PathSet::resolve(&entries, home, &h).unwrap_err();
+            prop_assert!(matches!(err.kind(), ErrorKind::WidensScope { .. }), "{err}");
+            return Ok(());
+        };
+        let spellings = set.spellings();
+        for e in &entries {
+            let lit = expand_tilde(e, home).unwrap();
+            prop_assert!(spellings.contains(&lit), "literal {lit} kept in {spellings:?}");
+        }
+        for s in &spellings {
+            prop_assert!(s.starts_with('/'), "{s} absolute");
+        }
+        let again = PathSet::resolve(&spellings, home, &h).unwrap();
+        let mut a = again.spellings();
+        let mut b = spellings.clone();
+        a.sort();
+        b.sort();
+        prop_assert_eq!(a, b, "resolving twice changes nothing");
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics(entries in prop::collection::vec(".{0,40}", 0..5)) {
+        let mut h = FakeHost::new(Os::MacOs);
+        h.symlink("/tmp", "/private/tmp").symlink("/loop", "/loop");
+        let _ = PathSet::resolve(&entries, Path::new("/Users/u"), &h);
+    }
+
+    #[test]
+    fn probe_hint_names_exactly_the_missing_packages(bwrap: bool, socat: bool, empty_entry: bool) {
+        let mut h = FakeHost::new(Os::Linux);
+        h.env("PATH", if empty_entry { ":/usr/bin" } else { "/usr/bin" });
+        if bwrap { h.executable("/usr/bin/bwrap"); } else { h.executable("/cwd/bwrap"); }
+        if socat { h.executable("/usr/bin/socat"); } else { h.executable("/cwd/socat"); }
+        let r = ProbeReport::probe(&h);
+        prop_assert_eq!(r.native.available, bwrap && socat);
+        let hint = r.native.hint.clone().unwrap_or_default();
+        let install = hint.split("apt-get install").nth(1).unwrap_or("");
+        let named: Vec<&str> = install.split_whitespace().collect();
+        prop_assert_eq!(named.contains(&"bubblewrap"), !bwrap);
+        prop_assert_eq!(named.contains(&"socat"), !socat);
+    }
+}

@@ -1,0 +1,462 @@
+//! Loads every behaviour table under `testdata/` and checks each case.
+
+use sandbox_core::*;
+use serde::Deserialize;
+use std::path::Path;
+
+fn load<T: for<'de> Deserialize<'de>>(name: &str) -> T {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[derive(Deserialize)]
+struct Cases<T> {
+    case: Vec<T>,
+}
+
+#[derive(Deserialize)]
+struct FromNameCase {
+    intent: String,
+    name: Option<String>,
+    expected: String,
+}
+
+#[test]
+fn from_name_table() {
+    let cases: Cases<FromNameCase> = load("from_name.toml");
+    for c in &cases.case {
+        let got = SandboxBackend::from_name(c.name.as_deref());
+        assert_eq!(got.as_str(), c.expected, "{}", c.intent);
+    }
+}
+
+#[derive(Deserialize)]
+struct SwitchCase {
+    intent: String,
+    value: String,
+    expected: String,
+}
+
+#[test]
+fn switch_table() {
+    let cases: Cases<SwitchCase> = load("switch.toml");
+    for c in &cases.case {
+        match SandboxSwitch::parse(&c.value) {
+            Ok(s) => assert_eq!(s.as_str(), c.expected, "{}", c.intent),
+            Err(e) => {
+                assert_eq!(c.expected, "error", "{}: unexpected error {e}", c.intent);
+                assert!(
+                    matches!(e.kind(), ErrorKind::InvalidSwitch { .. }),
+                    "{}",
+                    c.intent
+                );
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("\"on\"") && msg.contains("\"off\""),
+                    "{}: {msg}",
+                    c.intent
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn switch_flag_beats_environment() {
+    let env = std::ffi::OsString::from("off");
+    assert_eq!(
+        SandboxSwitch::from_sources(Some("on"), Some(&env)).unwrap(),
+        SandboxSwitch::On
+    );
+    assert_eq!(
+        SandboxSwitch::from_sources(None, Some(&env)).unwrap(),
+        SandboxSwitch::Off
+    );
+    assert_eq!(
+        SandboxSwitch::from_sources(None, None).unwrap(),
+        SandboxSwitch::On
+    );
+    assert!(SandboxSwitch::from_sources(None, Some(std::ffi::OsStr::new("maybe"))).is_err());
+}
+
+#[derive(Deserialize, Default)]
+struct HostDesc {
+    os: String,
+    path: Option<String>,
+    #[serde(default)]
+    executables: Vec<String>,
+    #[serde(default)]
+    files: Vec<String>,
+    osrelease: Option<String>,
+    #[serde(default)]
+    dev_kvm: bool,
+}
+
+fn fake_host(d: &HostDesc) -> FakeHost {
+    let mut host = FakeHost::new(Os::from_name(&d.os));
+    if let Some(p) = &d.path {
+        host.env("PATH", p);
+    }
+    for e in &d.executables {
+        host.executable(e);
+    }
+    for f in &d.files {
+        host.file(f);
+    }
+    if let Some(r) = &d.osrelease {
+        host.contents("/proc/sys/kernel/osrelease", r.clone());
+    }
+    if d.dev_kvm {
+        host.file("/dev/kvm");
+    }
+    host
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KernelCase {
+    intent: String,
+    release: String,
+    version: Option<(u32, u32)>,
+    name_guard: bool,
+}
+
+#[test]
+fn kernel_table() {
+    let cases: Cases<KernelCase> = load("kernel.toml");
+    assert!(cases.case.len() >= 20);
+    for c in &cases.case {
+        assert_eq!(kernel_version(&c.release), c.version, "{}", c.intent);
+        assert_eq!(
+            kernel_runs_name_guard(&c.release),
+            c.name_guard,
+            "{}",
+            c.intent
+        );
+    }
+}
+
+#[derive(Deserialize)]
+struct ProbeCase {
+    intent: String,
+    #[serde(flatten)]
+    host: HostDesc,
+    available: bool,
+    requires_install: Option<bool>,
+    missing: Option<Vec<String>>,
+    line_on: Option<String>,
+    line_off: Option<String>,
+    platform: Option<String>,
+    microvm: Option<bool>,
+    filename_rules: Option<String>,
+}
+
+#[test]
+fn probe_table() {
+    let cases: Cases<ProbeCase> = load("probe.toml");
+    for c in &cases.case {
+        let host = fake_host(&c.host);
+        let r = ProbeReport::probe(&host);
+        let i = &c.intent;
+        assert_eq!(r.native.available, c.available, "{i}");
+        if let Some(req) = c.requires_install {
+            assert_eq!(r.native.requires_install, req, "{i}");
+        }
+        if let Some(m) = &c.missing {
+            assert_eq!(&r.native.missing_packages, m, "{i}");
+        }
+        if let Some(line) = &c.line_on {
+            assert_eq!(&r.startup_line(SandboxSwitch::On), line, "{i}");
+        }
+        if let Some(line) = &c.line_off {
+            assert_eq!(&r.startup_line(SandboxSwitch::Off), line, "{i}");
+        }
+        if let Some(p) = &c.platform {
+            assert_eq!(r.platform.as_str(), p, "{i}");
+        }
+        if let Some(m) = c.microvm {
+            assert_eq!(r.microvm.available, m, "{i}");
+        }
+        if let Some(f) = &c.filename_rules {
+            let got = match &r.native.filename_rules {
+                FilenameRuleSupport::NameGuard => "name-guard",
+                FilenameRuleSupport::Seatbelt => "seatbelt",
+                FilenameRuleSupport::Unavailable(_) => "unavailable",
+                _ => "other",
+            };
+            assert_eq!(got, f, "{i}");
+        }
+        // Invariants of every report.
+        assert_eq!(
+            r.native.available,
+            r.native.note.is_some(),
+            "{i}: note iff available"
+        );
+        assert_eq!(
+            !r.native.available,
+            r.native.hint.is_some(),
+            "{i}: hint iff unavailable"
+        );
+        let line = r.startup_line(SandboxSwitch::On);
+        if r.native.available {
+            assert!(line.starts_with("agent sandbox ON"), "{i}");
+        } else {
+            assert!(
+                line.starts_with("no OS-native agent sandbox on this host"),
+                "{i}"
+            );
+            for pkg in ["bubblewrap", "socat"] {
+                let named = line.contains(&format!(" {pkg}"));
+                assert_eq!(
+                    named,
+                    r.native.missing_packages.iter().any(|m| m == pkg),
+                    "{i}: {line}"
+                );
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct SelectionCase {
+    intent: String,
+    host: String,
+    request: String,
+    surface: String,
+    switch: Option<String>,
+    expected: String,
+    log_contains: Option<String>,
+}
+
+fn named_host(name: &str) -> FakeHost {
+    let desc = match name {
+        "bwrap" => HostDesc {
+            os: "linux".into(),
+            path: Some("/usr/bin".into()),
+            executables: vec!["/usr/bin/bwrap".into(), "/usr/bin/socat".into()],
+            ..HostDesc::default()
+        },
+        "bare-linux" => HostDesc {
+            os: "linux".into(),
+            path: Some("/usr/bin".into()),
+            ..HostDesc::default()
+        },
+        "kvm" => HostDesc {
+            os: "linux".into(),
+            path: Some("/usr/bin".into()),
+            executables: vec![
+                "/usr/bin/bwrap".into(),
+                "/usr/bin/socat".into(),
+                "/usr/bin/firecracker".into(),
+            ],
+            dev_kvm: true,
+            ..HostDesc::default()
+        },
+        "windows" => HostDesc {
+            os: "windows".into(),
+            ..HostDesc::default()
+        },
+        other => panic!("unknown host {other}"),
+    };
+    fake_host(&desc)
+}
+
+#[test]
+fn selection_table() {
+    let cases: Cases<SelectionCase> = load("selection.toml");
+    for c in &cases.case {
+        let i = &c.intent;
+        let report = ProbeReport::probe(&named_host(&c.host));
+        let request = match c.request.as_str() {
+            "unspecified" => BackendRequest::Unspecified,
+            name => BackendRequest::Explicit(SandboxBackend::from_name(Some(name))),
+        };
+        let surface = match c.surface.as_str() {
+            "dispatch" => Surface::Dispatch,
+            "terminal" => Surface::Terminal,
+            "station" => Surface::Station,
+            other => panic!("{other}"),
+        };
+        let switch = SandboxSwitch::parse(c.switch.as_deref().unwrap_or("on")).unwrap();
+        match (
+            select_backend(request, switch, surface, &report),
+            c.expected.strip_prefix("error:"),
+        ) {
+            (Ok(sel), None) => {
+                assert_eq!(sel.backend.as_str(), c.expected, "{i}");
+                assert_eq!(sel.label, backend_label(sel.backend), "{i}");
+                if let Some(want) = &c.log_contains {
+                    let log = sel.log_line.unwrap_or_default();
+                    assert!(log.contains(want.as_str()), "{i}: log {log:?}");
+                }
+                if let BackendRequest::Explicit(b) = request {
+                    assert_eq!(sel.backend, b, "{i}: an explicit request is never changed");
+                }
+            }
+            (Err(e), Some(kind)) => {
+                let ok = match kind {
+                    "microvm" => matches!(e.kind(), ErrorKind::MicrovmUnavailable { .. }),
+                    "native" => matches!(e.kind(), ErrorKind::NativeUnavailable { .. }),
+                    _ => false,
+                };
+                assert!(ok, "{i}: wrong error {e}");
+            }
+            (got, _) => panic!("{i}: got {got:?}, expected {}", c.expected),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct PathCase {
+    intent: String,
+    home: String,
+    #[serde(default)]
+    symlinks: Vec<(String, String)>,
+    #[serde(default)]
+    files: Vec<String>,
+    entries: Vec<String>,
+    expected: Option<Vec<String>>,
+    error: Option<String>,
+}
+
+#[test]
+fn paths_table() {
+    let cases: Cases<PathCase> = load("paths.toml");
+    for c in &cases.case {
+        let i = &c.intent;
+        let mut host = FakeHost::new(Os::Linux);
+        for (link, target) in &c.symlinks {
+            host.symlink(link, target);
+        }
+        for f in &c.files {
+            host.file(f);
+        }
+        match (
+            PathSet::resolve(&c.entries, Path::new(&c.home), &host),
+            &c.error,
+        ) {
+            (Ok(set), None) => assert_eq!(Some(set.spellings()), c.expected, "{i}"),
+            (Err(e), Some(kind)) => {
+                let ok = match kind.as_str() {
+                    "widens" => matches!(e.kind(), ErrorKind::WidensScope { .. }),
+                    "invalid" => matches!(e.kind(), ErrorKind::InvalidPath { .. }),
+                    "tilde" => matches!(e.kind(), ErrorKind::UnsupportedTilde { .. }),
+                    _ => false,
+                };
+                assert!(ok, "{i}: wrong error {e}");
+            }
+            (got, _) => panic!("{i}: got {got:?}"),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct StateTable {
+    allowed: Vec<(String, String)>,
+}
+
+#[test]
+fn state_table() {
+    let table: StateTable = load("state.toml");
+    for from in SandboxState::ALL {
+        for to in SandboxState::ALL {
+            let listed = table
+                .allowed
+                .iter()
+                .any(|(f, t)| f == from.as_str() && t == to.as_str());
+            assert_eq!(from.can_transition_to(to), listed, "{from} -> {to}");
+            let mut handle = SandboxHandle::new("s", SandboxBackend::None);
+            handle.state = from;
+            let result = handle.transition(to);
+            assert_eq!(result.is_ok(), listed, "{from} -> {to}");
+            assert_eq!(
+                handle.state,
+                if listed { to } else { from },
+                "state unchanged on error"
+            );
+        }
+    }
+    for to in SandboxState::ALL {
+        assert!(
+            !SandboxState::Destroyed.can_transition_to(to),
+            "nothing leaves destroyed"
+        );
+        if to == SandboxState::Error {
+            for from in SandboxState::ALL {
+                assert_eq!(
+                    from.can_transition_to(to),
+                    from == SandboxState::Created,
+                    "error only from created"
+                );
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InvocationCase {
+    intent: String,
+    args: Vec<String>,
+    report_fd: Option<i32>,
+    #[serde(default)]
+    deny: Vec<String>,
+    #[serde(default)]
+    command: Vec<String>,
+    error: Option<String>,
+}
+
+/// The variant's name, as the table writes it.
+fn problem_name(p: &InvocationProblem) -> &'static str {
+    match p {
+        InvocationProblem::MissingValue { .. } => "MissingValue",
+        InvocationProblem::RepeatedReportFd => "RepeatedReportFd",
+        InvocationProblem::BadReportFd { .. } => "BadReportFd",
+        InvocationProblem::UnexpectedArgument { .. } => "UnexpectedArgument",
+        InvocationProblem::GlobNotUtf8 { .. } => "GlobNotUtf8",
+        InvocationProblem::TooManyGlobs { .. } => "TooManyGlobs",
+        InvocationProblem::NoCommand => "NoCommand",
+        InvocationProblem::TooManyCommandArgs { .. } => "TooManyCommandArgs",
+        InvocationProblem::ArgumentTooLong { .. } => "ArgumentTooLong",
+        InvocationProblem::NulByte { .. } => "NulByte",
+        _ => "unknown",
+    }
+}
+
+#[test]
+fn name_guard_invocation_table() {
+    let cases: Cases<InvocationCase> = load("name_guard_invocation.toml");
+    for c in &cases.case {
+        let got = NameGuardInvocation::parse(&c.args);
+        match (&c.error, got) {
+            (None, Ok(inv)) => {
+                let want = NameGuardInvocation {
+                    report_fd: c.report_fd,
+                    deny_globs: c.deny.clone(),
+                    command: c.command.iter().map(Into::into).collect(),
+                };
+                assert_eq!(inv, want, "{}", c.intent);
+                // What the plan would build from it parses back the same.
+                assert_eq!(
+                    NameGuardInvocation::parse(inv.to_args()).as_ref(),
+                    Ok(&want),
+                    "{}",
+                    c.intent
+                );
+            }
+            (Some(name), Err(e)) => {
+                let ErrorKind::NameGuardInvocation(p) = e.kind() else {
+                    panic!("{}: another error kind: {e}", c.intent);
+                };
+                assert_eq!(problem_name(p), name, "{}: {e}", c.intent);
+                // The message says what to do.
+                assert!(e.to_string().contains("usage: name-guard-exec"), "{e}");
+            }
+            (None, Err(e)) => panic!("{}: refused: {e}", c.intent),
+            (Some(name), Ok(inv)) => panic!("{}: accepted {inv:?}, want {name}", c.intent),
+        }
+    }
+}
