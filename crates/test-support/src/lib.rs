@@ -24,9 +24,18 @@
 //!
 //! The helpers read the ambient process (its `PATH`, `CI`, the skip
 //! variable, its limits): they are for tests only.
+//!
+//! # Behaviour tables
+//!
+//! [`load_cases`] reads the `[[case]]` entries of a crate's
+//! `testdata/*.toml` table into the test's own case type;
+//! [`replay_fuzz_regressions`] runs the inputs committed under
+//! `testdata/fuzz-regressions/` through their fuzz entry points.
 
+mod cases;
 mod requirement;
 
+pub use cases::{FuzzEntry, load_cases, replay_fuzz_regressions};
 pub use requirement::{
     Decision, SKIP_ENV, decide, require, require_fd_limit, require_root, tool, tool_in,
 };
