@@ -1,4 +1,5 @@
-//! The HTTP proxy's request-head parser and target handling never panic.
+//! The HTTP proxy's handling of a read request head (CONNECT authority,
+//! absolute-form target and Host agreement) never panics.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

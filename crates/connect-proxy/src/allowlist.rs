@@ -6,10 +6,9 @@ use crate::baseline::{
     BASELINE_GIT_HOSTING, BASELINE_LLM_PROVIDERS, BASELINE_PACKAGE_REGISTRIES, DENYLIST, GITHUB,
 };
 use crate::error::Error;
-use crate::host::{Host, Target};
 use crate::index::{Hit, Index, Side};
-use crate::pattern::Pattern;
 use crate::policy::{DenyReason, EgressPolicy, Verdict};
+use net_vocab::{Host, HostPattern, Target};
 use sandbox_core::SandboxSpec;
 use std::net::IpAddr;
 
@@ -130,7 +129,7 @@ impl AllowListBuilder {
             .copied()
             .chain(self.deny.iter().map(String::as_str))
         {
-            index.insert(&Pattern::parse(entry)?, Side::Deny);
+            index.insert(&HostPattern::parse(entry)?, Side::Deny);
         }
         let baseline: &[&[&str]] = match self.baseline {
             Baseline::Include => &[
@@ -143,7 +142,7 @@ impl AllowListBuilder {
         };
         let base = baseline.iter().flat_map(|set| set.iter().copied());
         for entry in base.chain(self.allow.iter().map(String::as_str)) {
-            let pattern = Pattern::parse(entry)?;
+            let pattern = HostPattern::parse(entry)?;
             if self.network == Network::Enabled {
                 index.insert(&pattern, Side::Allow);
             }

@@ -3,11 +3,11 @@
 use crate::allowlist::AllowList;
 use crate::credentials::ProxyCredentials;
 use crate::error::{Error, ErrorKind};
-use crate::http_head::DEFAULT_MAX_HEAD_BYTES;
 use crate::intercept::Intercept;
 use crate::ip_policy::IpPolicy;
 use crate::policy::EgressPolicy;
 use crate::resolver::{Resolver, SystemResolver};
+use net_vocab::{DEFAULT_MAX_HEAD, DEFAULT_MAX_HEADERS, DEFAULT_MAX_LINE, HeadLimits};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +26,9 @@ pub struct Limits {
     pub connect_timeout: Duration,
     /// Time for one name lookup (default 5 s).
     pub resolve_timeout: Duration,
-    /// Largest request head, in bytes (default 16 KiB).
+    /// Largest request head, in bytes (default 16 KiB). One line of it may
+    /// hold at most 8 KiB (or this, if smaller), and it may have at most
+    /// [`crate::MAX_HEADERS`] fields.
     pub max_header_bytes: usize,
     /// Most client connections open at once across both proxies (default
     /// 4096); more are closed on accept. Each listener's accept queue is
@@ -50,7 +52,7 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(10),
             resolve_timeout: Duration::from_secs(5),
-            max_header_bytes: DEFAULT_MAX_HEAD_BYTES,
+            max_header_bytes: DEFAULT_MAX_HEAD,
             max_connections: 4096,
             copy_buffer_bytes: 256 * 1024,
             event_capacity: 1024,
@@ -68,6 +70,8 @@ pub struct ProxyConfig {
     pub(crate) intercept: Option<Arc<dyn Intercept>>,
     pub(crate) credentials: Option<ProxyCredentials>,
     pub(crate) limits: Limits,
+    /// What the HTTP proxy's head reader enforces, from `limits`.
+    pub(crate) head: HeadLimits,
 }
 
 impl fmt::Debug for ProxyConfig {
@@ -275,6 +279,18 @@ impl ProxyConfigBuilder {
             (1..=1 << 20).contains(&l.event_capacity),
             "between 1 and 1048576",
         )?;
+        let head = HeadLimits::new(
+            l.max_header_bytes,
+            DEFAULT_MAX_LINE.min(l.max_header_bytes),
+            DEFAULT_MAX_HEADERS,
+        )
+        .map_err(|_| {
+            Error::from(ErrorKind::InvalidConfig {
+                name: "max_header_bytes",
+                value: l.max_header_bytes.to_string(),
+                reason: "between 256 bytes and 1 MiB",
+            })
+        })?;
         Ok(ProxyConfig {
             policy: self
                 .policy
@@ -288,6 +304,7 @@ impl ProxyConfigBuilder {
             intercept: self.intercept.clone(),
             credentials: self.credentials.clone(),
             limits: *l,
+            head,
         })
     }
 }

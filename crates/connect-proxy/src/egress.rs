@@ -1,10 +1,10 @@
 //! `Egress`: policy first, then one lookup, then every address vetted, then
 //! a dial to a vetted address. Shared by both proxies.
 
-use crate::host::{Host, Target};
 use crate::ip_policy::{AddrClass, IpPolicy};
 use crate::policy::{DenyReason, EgressPolicy, Verdict};
 use crate::resolver::{ResolveError, Resolver};
+use net_vocab::{Host, Target};
 use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr};

@@ -4,20 +4,18 @@
 use crate::client::ClientStream;
 use crate::egress::Denial;
 use crate::events::Protocol;
-use crate::host::Target;
-use crate::http_head::{RequestHead, find_head_end, parse_head};
 use crate::session::{Route, Shared, printable};
 use crate::tunnel::relay;
+use net_vocab::{ErrorKind, HeadLimits, HeadReader, RequestHead, Target};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Serves one client connection.
 pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
     client.set_nodelay();
-    let limits = shared.limits;
     let mut buf = Vec::with_capacity(2048);
-    let read = read_head(&mut client, &mut buf, limits.max_header_bytes);
-    let end = match tokio::time::timeout(limits.header_timeout, read).await {
+    let read = read_head(&mut client, &mut buf, shared.head);
+    let (head, end) = match tokio::time::timeout(shared.limits.header_timeout, read).await {
         Err(_) => {
             let r = response(
                 408,
@@ -28,32 +26,18 @@ pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
             let _ = client.write_all(&r).await;
             return;
         }
-        Ok(Err(HeadRead::TooLarge)) => {
-            let r = response(
-                431,
-                "Request Header Fields Too Large",
-                "http_request_error",
-                "request head too large",
-            );
+        Ok(Err(HeadRead::Refused(e))) => {
+            let (status, phrase) = if e.is_too_large() {
+                (431, "Request Header Fields Too Large")
+            } else {
+                (400, "Bad Request")
+            };
+            let r = response(status, phrase, "http_request_error", &e.to_string());
             let _ = client.write_all(&r).await;
             return;
         }
         Ok(Err(HeadRead::Closed)) => return,
-        Ok(Ok(end)) => end,
-    };
-    let head = match parse_head(&buf[..end], limits.max_header_bytes) {
-        Ok(h) => h,
-        Err(e) => {
-            let _ = client
-                .write_all(&response(
-                    400,
-                    "Bad Request",
-                    "http_request_error",
-                    &e.to_string(),
-                ))
-                .await;
-            return;
-        }
+        Ok(Ok(read)) => read,
     };
     let rest = buf.split_off(end);
     if let Some(creds) = &shared.credentials {
@@ -63,7 +47,7 @@ pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
             (Some(v), None) if creds.accepts_basic(v)
         );
         if !presented {
-            let protocol = if head.method == "CONNECT" {
+            let protocol = if head.method() == "CONNECT" {
                 Protocol::HttpConnect
             } else {
                 Protocol::HttpForward
@@ -71,12 +55,12 @@ pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
             let d = Denial::Unauthenticated(
                 "no Proxy-Authorization with the session's credentials".to_owned(),
             );
-            let d = shared.refuse(protocol, printable(head.target.as_bytes()), d);
+            let d = shared.refuse(protocol, printable(head.target().as_bytes()), d);
             let _ = client.write_all(&denial_response(&d)).await;
             return;
         }
     }
-    if head.method == "CONNECT" {
+    if head.method() == "CONNECT" {
         connect(client, &shared, &head, rest).await;
     } else {
         forward(client, &shared, &head, rest).await;
@@ -84,19 +68,25 @@ pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
 }
 
 enum HeadRead {
-    TooLarge,
+    /// Refused by the head reader (431 when too large, 400 otherwise).
+    Refused(net_vocab::Error),
     Closed,
 }
 
+/// Reads until the head is complete, checking each byte as it arrives;
+/// never reads past the head limit. Bytes after the head stay in `buf`.
 async fn read_head(
     client: &mut ClientStream,
     buf: &mut Vec<u8>,
-    max: usize,
-) -> Result<usize, HeadRead> {
+    limits: HeadLimits,
+) -> Result<(RequestHead, usize), HeadRead> {
+    let mut reader = HeadReader::new(limits);
+    let max = limits.max_head();
     let mut chunk = [0u8; 4096];
     loop {
         if buf.len() >= max {
-            return Err(HeadRead::TooLarge);
+            let e = ErrorKind::HeadTooLarge { limit: max };
+            return Err(HeadRead::Refused(e.into()));
         }
         let want = chunk.len().min(max - buf.len());
         let n = client
@@ -106,21 +96,20 @@ async fn read_head(
         if n == 0 {
             return Err(HeadRead::Closed);
         }
-        let searched = buf.len();
         buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = find_head_end(buf, searched) {
-            return Ok(end);
+        if let Some(read) = reader.read(buf).map_err(HeadRead::Refused)? {
+            return Ok(read);
         }
     }
 }
 
 async fn connect(mut client: ClientStream, shared: &Shared, head: &RequestHead, rest: Vec<u8>) {
     let protocol = Protocol::HttpConnect;
-    let target = match Target::parse_authority(&head.target) {
+    let target = match Target::parse_authority(head.target()) {
         Ok(t) => t,
         Err(e) => {
             let d = Denial::Malformed(e.to_string());
-            let d = shared.refuse(protocol, printable(head.target.as_bytes()), d);
+            let d = shared.refuse(protocol, printable(head.target().as_bytes()), d);
             let _ = client.write_all(&denial_response(&d)).await;
             return;
         }
@@ -156,7 +145,7 @@ async fn forward(mut client: ClientStream, shared: &Shared, head: &RequestHead, 
         Ok(t) => t,
         Err(reason) => {
             let d = Denial::Malformed(reason.to_owned());
-            let d = shared.refuse(protocol, printable(head.target.as_bytes()), d);
+            let d = shared.refuse(protocol, printable(head.target().as_bytes()), d);
             let _ = client.write_all(&denial_response(&d)).await;
             return;
         }
@@ -186,9 +175,9 @@ async fn forward(mut client: ClientStream, shared: &Shared, head: &RequestHead, 
 
 /// The target of an absolute-form request, and the origin-form path to
 /// send upstream. The Host header, when present, must name the same host
-/// and port.
+/// and port (the head reader already refused a second one).
 pub(crate) fn forward_target(head: &RequestHead) -> Result<(Target, String), &'static str> {
-    let t = head.target.as_str();
+    let t = head.target();
     let scheme_ok = t
         .get(..7)
         .is_some_and(|s| s.eq_ignore_ascii_case("http://"));
@@ -210,15 +199,10 @@ pub(crate) fn forward_target(head: &RequestHead) -> Result<(Target, String), &'s
     }
     let target =
         Target::parse_authority_or(authority, 80).map_err(|_| "bad host in the request URI")?;
-    let mut hosts = head.values("host");
-    if let Some(value) = hosts.next() {
-        let value = std::str::from_utf8(value).map_err(|_| "bad Host header")?;
+    if let Some(value) = head.host() {
         let from_header = Target::parse_authority_or(value, 80).map_err(|_| "bad Host header")?;
         if from_header != target {
             return Err("Host header disagrees with the request URI");
-        }
-        if hosts.next().is_some() {
-            return Err("more than one Host header");
         }
     }
     let path = match path.chars().next() {
@@ -248,20 +232,20 @@ fn rewrite_head(head: &RequestHead, path: &str, target: &Target) -> Vec<u8> {
         .map(|t| String::from_utf8_lossy(t.trim_ascii()).to_ascii_lowercase())
         .collect();
     let mut out = Vec::with_capacity(512);
-    out.extend_from_slice(format!("{} {} HTTP/1.{}\r\n", head.method, path, head.minor).as_bytes());
+    out.extend_from_slice(format!("{} {} {}\r\n", head.method(), path, head.version()).as_bytes());
     let host = if target.port == 80 {
         target.to_string().trim_end_matches(":80").to_owned()
     } else {
         target.to_string()
     };
     out.extend_from_slice(format!("Host: {host}\r\n").as_bytes());
-    for (name, value) in &head.headers {
-        if is_hop_by_hop(name, &listed) {
+    for field in head.headers() {
+        if is_hop_by_hop(field.name(), &listed) {
             continue;
         }
-        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(field.name().as_bytes());
         out.extend_from_slice(b": ");
-        out.extend_from_slice(value);
+        out.extend_from_slice(field.value());
         out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b"Connection: close\r\n\r\n");
@@ -330,7 +314,8 @@ mod tests {
     use super::*;
 
     fn head(raw: &str) -> RequestHead {
-        parse_head(raw.as_bytes(), 4096).unwrap()
+        let mut reader = HeadReader::new(HeadLimits::default());
+        reader.read(raw.as_bytes()).unwrap().unwrap().0
     }
 
     #[test]

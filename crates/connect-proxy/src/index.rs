@@ -3,8 +3,7 @@
 //! around a middle `*`. A decision walks the host's labels once and costs a
 //! few hash lookups, whatever the number of entries.
 
-use crate::host::Host;
-use crate::pattern::{Pattern, Shape};
+use net_vocab::{Host, HostPattern, PatternShape};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::net::IpAddr;
@@ -126,28 +125,30 @@ pub(crate) struct Index {
 }
 
 impl Index {
-    pub(crate) fn insert(&mut self, pattern: &Pattern, side: Side) {
-        let rule = match &pattern.shape {
-            Shape::Exact(h) => self.exact.entry(h.clone()).or_default(),
-            Shape::Suffix(s) => {
+    /// Adds one entry. The index answers as [`HostPattern::matches_target`]
+    /// would for every entry, with deny beating allow.
+    pub(crate) fn insert(&mut self, pattern: &HostPattern, side: Side) {
+        let rule = match pattern.shape() {
+            PatternShape::Exact(h) => self.exact.entry(h.to_string()).or_default(),
+            PatternShape::Suffix(s) => {
                 self.suffix_counts.add(s);
-                self.suffix.entry(s.clone()).or_default()
+                self.suffix.entry(s.to_owned()).or_default()
             }
-            Shape::Middle { left, right } => {
+            PatternShape::Middle { left, right } => {
                 self.middle_counts.add(right);
                 self.middle
-                    .entry(right.clone())
+                    .entry(right.to_owned())
                     .or_default()
-                    .entry(left.clone())
+                    .entry(left.to_owned())
                     .or_default()
             }
         };
         match side {
             Side::Allow => {
                 self.allow_len += 1;
-                rule.allow.add(pattern.port);
+                rule.allow.add(pattern.port());
             }
-            Side::Deny => rule.deny.add(pattern.port),
+            Side::Deny => rule.deny.add(pattern.port()),
         }
     }
 

@@ -3,8 +3,8 @@
 
 use crate::client::ClientStream;
 use crate::events::Protocol;
-use crate::host::Target;
 use crate::resolver::BoxFuture;
+use net_vocab::Target;
 use std::net::SocketAddr;
 
 /// A client connection handed to an interceptor.

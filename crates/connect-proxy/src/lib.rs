@@ -5,13 +5,14 @@
 //! A connection goes through four steps, in this order:
 //!
 //! 1. the target host is brought to one canonical form ([`Host`],
-//!    [`Target`]): lower case, one trailing dot removed, IDNA A-labels
-//!    (UTS #46 for allowlist entries; clients must send A-labels), and
-//!    every numeric spelling the C library accepts read as an IP literal;
+//!    [`Target`], from the `net-vocab` crate): lower case, one trailing dot
+//!    removed, IDNA A-labels (UTS #46 for allowlist entries; clients must
+//!    send A-labels), and every numeric spelling the C library accepts read
+//!    as an IP literal;
 //! 2. the [`EgressPolicy`] decides on the name. [`AllowList`] is the usual
 //!    one: compiled once from the baseline sets, the [`GITHUB`] set and the
-//!    spec's entries, indexed by label, with the fixed [`DENYLIST`] checked
-//!    first. A denied name is never resolved;
+//!    spec's entries (each a [`HostPattern`]), indexed by label, with the
+//!    fixed [`DENYLIST`] checked first. A denied name is never resolved;
 //! 3. an allowed name is resolved once through the injected [`Resolver`]
 //!    (with a timeout), and every address is vetted by the [`IpPolicy`]:
 //!    loopback, private, link-local, CGNAT, reserved and documentation
@@ -102,25 +103,21 @@
 //!
 //! # Input safety
 //!
-//! - Host names: at most [`MAX_HOST_LEN`] (253) bytes canonical,
-//!   [`MAX_LABEL_LEN`] (63) per label, input over 1024 bytes refused before
-//!   any work; `%`, `@`, `[name]`, empty labels, non-ASCII on the wire and an
-//!   all-numeric last label that is not an IPv4 address are refused.
-//! - Internationalised names: only configuration entries go through UTS #46
-//!   _ToASCII_ (the `idna` crate; non-transitional, with the hyphen, bidi and
-//!   joiner checks): full-width forms, case and NFC are mapped, disallowed
-//!   code points refused, and an `xn--` label must be a valid A-label that
-//!   re-encodes to itself. The result then passes the same grammar as the
-//!   wire. On the wire, non-ASCII is refused and `xn--` labels are compared
-//!   as bytes (after lower-casing), never decoded. Conformance is checked
-//!   against the Unicode consortium's `IdnaTestV2.txt`.
-//! - Ports: decimal, at most 5 digits, 1..=65535.
-//! - Allowlist entries: at most [`MAX_ENTRY_LEN`] (512) bytes; exactly one
-//!   whole-label `*` at most, never over a top-level domain or an IP literal.
-//! - HTTP request head: at most [`Limits::max_header_bytes`] (default 16 KiB)
+//! - Host names, ports and allowlist entries are parsed by `net-vocab`
+//!   (its "Input safety" section has every rule): at most [`MAX_HOST_LEN`]
+//!   (253) bytes canonical, [`MAX_LABEL_LEN`] (63) per label; only
+//!   configuration entries go through UTS #46, the wire must send A-labels;
+//!   entries at most [`MAX_ENTRY_LEN`] (512) bytes, exactly one whole-label
+//!   `*` at most, never over a top-level domain or an IP literal, IPv6
+//!   literals in brackets.
+//! - HTTP request head: read by `net-vocab`'s [`net_vocab::HeadReader`],
+//!   at most [`Limits::max_header_bytes`] (default 16 KiB), 8 KiB per line
 //!   and [`MAX_HEADERS`] (100) fields, received within
-//!   [`Limits::header_timeout`] (default 10 s); bare CR or LF, line folding,
-//!   conflicting or combined `Content-Length` / `Transfer-Encoding` refused.
+//!   [`Limits::header_timeout`] (default 10 s), each byte checked as it
+//!   arrives (431 when too large, 400 otherwise). Refused: bare CR or LF,
+//!   line folding, a second `Host` or one that is not a host, a second
+//!   `Content-Length` (even an equal one), any `Transfer-Encoding` but one
+//!   `chunked`, both together, and either on `CONNECT`.
 //! - SOCKS5 handshake: at most 1024 bytes buffered, within the same header
 //!   timeout; domains are checked against the host grammar before any use.
 //! - Connections: at most [`Limits::max_connections`] (default 4096) at once
@@ -146,15 +143,11 @@ mod credentials;
 mod egress;
 mod error;
 mod events;
-mod host;
-mod http_head;
 mod http_proxy;
-mod idna;
 mod index;
 mod intercept;
 mod ip_policy;
 mod pair;
-mod pattern;
 mod policy;
 mod resolver;
 mod session;
@@ -174,13 +167,15 @@ pub use client::ClientStream;
 pub use config::{Limits, ProxyConfig, ProxyConfigBuilder};
 pub use credentials::{ProxyCredentials, SESSION_PROXY_USER};
 pub use egress::{Denial, Egress};
-pub use error::{Error, ErrorKind, HostProblem};
+pub use error::{Error, ErrorKind};
 pub use events::{Decision, Outcome, Protocol, Subscription};
-pub use host::{Host, MAX_HOST_LEN, MAX_LABEL_LEN, Target};
-pub use http_head::MAX_HEADERS;
 pub use intercept::{Intercept, Intercepted};
 pub use ip_policy::{AddrClass, Cidr, IpPolicy, classify};
 pub use pair::{ProxyKind, ProxyPair, ProxyService};
-pub use pattern::{MAX_ENTRY_LEN, Pattern};
 pub use policy::{DenyReason, EgressPolicy, Verdict};
 pub use resolver::{BoxFuture, ResolveError, Resolver, StaticResolver, SystemResolver};
+// The host vocabulary this crate's API speaks, from `net-vocab`.
+pub use net_vocab::{
+    DEFAULT_MAX_HEADERS as MAX_HEADERS, Host, HostPattern, HostProblem, MAX_ENTRY_LEN,
+    MAX_HOST_LEN, MAX_LABEL_LEN, Target,
+};

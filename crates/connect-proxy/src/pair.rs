@@ -82,6 +82,7 @@ impl ProxyService {
             intercept: config.intercept,
             credentials: config.credentials,
             limits: config.limits,
+            head: config.head,
             events,
         });
         let (stop, _) = watch::channel(false);

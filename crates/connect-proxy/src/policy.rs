@@ -1,6 +1,6 @@
 //! The egress decision trait the proxies ask before any lookup.
 
-use crate::host::Target;
+use net_vocab::Target;
 use std::fmt;
 use std::net::IpAddr;
 

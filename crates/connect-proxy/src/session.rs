@@ -6,9 +6,9 @@ use crate::config::Limits;
 use crate::credentials::ProxyCredentials;
 use crate::egress::{Denial, Egress};
 use crate::events::{Events, Outcome, Protocol};
-use crate::host::Target;
 use crate::intercept::{Intercept, Intercepted};
 use crate::tunnel::Copying;
+use net_vocab::{HeadLimits, Target};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpStream;
@@ -18,6 +18,7 @@ pub(crate) struct Shared {
     pub(crate) intercept: Option<Arc<dyn Intercept>>,
     pub(crate) credentials: Option<ProxyCredentials>,
     pub(crate) limits: Limits,
+    pub(crate) head: HeadLimits,
     pub(crate) events: Events,
 }
 

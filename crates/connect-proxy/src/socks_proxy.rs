@@ -4,12 +4,12 @@
 use crate::client::ClientStream;
 use crate::egress::Denial;
 use crate::events::Protocol;
-use crate::host::Target;
 use crate::session::{Route, Shared, printable};
 use crate::socks_wire::{
     Greeting, Methods, Reply, SocksError, parse_greeting, parse_request, parse_userpass,
 };
 use crate::tunnel::relay;
+use net_vocab::Target;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -1,7 +1,7 @@
 //! The SOCKS5 handshake (RFC 1928) as a byte parser: feed it what has
 //! arrived, it says whether more is needed. Works one byte at a time.
 
-use crate::host::{Host, Target};
+use net_vocab::{Host, Target};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Reply codes the proxy sends.

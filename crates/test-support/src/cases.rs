@@ -1,5 +1,6 @@
 //! Behaviour tables: TOML files of `[[case]]` entries under a crate's
-//! `testdata/`, read by its test binary.
+//! `testdata/`, read by its test binary; and the replay of committed fuzz
+//! regressions (`testdata/fuzz-regressions/`).
 
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
@@ -79,4 +80,33 @@ pub fn variant<T: Debug>(v: &T) -> String {
         .next()
         .unwrap_or_default()
         .to_owned()
+}
+
+/// A fuzz entry point: the function a fuzz target calls with its input.
+pub type FuzzEntry = fn(&[u8]);
+
+/// Replays every file under `testdata/fuzz-regressions/<dir>/` of a crate
+/// through its fuzz entry point, for each `(dir, run)`; returns how many
+/// were replayed. A missing directory holds no regressions yet.
+#[allow(
+    clippy::panic,
+    reason = "a test helper: an unreadable input is a failed test"
+)]
+pub fn replay_fuzz_regressions(crate_dir: &str, targets: &[(&str, FuzzEntry)]) -> usize {
+    let root = Path::new(crate_dir).join("testdata/fuzz-regressions");
+    let mut replayed = 0;
+    for (dir, run) in targets {
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry
+                .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+                .path();
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            run(&bytes);
+            replayed += 1;
+        }
+    }
+    replayed
 }

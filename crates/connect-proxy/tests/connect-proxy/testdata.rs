@@ -1,18 +1,13 @@
-//! Runs every behaviour table under `testdata/`: canonical hosts, entry
-//! loading, matching, address classes and the egress gate (with a resolver
-//! that counts lookups).
-
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
+//! Runs every behaviour table under `testdata/`: matching, address
+//! classes and the egress gate (with a resolver that counts lookups); the
+//! label index against the host-pattern matcher it stands for; the fuzz
+//! regressions.
 
 use connect_proxy::{
-    AllowList, Baseline, Cidr, Denial, Egress, ErrorKind, Host, IpPolicy, Network, Pattern,
+    AllowList, Baseline, Cidr, Denial, Egress, ErrorKind, Host, HostPattern, IpPolicy, Network,
     StaticResolver, Target, Verdict, classify,
 };
+use proptest::prelude::*;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -20,78 +15,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn load<T: for<'de> Deserialize<'de>>(name: &str) -> Vec<T> {
-    #[derive(Deserialize)]
-    struct File<T> {
-        case: Vec<T>,
-    }
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let file: File<T> = toml::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert!(!file.case.is_empty(), "{name} has no cases");
-    file.case
+fn load<T: serde::de::DeserializeOwned>(name: &str) -> Vec<T> {
+    test_support::cases::load(test_support::testdata_dir!(), name)
 }
 
 fn variant<T: std::fmt::Debug>(v: &T) -> String {
     let s = format!("{v:?}");
     s.split([' ', '(', '{']).next().unwrap().to_owned()
-}
-
-#[derive(Deserialize)]
-struct Canonical {
-    intent: String,
-    input: String,
-    #[serde(default)]
-    mode: Option<String>,
-    expect: Option<String>,
-    error: Option<String>,
-}
-
-#[test]
-fn canonical_hosts() {
-    for c in load::<Canonical>("canonical.toml") {
-        let got = match c.mode.as_deref() {
-            Some("config") => Host::parse_config(&c.input),
-            _ => Host::parse_wire(&c.input),
-        };
-        match (&c.expect, &c.error, got) {
-            (Some(want), None, Ok(h)) => assert_eq!(&h.to_string(), want, "{}", c.intent),
-            (None, Some(want), Err(e)) => match e.kind() {
-                ErrorKind::InvalidHost { problem, .. } => {
-                    assert_eq!(&variant(problem), want, "{}", c.intent)
-                }
-                other => panic!("{}: unexpected error {other:?}", c.intent),
-            },
-            (_, _, got) => panic!("{}: got {got:?}", c.intent),
-        }
-    }
-}
-
-#[derive(Deserialize)]
-struct LoadCase {
-    intent: String,
-    entry: String,
-    error: Option<String>,
-    ok: Option<String>,
-}
-
-#[test]
-fn entry_loading() {
-    for c in load::<LoadCase>("load_errors.toml") {
-        let got = Pattern::parse(&c.entry);
-        match (&c.ok, &c.error, got) {
-            (Some(want), None, Ok(p)) => assert_eq!(&p.to_string(), want, "{}", c.intent),
-            (None, Some(want), Err(e)) => {
-                assert_eq!(&variant(e.kind()), want, "{}: {e}", c.intent);
-                // The builder refuses the same entry with the same kind.
-                let built = AllowList::builder().allow(c.entry.clone()).build();
-                assert_eq!(built.unwrap_err().kind(), e.kind(), "{}", c.intent);
-            }
-            (_, _, got) => panic!("{}: got {got:?}", c.intent),
-        }
-    }
 }
 
 fn list(allow: &[String], deny: &[String], baseline: bool, network: Option<&str>) -> AllowList {
@@ -239,20 +169,116 @@ fn egress_gate() {
 /// Inputs that once crashed a fuzz target stay fixed.
 #[test]
 fn fuzz_regressions() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/fuzz-regressions");
-    type Run = fn(&[u8]);
-    let targets: [(&str, Run); 3] = [
-        ("request_head", connect_proxy::fuzzing::request_head),
-        ("socks_handshake", connect_proxy::fuzzing::socks_handshake),
-        ("host", connect_proxy::fuzzing::host),
-    ];
-    for (dir, run) in targets {
-        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
-            continue;
-        };
-        for entry in entries {
-            let bytes = std::fs::read(entry.unwrap().path()).unwrap();
-            run(&bytes);
+    let replayed = test_support::cases::replay_fuzz_regressions(
+        env!("CARGO_MANIFEST_DIR"),
+        &[
+            ("request_head", connect_proxy::fuzzing::request_head),
+            ("socks_handshake", connect_proxy::fuzzing::socks_handshake),
+            ("allowlist", connect_proxy::fuzzing::allowlist),
+        ],
+    );
+    assert!(replayed > 0, "no fuzz regressions replayed");
+}
+
+#[test]
+fn entries_the_builder_refuses_carry_the_pattern_error() {
+    for entry in [
+        "*.*.example.com",
+        "fd00::1",
+        "https://api.example.com",
+        "example.123",
+        "api.example.com:0",
+        "*.com",
+    ] {
+        let want = HostPattern::parse(entry).unwrap_err();
+        for side in ["allow", "deny"] {
+            let mut b = AllowList::builder();
+            if side == "allow" {
+                b.allow(entry);
+            } else {
+                b.deny(entry);
+            }
+            let got = b.build().unwrap_err();
+            match got.kind() {
+                ErrorKind::InvalidEntry { reason } => assert_eq!(reason, &want, "{entry}"),
+                other => panic!("{entry} ({side}): {other:?}"),
+            }
+            assert!(got.to_string().contains(&want.to_string()), "{got}");
         }
+    }
+}
+
+/// The sources of the UTS #46 conformance file (`net-vocab`'s copy) that
+/// need no unescaping.
+fn idna_sources() -> Vec<String> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../net-vocab/testdata/idna/IdnaTestV2.txt");
+    let text = std::fs::read_to_string(&path).unwrap();
+    text.lines()
+        .filter_map(|line| line.split('#').next())
+        .filter_map(|data| data.split(';').next())
+        .map(str::trim)
+        .filter(|source| !source.is_empty() && !source.contains('\\'))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn internationalised_entries_through_the_label_index() {
+    // Every conformance source as an entry: the index answers as the
+    // pattern's own matcher for the hosts it is written for.
+    let sources = idna_sources();
+    assert!(sources.len() > 2500, "only {} sources", sources.len());
+    for source in &sources {
+        connect_proxy::fuzzing::allowlist(source.as_bytes());
+        connect_proxy::fuzzing::allowlist(format!("*.{source}").as_bytes());
+    }
+}
+
+/// Entries and hosts over a few labels, so that they often meet.
+fn label() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec!["a", "b", "x", "example", "com", "org", "0"])
+}
+
+fn entry() -> impl Strategy<Value = String> {
+    (
+        prop::collection::vec(label(), 1..5),
+        any::<prop::sample::Index>(),
+        any::<bool>(),
+        prop::sample::select(vec!["", ":443", ":80"]),
+    )
+        .prop_map(|(mut labels, at, star, port)| {
+            if star {
+                let i = at.index(labels.len());
+                labels[i] = "*";
+            }
+            format!("{}{port}", labels.join("."))
+        })
+}
+
+proptest! {
+    #[test]
+    fn the_label_index_answers_as_the_matcher(
+        entry in entry(),
+        host in prop::collection::vec(label(), 1..6),
+        port in prop::sample::select(vec![443u16, 80, 8080]),
+    ) {
+        let Ok(pattern) = HostPattern::parse(&entry) else {
+            return Ok(());
+        };
+        let Ok(host) = Host::parse_wire(&host.join(".")) else {
+            return Ok(());
+        };
+        let list = AllowList::builder()
+            .baseline(Baseline::Exclude)
+            .allow(entry.clone())
+            .build()
+            .unwrap();
+        let want = if pattern.matches_target(&Target::new(host.clone(), port)) {
+            Verdict::Allow
+        } else {
+            Verdict::Deny(connect_proxy::DenyReason::NotAllowed)
+        };
+        prop_assert_eq!(list.decide(&host, port), want, "{} on {}:{}", entry, host, port);
     }
 }

@@ -3,15 +3,7 @@
 //! half-close, 1,000 concurrent tunnels, slow clients, interception and
 //! shutdown.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test and bench code: a failed unwrap is a failed run"
-)]
-
-mod support;
-
+use crate::support::*;
 use connect_proxy::{
     AllowList, BoxFuture, Intercept, Intercepted, ProxyConfig, ProxyPair, StaticResolver, Target,
 };
@@ -20,7 +12,6 @@ use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
-use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 

@@ -1,0 +1,131 @@
+//! One header field line, and the token grammar (RFC 9110 section 5).
+
+use crate::error::{Error, ErrorKind};
+use std::fmt;
+
+/// One header field as received: the name with its original spelling and
+/// the value without surrounding whitespace.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct HeaderField {
+    name: String,
+    value: Vec<u8>,
+}
+
+impl HeaderField {
+    /// The name as the client spelled it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The value bytes (visible ASCII, spaces, tabs and obs-text).
+    pub fn value(&self) -> &[u8] {
+        &self.value
+    }
+
+    /// The value as text, when it is ASCII.
+    pub fn value_str(&self) -> Option<&str> {
+        if self.value.is_ascii() {
+            std::str::from_utf8(&self.value).ok()
+        } else {
+            None
+        }
+    }
+
+    /// Whether the name equals `name`, ignoring ASCII case.
+    pub fn is(&self, name: &str) -> bool {
+        self.name.eq_ignore_ascii_case(name)
+    }
+}
+
+/// Header values may carry credentials, so `Debug` shows the value only for
+/// headers that never do.
+impl fmt::Debug for HeaderField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = f.debug_struct("HeaderField");
+        s.field("name", &self.name);
+        if is_sensitive(&self.name) {
+            s.field("value", &"<redacted>");
+        } else {
+            s.field("value", &String::from_utf8_lossy(&self.value));
+        }
+        s.finish()
+    }
+}
+
+/// Headers whose values are never shown in `Debug` output.
+fn is_sensitive(name: &str) -> bool {
+    [
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+    ]
+    .iter()
+    .any(|n| name.eq_ignore_ascii_case(n))
+}
+
+/// `tchar` of RFC 9110 section 5.6.2.
+pub(crate) fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Parses one field line (without its CR LF); `offset` is where the line
+/// starts, for error messages.
+pub(crate) fn parse_field_line(line: &[u8], offset: usize) -> Result<HeaderField, Error> {
+    match line.first() {
+        Some(b' ' | b'\t') => return Err(ErrorKind::ObsFold { offset }.into()),
+        Some(b':') => return Err(ErrorKind::EmptyHeaderName { offset }.into()),
+        _ => {}
+    }
+    let mut colon = None;
+    for (i, &b) in line.iter().enumerate() {
+        match b {
+            b':' => {
+                colon = Some(i);
+                break;
+            }
+            b' ' | b'\t' => {
+                return Err(ErrorKind::WhitespaceBeforeColon { offset: offset + i }.into());
+            }
+            b if !is_tchar(b) => {
+                return Err(ErrorKind::InvalidHeaderName {
+                    offset: offset + i,
+                    byte: b,
+                }
+                .into());
+            }
+            _ => {}
+        }
+    }
+    let Some(colon) = colon else {
+        return Err(ErrorKind::MissingColon { offset }.into());
+    };
+    let raw = &line[colon + 1..];
+    for (i, &b) in raw.iter().enumerate() {
+        let ok = b == b'\t' || (0x20..0x7f).contains(&b) || b >= 0x80;
+        if !ok {
+            return Err(ErrorKind::InvalidHeaderValue {
+                offset: offset + colon + 1 + i,
+                byte: b,
+            }
+            .into());
+        }
+    }
+    // The name is ASCII tchars only, so this conversion loses nothing.
+    let name = String::from_utf8_lossy(&line[..colon]).into_owned();
+    Ok(HeaderField {
+        name,
+        value: trim_ows(raw).to_vec(),
+    })
+}
+
+/// Strips optional whitespace (spaces and tabs) at both ends.
+fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}

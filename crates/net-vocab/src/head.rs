@@ -1,0 +1,188 @@
+//! A parsed, checked HTTP/1 request head, and the limits it was read with.
+
+use crate::error::{Error, ErrorKind};
+use crate::field::HeaderField;
+use std::fmt;
+
+/// Default limit on the whole request head (request line, fields and the
+/// empty line), in bytes.
+pub const DEFAULT_MAX_HEAD: usize = 16 * 1024;
+/// Default limit on one line (without its CR LF), in bytes.
+pub const DEFAULT_MAX_LINE: usize = 8 * 1024;
+/// Default limit on the number of header fields.
+pub const DEFAULT_MAX_HEADERS: usize = 100;
+
+/// The bounds a [`crate::HeadReader`] enforces, checked when made.
+///
+/// ```
+/// use net_vocab::HeadLimits;
+/// let limits = HeadLimits::new(4096, 1024, 50).unwrap();
+/// assert_eq!(limits.max_line(), 1024);
+/// assert!(HeadLimits::new(4096, 8192, 50).is_err()); // a line longer than the head
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HeadLimits {
+    max_head: usize,
+    max_line: usize,
+    max_headers: usize,
+}
+
+impl Default for HeadLimits {
+    fn default() -> HeadLimits {
+        HeadLimits {
+            max_head: DEFAULT_MAX_HEAD,
+            max_line: DEFAULT_MAX_LINE,
+            max_headers: DEFAULT_MAX_HEADERS,
+        }
+    }
+}
+
+impl HeadLimits {
+    /// Limits on the head (16 bytes to 1 MiB), on one line (16 bytes to
+    /// the head limit) and on the number of header fields (1 to 10 000).
+    pub fn new(max_head: usize, max_line: usize, max_headers: usize) -> Result<HeadLimits, Error> {
+        let bad = |name, value, reason| {
+            Err(Error::from(ErrorKind::InvalidLimit {
+                name,
+                value,
+                reason,
+            }))
+        };
+        if !(16..=1024 * 1024).contains(&max_head) {
+            return bad("max_head", max_head, "give 16 to 1048576 bytes");
+        }
+        if max_line < 16 || max_line > max_head {
+            return bad(
+                "max_line",
+                max_line,
+                "give at least 16 bytes and no more than max_head",
+            );
+        }
+        if !(1..=10_000).contains(&max_headers) {
+            return bad("max_headers", max_headers, "give 1 to 10000");
+        }
+        Ok(HeadLimits {
+            max_head,
+            max_line,
+            max_headers,
+        })
+    }
+
+    /// The limit on the request head, in bytes.
+    pub fn max_head(&self) -> usize {
+        self.max_head
+    }
+
+    /// The limit on one line, in bytes (without its CR LF).
+    pub fn max_line(&self) -> usize {
+        self.max_line
+    }
+
+    /// The limit on header fields.
+    pub fn max_headers(&self) -> usize {
+        self.max_headers
+    }
+}
+
+/// The HTTP version of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Version {
+    /// `HTTP/1.0`.
+    Http10,
+    /// `HTTP/1.1`.
+    Http11,
+}
+
+impl Version {
+    /// The version as it appears on the request line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Version::Http10 => "HTTP/1.0",
+            Version::Http11 => "HTTP/1.1",
+        }
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How the request's body is delimited on the wire, as the head declares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BodyFraming {
+    /// No `Content-Length` and no `Transfer-Encoding`: no body.
+    None,
+    /// `Content-Length: n`.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+}
+
+/// A request head that passed every check of the reader.
+///
+/// The request target is checked for bytes only (visible ASCII); its form
+/// (origin, absolute, authority) is for the caller to judge, as is whether
+/// a `Host` field is required.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestHead {
+    pub(crate) method: String,
+    pub(crate) target: String,
+    pub(crate) version: Version,
+    pub(crate) headers: Vec<HeaderField>,
+    pub(crate) host: Option<String>,
+    pub(crate) framing: BodyFraming,
+}
+
+impl RequestHead {
+    /// The method, exactly as sent (methods are case-sensitive).
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The request target, exactly as sent.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The HTTP version.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// Every header field, in order.
+    pub fn headers(&self) -> &[HeaderField] {
+        &self.headers
+    }
+
+    /// The values of every field called `name` (ASCII case ignored), in
+    /// order.
+    pub fn values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.headers
+            .iter()
+            .filter(move |h| h.is(name))
+            .map(HeaderField::value)
+    }
+
+    /// The value of the first field called `name` (ASCII case ignored).
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|h| h.is(name))
+            .map(HeaderField::value)
+    }
+
+    /// The single `Host` field's value, when there is one (checked: a host
+    /// in the wire grammar with an optional port).
+    pub fn host(&self) -> Option<&str> {
+        self.host.as_deref()
+    }
+
+    /// The body framing the head declares.
+    pub fn framing(&self) -> BodyFraming {
+        self.framing
+    }
+}

@@ -1,0 +1,269 @@
+//! Reading a request head: line endings, line length, field count and
+//! head size are checked byte by byte as bytes arrive; the structure and
+//! the framing once the head is complete.
+
+use crate::error::{Error, ErrorKind, truncate_bytes};
+use crate::field::{HeaderField, is_tchar, parse_field_line};
+use crate::head::{BodyFraming, HeadLimits, RequestHead, Version};
+use crate::target::Target;
+
+/// Reads one request head from a buffer that grows as bytes arrive.
+///
+/// Each byte is looked at once: a bare CR or LF, a line over
+/// [`HeadLimits::max_line`], more than [`HeadLimits::max_headers`] fields
+/// or a head over [`HeadLimits::max_head`] is refused as soon as it is
+/// seen, without waiting for the end of the head.
+///
+/// ```
+/// use net_vocab::{BodyFraming, HeadLimits, HeadReader};
+/// let mut reader = HeadReader::new(HeadLimits::default());
+/// let mut buf = b"POST /upload HTTP/1.1\r\nHost: example.com\r\n".to_vec();
+/// assert!(reader.read(&buf).unwrap().is_none()); // not complete yet
+/// buf.extend_from_slice(b"Content-Length: 5\r\n\r\nhello");
+/// let (head, len) = reader.read(&buf).unwrap().unwrap();
+/// assert_eq!((head.method(), head.host()), ("POST", Some("example.com")));
+/// assert_eq!(head.framing(), BodyFraming::Length(5));
+/// assert_eq!(&buf[len..], b"hello");
+///
+/// // Two lengths, even equal ones, are refused.
+/// let twice = b"POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n";
+/// assert!(HeadReader::new(HeadLimits::default()).read(twice).is_err());
+/// ```
+#[derive(Debug, Clone)]
+pub struct HeadReader {
+    limits: HeadLimits,
+    pos: usize,
+    line_start: usize,
+    lines: usize,
+}
+
+impl HeadReader {
+    /// A reader for one head.
+    pub fn new(limits: HeadLimits) -> HeadReader {
+        HeadReader {
+            limits,
+            pos: 0,
+            line_start: 0,
+            lines: 0,
+        }
+    }
+
+    /// The limits this reader enforces.
+    pub fn limits(&self) -> HeadLimits {
+        self.limits
+    }
+
+    /// Continues reading `buf` (the same buffer each time, grown; bytes
+    /// already seen are not looked at again). `Ok(None)` until the empty
+    /// line that ends the head has arrived; then the checked head and its
+    /// length (the bytes after it are the body or, for `CONNECT`, the
+    /// tunnel).
+    pub fn read(&mut self, buf: &[u8]) -> Result<Option<(RequestHead, usize)>, Error> {
+        match self.scan(buf)? {
+            Some(end) => Ok(Some((parse_head(&buf[..end])?, end))),
+            None => Ok(None),
+        }
+    }
+
+    /// The length of the head once complete.
+    fn scan(&mut self, buf: &[u8]) -> Result<Option<usize>, Error> {
+        let limits = self.limits;
+        while self.pos < buf.len() {
+            let i = self.pos;
+            let b = buf[i];
+            if i > 0 && buf[i - 1] == b'\r' && b != b'\n' {
+                return Err(ErrorKind::BareCr { offset: i - 1 }.into());
+            }
+            if i >= limits.max_head() {
+                return Err(ErrorKind::HeadTooLarge {
+                    limit: limits.max_head(),
+                }
+                .into());
+            }
+            self.pos += 1;
+            match b {
+                b'\n' => {
+                    if i == 0 || buf[i - 1] != b'\r' {
+                        return Err(ErrorKind::BareLf { offset: i }.into());
+                    }
+                    if i - 1 == self.line_start {
+                        if self.line_start == 0 {
+                            return Err(ErrorKind::LeadingEmptyLine.into());
+                        }
+                        // Stay at the end: a later call gives the same head.
+                        self.pos = i;
+                        return Ok(Some(i + 1));
+                    }
+                    self.lines += 1;
+                    // The request line plus `max_headers` field lines.
+                    if self.lines > limits.max_headers() + 1 {
+                        return Err(ErrorKind::TooManyHeaders {
+                            limit: limits.max_headers(),
+                        }
+                        .into());
+                    }
+                    self.line_start = i + 1;
+                }
+                b'\r' => {}
+                _ => {
+                    if i - self.line_start >= limits.max_line() {
+                        return Err(ErrorKind::LineTooLong {
+                            offset: self.line_start,
+                            limit: limits.max_line(),
+                        }
+                        .into());
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Splits a complete head (ending in an empty line, line endings already
+/// checked) into lines with their offsets.
+fn lines(head: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        let rest = head.get(start..)?;
+        let end = rest.windows(2).position(|w| w == b"\r\n")?;
+        let line = (start, &rest[..end]);
+        start += end + 2;
+        Some(line)
+    })
+}
+
+/// Parses and checks a complete head whose bytes the scanner passed.
+fn parse_head(head: &[u8]) -> Result<RequestHead, Error> {
+    let mut it = lines(head);
+    let (method, target, version) = match it.next() {
+        Some((_, line)) => parse_request_line(line)?,
+        None => return Err(ErrorKind::LeadingEmptyLine.into()),
+    };
+    let mut headers = Vec::new();
+    for (offset, line) in it {
+        if line.is_empty() {
+            break;
+        }
+        headers.push(parse_field_line(line, offset)?);
+    }
+    let host = single_host(&headers)?;
+    let framing = framing(&method, version, &headers)?;
+    Ok(RequestHead {
+        method,
+        target,
+        version,
+        headers,
+        host,
+        framing,
+    })
+}
+
+fn parse_request_line(line: &[u8]) -> Result<(String, String, Version), Error> {
+    let bad = |offset, reason| Err(ErrorKind::InvalidRequestLine { offset, reason }.into());
+    let parts: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+    if parts.len() != 3 || parts.iter().any(|p| p.is_empty()) {
+        return bad(
+            0,
+            "expected exactly `METHOD target HTTP/1.1` with single spaces",
+        );
+    }
+    let (method, target, version) = (parts[0], parts[1], parts[2]);
+    if let Some(i) = method.iter().position(|&b| !is_tchar(b)) {
+        return bad(i, "the method has a byte outside the token characters");
+    }
+    if let Some(i) = target.iter().position(|&b| !(0x21..0x7f).contains(&b)) {
+        return bad(
+            method.len() + 1 + i,
+            "the target has a byte outside visible ASCII",
+        );
+    }
+    let version = match version {
+        b"HTTP/1.1" => Version::Http11,
+        b"HTTP/1.0" => Version::Http10,
+        [b'H', b'T', b'T', b'P', b'/', a, b'.', b] if a.is_ascii_digit() && b.is_ascii_digit() => {
+            return Err(ErrorKind::UnsupportedVersion {
+                version: truncate_bytes(version),
+            }
+            .into());
+        }
+        _ => {
+            return bad(
+                method.len() + target.len() + 2,
+                "the version is not HTTP/1.1 or HTTP/1.0",
+            );
+        }
+    };
+    // Both are checked ASCII above.
+    let method = String::from_utf8_lossy(method).into_owned();
+    let target = String::from_utf8_lossy(target).into_owned();
+    Ok((method, target, version))
+}
+
+/// At most one `Host` field, and its value a host with an optional port.
+fn single_host(headers: &[HeaderField]) -> Result<Option<String>, Error> {
+    let mut hosts = headers.iter().filter(|h| h.is("host"));
+    let Some(host) = hosts.next() else {
+        return Ok(None);
+    };
+    if hosts.next().is_some() {
+        return Err(ErrorKind::RepeatedHost.into());
+    }
+    match host.value_str() {
+        Some(v) if Target::parse_authority_or(v, 1).is_ok() => Ok(Some(v.to_owned())),
+        _ => Err(ErrorKind::InvalidHostHeader {
+            value: truncate_bytes(host.value()),
+        }
+        .into()),
+    }
+}
+
+fn framing(method: &str, version: Version, headers: &[HeaderField]) -> Result<BodyFraming, Error> {
+    let te: Vec<&HeaderField> = headers
+        .iter()
+        .filter(|h| h.is("transfer-encoding"))
+        .collect();
+    let cl: Vec<&HeaderField> = headers.iter().filter(|h| h.is("content-length")).collect();
+    if !te.is_empty() && version == Version::Http10 {
+        return Err(ErrorKind::TransferEncodingInHttp10.into());
+    }
+    if !te.is_empty() && !cl.is_empty() {
+        return Err(ErrorKind::LengthAndChunked.into());
+    }
+    if te.len() > 1 {
+        return Err(ErrorKind::RepeatedTransferEncoding.into());
+    }
+    if cl.len() > 1 {
+        return Err(ErrorKind::RepeatedContentLength.into());
+    }
+    if method == "CONNECT" && (!te.is_empty() || !cl.is_empty()) {
+        return Err(ErrorKind::BodyOnConnect.into());
+    }
+    if let Some(te) = te.first() {
+        if !te.value().eq_ignore_ascii_case(b"chunked") {
+            return Err(ErrorKind::UnsupportedTransferEncoding {
+                value: truncate_bytes(te.value()),
+            }
+            .into());
+        }
+        return Ok(BodyFraming::Chunked);
+    }
+    if let Some(cl) = cl.first() {
+        let v = cl.value();
+        let parsed = if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+            None
+        } else {
+            std::str::from_utf8(v)
+                .ok()
+                .and_then(|s| s.parse::<u64>().ok())
+        };
+        return match parsed {
+            Some(n) => Ok(BodyFraming::Length(n)),
+            None => Err(ErrorKind::InvalidContentLength {
+                value: truncate_bytes(v),
+            }
+            .into()),
+        };
+    }
+    Ok(BodyFraming::None)
+}

@@ -1,0 +1,114 @@
+//! Properties next to the tables: no parser panics, canonical forms are
+//! fixed points, displays re-parse, a pattern matches the hosts it is
+//! written for, and the head reader does not depend on how bytes arrive.
+
+use net_vocab::fuzzing::examples;
+use net_vocab::{HeadLimits, HeadReader, Host, HostPattern, PatternShape, Target};
+use proptest::prelude::*;
+use std::net::Ipv4Addr;
+
+/// Bytes that look like request heads often enough to reach the checks.
+fn head_bytes() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        Just(b"GET / HTTP/1.1\r\n".to_vec()),
+        Just(b"CONNECT a.example:443 HTTP/1.1\r\n".to_vec()),
+        Just(b"Host: a.example\r\n".to_vec()),
+        Just(b"Content-Length: 5\r\n".to_vec()),
+        Just(b"Transfer-Encoding: chunked\r\n".to_vec()),
+        Just(b"\r\n".to_vec()),
+        Just(b"\r".to_vec()),
+        Just(b"\n".to_vec()),
+        Just(b" ".to_vec()),
+        Just(b":".to_vec()),
+        proptest::collection::vec(any::<u8>(), 0..8),
+    ];
+    proptest::collection::vec(piece, 0..12).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #[test]
+    fn hosts_never_panic_and_are_idempotent(s in ".{0,80}") {
+        for h in [Host::parse_wire(&s), Host::parse_config(&s)].into_iter().flatten() {
+            let again = Host::parse_wire(&h.to_string()).unwrap();
+            prop_assert_eq!(again, h);
+        }
+    }
+
+    #[test]
+    fn names_round_trip(s in "[a-zA-Z][a-zA-Z0-9]{0,10}(\\.[a-zA-Z][a-zA-Z0-9-]{0,10}[a-z]){1,4}\\.?") {
+        let h = Host::parse_wire(&s).unwrap();
+        let expected = s.to_ascii_lowercase();
+        prop_assert_eq!(h.to_string(), expected.strip_suffix('.').unwrap_or(&expected));
+    }
+
+    #[test]
+    fn ipv4_dotted_is_literal(a: u8, b: u8, c: u8, d: u8) {
+        let s = format!("{a}.{b}.{c}.{d}");
+        prop_assert_eq!(Host::parse_wire(&s).unwrap(), Host::Ip(Ipv4Addr::new(a, b, c, d).into()));
+    }
+
+    #[test]
+    fn targets_never_panic_and_re_parse(s in "[\\[\\]:0-9a-f.]{0,40}") {
+        if let Ok(t) = Target::parse_authority(&s) {
+            prop_assert_eq!(Target::parse_authority(&t.to_string()).unwrap(), t);
+        }
+    }
+
+    #[test]
+    fn pattern_display_reparses(s in "[*a-zA-Z0-9.:\\[\\]-]{0,24}") {
+        if let Ok(p) = HostPattern::parse(&s) {
+            prop_assert_eq!(HostPattern::parse(&p.to_string()).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn a_pattern_matches_its_own_examples(
+        left in "([a-z0-9]{1,6}\\.){0,2}",
+        star in 0..3u8,
+        right in "[a-z][a-z0-9-]{0,6}[a-z]\\.[a-z]{2,5}",
+    ) {
+        let entry = match star {
+            0 => format!("{left}{right}"),
+            1 => format!("*.{right}"),
+            _ => format!("{left}*.{right}"),
+        };
+        let p = HostPattern::parse(&entry).unwrap();
+        let examples = examples(&p);
+        prop_assert!(!examples.is_empty());
+        for e in examples {
+            let h = Host::parse_wire(&e).unwrap();
+            prop_assert!(p.matches(&h), "{} does not match {}", p, e);
+        }
+        // A leading wildcard never matches its apex; a middle one never
+        // matches two labels in place of its `*`.
+        match p.shape() {
+            PatternShape::Suffix(s) => {
+                prop_assert!(!p.matches(&Host::parse_wire(s).unwrap()));
+            }
+            PatternShape::Middle { left, right } => {
+                let two = Host::parse_wire(&format!("{left}.a.b.{right}")).unwrap();
+                prop_assert!(!p.matches(&two));
+            }
+            PatternShape::Exact(_) => {}
+        }
+    }
+
+    #[test]
+    fn heads_never_panic_and_arrive_in_any_pieces(bytes in head_bytes(), cut in any::<prop::sample::Index>()) {
+        let limits = HeadLimits::new(512, 128, 8).unwrap();
+        let whole = HeadReader::new(limits).read(&bytes);
+        let at = cut.index(bytes.len() + 1);
+        let mut reader = HeadReader::new(limits);
+        let pieces = match reader.read(&bytes[..at]) {
+            Ok(None) => reader.read(&bytes),
+            done => done,
+        };
+        prop_assert_eq!(pieces, whole);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        net_vocab::fuzzing::request_head(&bytes);
+        net_vocab::fuzzing::host(&bytes);
+    }
+}
