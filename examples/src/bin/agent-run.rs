@@ -4,8 +4,10 @@
 //! Prints the probe line and the backend actually used on stderr, passes
 //! CMD's stdout and stderr through, prints each violation on stderr as
 //! `violation: ACTION TARGET`, and exits with CMD's status (128+signal when
-//! killed, 124 when `--timeout SECS` ran out). Stdin passes through to CMD
-//! when it is not a terminal.
+//! killed, 124 when `--timeout SECS` ran out, 137 when `--memory` did).
+//! Stdin passes through to CMD when it is not a terminal. `--memory`,
+//! `--pids` and `--cpus` limit CMD through a cgroup; where none can be
+//! made, the run is refused.
 //!
 //! Filename rules (no new `.env`, `*.key`, `*.pem` inside writable mounts)
 //! are enforced by the name guard, which is this same program: bound
@@ -21,9 +23,9 @@
 use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder, NameGuardLauncher, next_event};
 use connect_proxy::{Cidr, IpPolicy};
 use sandbox_core::{
-    Access, BackendRequest, CommandControl, KillReason, Mode, SANDBOX_SWITCH_ENV, SandboxBackend,
-    SandboxBindMount, SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec, SandboxSwitch, Stdin,
-    Surface, probe_ambient,
+    Access, BackendRequest, CommandControl, KillReason, Limits, Mode, SANDBOX_SWITCH_ENV,
+    SandboxBackend, SandboxBindMount, SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec,
+    SandboxSwitch, Stdin, Surface, probe_ambient,
 };
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
@@ -35,7 +37,7 @@ const GUARD_MARKER: &str = "--as-name-guard-exec";
 
 const USAGE: &str = "usage: agent-run [--allow ENTRY]... [--allow-cidr CIDR]... [--no-filename-rules] [--no-name-guard] \
 [--network on|off] [--mode chat|review|plan|orchestrate] [--mount PATH[:ro]]... [--protect PATH]... \
-[--workdir DIR] [--timeout SECS] [--sandbox on|off] [--backend native|none|microvm] [--terminal] \
+[--workdir DIR] [--timeout SECS] [--memory BYTES[K|M|G]] [--pids N] [--cpus N] [--sandbox on|off] [--backend native|none|microvm] [--terminal] \
 [--broker HOST]... [--broker-rules FILE] [--broker-credential-env NAME] \
 [--broker-template bearer|token|git-basic] [--broker-push-rule FILE] [--upstream-ca FILE]... \
 -- CMD [ARG...]";
@@ -51,6 +53,7 @@ struct Options {
     protect: Vec<String>,
     workdir: Option<String>,
     timeout: Option<std::time::Duration>,
+    limits: Limits,
     switch: Option<String>,
     backend: Option<SandboxBackend>,
     terminal: bool,
@@ -75,6 +78,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         protect: Vec::new(),
         workdir: None,
         timeout: None,
+        limits: Limits::default(),
         switch: None,
         backend: None,
         terminal: false,
@@ -151,6 +155,24 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
                     })?;
                 o.timeout = Some(std::time::Duration::from_secs_f64(secs));
             }
+            "--memory" => o.limits.memory_bytes = Some(parse_bytes(&value("--memory")?)?),
+            "--pids" => {
+                let v = value("--pids")?;
+                o.limits.max_processes = Some(
+                    v.parse()
+                        .map_err(|_| format!("--pids takes a whole number, not {v:?}"))?,
+                );
+            }
+            "--cpus" => {
+                let v = value("--cpus")?;
+                let cpus: f64 = v
+                    .parse()
+                    .ok()
+                    .filter(|c: &f64| c.is_finite() && *c > 0.0 && *c <= 4096.0)
+                    .ok_or_else(|| format!("--cpus takes a number of CPUs above 0, not {v:?}"))?;
+                // Thousandths of a CPU, at least one.
+                o.limits.cpu_millis = Some(((cpus * 1000.0).round() as u32).max(1));
+            }
             "--sandbox" => o.switch = Some(value("--sandbox")?),
             "--backend" => {
                 let v = value("--backend")?;
@@ -184,6 +206,19 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         return Err("no command given after --".into());
     }
     Ok(o)
+}
+
+/// A byte count with an optional K, M or G suffix (powers of 1024).
+fn parse_bytes(v: &str) -> Result<u64, String> {
+    let bad = || format!("--memory takes bytes with an optional K, M or G suffix, not {v:?}");
+    let (digits, shift) = match v.as_bytes().last() {
+        Some(b'K' | b'k') => (&v[..v.len() - 1], 10),
+        Some(b'M' | b'm') => (&v[..v.len() - 1], 20),
+        Some(b'G' | b'g') => (&v[..v.len() - 1], 30),
+        _ => (v, 0),
+    };
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    n.checked_mul(1u64 << shift).ok_or_else(bad)
 }
 
 /// Copies this program's stdin to the command until end of file, then
@@ -397,6 +432,7 @@ async fn run(o: Options) -> Result<u8, String> {
     if let Some(t) = o.timeout {
         cmd.timeout(t);
     }
+    cmd.limits(o.limits);
     // Stdin passes through when it is not a terminal.
     let pass_stdin = !std::io::stdin().is_terminal();
     if pass_stdin {
@@ -427,6 +463,13 @@ async fn run(o: Options) -> Result<u8, String> {
                 eprintln!("violation: {} {}", violation.action, violation.target);
             }
             SandboxEvent::Exit { exit_code } => code = u8::try_from(exit_code).unwrap_or(1),
+            SandboxEvent::Killed {
+                reason: Some(KillReason::Oom),
+                ..
+            } => {
+                eprintln!("agent-run: the command ran out of memory (--memory) and was killed");
+                code = 137;
+            }
             SandboxEvent::Killed {
                 reason: Some(KillReason::Timeout),
                 ..

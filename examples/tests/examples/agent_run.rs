@@ -479,3 +479,26 @@ fn a_timeout_ends_the_command_with_status_124() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn limits_from_the_command_line_are_enforced_or_refused() {
+    if !native() {
+        return;
+    }
+    let d = scratch("limits");
+    let hog = ["--memory", "64M", "--", "python3", "-c", "b = bytearray(512 << 20)"];
+    let o = agent_run(&d, &hog);
+    if agent_sandbox::Cgroups::from_ambient().describe().contains("memory: cgroup") {
+        assert_eq!(o.status.code(), Some(137), "{}", err(&o));
+        assert!(err(&o).contains("ran out of memory"), "{}", err(&o));
+    } else {
+        assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+        assert!(err(&o).contains("memory limit cannot be enforced"), "{}", err(&o));
+    }
+    for bad in [["--memory", "12X"], ["--pids", "-1"], ["--cpus", "0"]] {
+        let o = agent_run(&d, &[bad[0], bad[1], "--", "true"]);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", err(&o));
+        assert!(err(&o).contains(bad[0]), "{}", err(&o));
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
