@@ -14,12 +14,11 @@ use connect_proxy::{
     AllowList, IpPolicy, Network, ProxyConfig, ProxyCredentials, ProxyPair, ProxyService, Resolver,
     SystemResolver,
 };
-use sandbox_core::{SandboxSpec, SandboxViolation};
+use sandbox_core::SandboxSpec;
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tokio::sync::mpsc;
 
 /// The manager's egress settings, shared by its sessions.
 #[derive(Clone)]
@@ -142,7 +141,7 @@ impl Egress {
 
     /// The violation sources of one command: these proxies, the broker, and
     /// the name guard's reports when given.
-    pub(crate) fn violations(&self, guard: Option<mpsc::Receiver<SandboxViolation>>) -> Violations {
+    pub(crate) fn violations(&self, guard: Option<crate::backend::ReportReader>) -> Violations {
         Violations {
             proxy: Some(self.service().subscribe_violations()),
             broker: self

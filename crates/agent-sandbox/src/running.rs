@@ -70,28 +70,53 @@ pub(crate) fn prepare<'c>(
         .kill_on_drop(true)
 }
 
-async fn pump<R: tokio::io::AsyncRead + Unpin>(
-    mut r: R,
-    tx: mpsc::Sender<SandboxEvent>,
-    stdout: bool,
+/// One of a command's two output streams.
+#[derive(Clone, Copy)]
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Reads from `r` while it is open; never ready once it is closed.
+async fn read_some<R: tokio::io::AsyncRead + Unpin>(
+    r: &mut Option<R>,
+    buf: &mut [u8],
+) -> std::io::Result<usize> {
+    match r {
+        Some(r) => r.read(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Passes on what one read gave: the guard's reports already in its pipe
+/// first, then the output. End of file or an error closes the stream.
+async fn forward<R>(
+    read: std::io::Result<usize>,
+    stream: &mut Option<R>,
+    buf: &[u8],
+    which: Stream,
+    tx: &mpsc::Sender<SandboxEvent>,
+    violations: &mut Option<Violations>,
 ) {
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        match r.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let data = buf[..n].to_vec();
-                let ev = if stdout {
-                    SandboxEvent::Stdout { data }
-                } else {
-                    SandboxEvent::Stderr { data }
-                };
-                if tx.send(ev).await.is_err() {
-                    break;
-                }
-            }
+    let n = match read {
+        Ok(0) | Err(_) => {
+            *stream = None;
+            return;
+        }
+        Ok(n) => n,
+    };
+    if let Some(v) = violations.as_mut() {
+        for violation in v.take_ready_guard() {
+            let _ = tx.send(SandboxEvent::Violation { violation }).await;
         }
     }
+    let data = buf[..n].to_vec();
+    let _ = tx
+        .send(match which {
+            Stream::Stdout => SandboxEvent::Stdout { data },
+            Stream::Stderr => SandboxEvent::Stderr { data },
+        })
+        .await;
 }
 
 pub(crate) async fn run_child(
@@ -109,14 +134,9 @@ pub(crate) async fn run_child(
     } = io;
     control.started(child.stdin.take(), child.id()).await;
     let _ = tx.send(SandboxEvent::Ready).await;
-    let out = child
-        .stdout
-        .take()
-        .map(|o| tokio::spawn(pump(o, tx.clone(), true)));
-    let err = child
-        .stderr
-        .take()
-        .map(|e| tokio::spawn(pump(e, tx.clone(), false)));
+    let (mut stdout, mut stderr) = (child.stdout.take(), child.stderr.take());
+    let (mut obuf, mut ebuf) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
+    let mut cgroup = cgroup;
     let mut killed: Option<KillReason> = None;
     let deadline = async {
         match timeout {
@@ -125,14 +145,43 @@ pub(crate) async fn run_child(
         }
     };
     tokio::pin!(deadline);
-    let status = loop {
+    // Until the command has exited and both its output pipes are at end of
+    // file. Output is read here, not in tasks of its own, so that the name
+    // guard's reports already written are passed on before it.
+    let mut status = None;
+    while status.is_none() || stdout.is_some() || stderr.is_some() {
         tokio::select! {
-            status = child.wait() => break status,
-            _ = &mut kill_rx, if killed.is_none() => {
+            st = child.wait(), if status.is_none() => {
+                control.finished().await;
+                if killed.is_none() && control.killed_by_host() {
+                    killed = Some(KillReason::Manual);
+                }
+                if let Some(cg) = cgroup.take() {
+                    if killed.is_none() && cg.oom_killed() {
+                        killed = Some(KillReason::Oom);
+                    }
+                    // Whatever the command left behind in its cgroup ends
+                    // with it (and lets go of the output pipes).
+                    cg.remove().await;
+                }
+                // The listeners keep the sandbox's network namespace alive:
+                // close them.
+                for f in &forwarders {
+                    f.abort();
+                }
+                status = Some(st);
+            }
+            r = read_some(&mut stdout, &mut obuf) => {
+                forward(r, &mut stdout, &obuf, Stream::Stdout, &tx, &mut violations).await;
+            }
+            r = read_some(&mut stderr, &mut ebuf) => {
+                forward(r, &mut stderr, &ebuf, Stream::Stderr, &tx, &mut violations).await;
+            }
+            _ = &mut kill_rx, if killed.is_none() && status.is_none() => {
                 killed = Some(KillReason::Manual);
                 let _ = child.start_kill();
             }
-            () = &mut deadline, if killed.is_none() => {
+            () = &mut deadline, if killed.is_none() && status.is_none() => {
                 killed = Some(KillReason::Timeout);
                 let _ = child.start_kill();
             }
@@ -145,25 +194,8 @@ pub(crate) async fn run_child(
                 let _ = tx.send(SandboxEvent::Violation { violation: v }).await;
             }
         }
-    };
-    control.finished().await;
-    if killed.is_none() && control.killed_by_host() {
-        killed = Some(KillReason::Manual);
     }
-    if let Some(cg) = cgroup {
-        if killed.is_none() && cg.oom_killed() {
-            killed = Some(KillReason::Oom);
-        }
-        // Whatever the command left behind in its cgroup ends with it.
-        cg.remove().await;
-    }
-    // The listeners keep the sandbox's network namespace alive: close them.
-    for f in &forwarders {
-        f.abort();
-    }
-    for t in [out, err].into_iter().flatten() {
-        let _ = t.await;
-    }
+    let status = status.unwrap_or_else(|| Err(std::io::Error::other("no exit status")));
     if let Some(s) = violations.as_mut() {
         for v in s.drain().await {
             let _ = tx.send(SandboxEvent::Violation { violation: v }).await;

@@ -1,8 +1,8 @@
 //! A command's violation sources, merged: the proxies' denials, the
 //! broker's refusals and the name guard's reports.
 
+use crate::backend::ReportReader;
 use sandbox_core::SandboxViolation;
-use tokio::sync::mpsc;
 
 /// The session's violation sources: the proxies and, when hosts are
 /// brokered, the broker.
@@ -10,7 +10,7 @@ pub(crate) struct Violations {
     pub(crate) proxy: Option<connect_proxy::Subscription<SandboxViolation>>,
     pub(crate) broker: Option<tokio::sync::broadcast::Receiver<SandboxViolation>>,
     /// The name guard's refusals.
-    pub(crate) guard: Option<mpsc::Receiver<SandboxViolation>>,
+    pub(crate) guard: Option<ReportReader>,
 }
 
 impl Violations {
@@ -40,7 +40,7 @@ impl Violations {
         };
         let guard = async {
             match self.guard.as_mut() {
-                Some(g) => match g.recv().await {
+                Some(g) => match g.next().await {
                     Some(v) => Some(v),
                     // The launcher is gone: nothing more will come.
                     None => std::future::pending().await,
@@ -62,7 +62,7 @@ impl Violations {
         let mut out = Vec::new();
         if let Some(g) = self.guard.as_mut() {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
-                while let Some(v) = g.recv().await {
+                while let Some(v) = g.next().await {
                     out.push(v);
                 }
             })
@@ -72,6 +72,16 @@ impl Violations {
             out.push(v);
         }
         out
+    }
+
+    /// The guard's reports that are in its pipe now, without waiting:
+    /// taken before the command's output is passed on, so a refusal comes
+    /// before anything the command wrote after the refused call returned.
+    pub(crate) fn take_ready_guard(&mut self) -> Vec<SandboxViolation> {
+        self.guard
+            .as_mut()
+            .map(ReportReader::take_ready)
+            .unwrap_or_default()
     }
 
     fn try_recv(&mut self) -> Option<SandboxViolation> {

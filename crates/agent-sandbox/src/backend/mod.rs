@@ -4,6 +4,7 @@
 //! table, states, the event stream) is the manager's and the same for all.
 
 pub(crate) mod bubblewrap;
+pub(crate) use bubblewrap::ReportReader;
 pub(crate) mod none;
 pub(crate) mod seatbelt;
 

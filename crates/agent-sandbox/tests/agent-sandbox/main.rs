@@ -1,6 +1,7 @@
 //! The facade's integration tests: real launches under the real sandbox
 //! (`native`), commands driven from the host (`commands`: stdin, signals,
-//! timeouts, extra environment) and the broker end to end (`broker`).
+//! timeouts, extra environment) the broker end to end (`broker`) and an ACP-shaped JSON-RPC
+//! session over stdio (`acp`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -8,6 +9,7 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod acp;
 mod broker;
 mod commands;
 mod native;

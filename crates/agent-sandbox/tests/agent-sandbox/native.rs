@@ -443,7 +443,11 @@ const GUARD: &str = env!("CARGO_BIN_EXE_agent-sandbox-name-guard");
 
 /// A manager with the name-guard launcher and no filename-rule choice: the
 /// probe decides.
-fn guarded_manager(tree: &Tree, bridge: InnerBridge, probe: ProbeReport) -> SandboxManager {
+pub(super) fn guarded_manager(
+    tree: &Tree,
+    bridge: InnerBridge,
+    probe: ProbeReport,
+) -> SandboxManager {
     let mut b = SandboxManager::builder(probe, real_paths());
     b.home(tree.p("home"))
         .temp_dir(tree.p("sockets"))

@@ -26,6 +26,7 @@ use bwrap_spec::{
     Profile, discover_git_repos_on_host,
 };
 use name_guard_reports::ReportPipe;
+pub(crate) use name_guard_reports::ReportReader;
 use sandbox_core::{SandboxSpec, Surface};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -187,6 +188,10 @@ pub(crate) async fn launch(
     })
 }
 
+fn report_err(e: std::io::Error) -> Error {
+    Error::io("reading the name guard's reports", e)
+}
+
 /// Logs what the explicit opt-out left unenforced.
 fn log_dropped_filename_rules(settings: &Settings, spec: &SandboxSpec, plan: &BwrapPlan) {
     if plan.dropped_filename_globs().is_empty() {
@@ -262,15 +267,18 @@ impl Session {
             let child = c
                 .spawn()
                 .map_err(|e| Error::io(format!("starting {}", bwrap.display()), e))?;
-            let violations = report.map(|r| {
-                let (write_end, rx) = r.start();
-                drop(write_end);
-                crate::violations::Violations {
-                    proxy: None,
-                    broker: None,
-                    guard: Some(rx),
+            let violations = match report {
+                Some(r) => {
+                    let (write_end, reader) = r.start().map_err(report_err)?;
+                    drop(write_end);
+                    Some(crate::violations::Violations {
+                        proxy: None,
+                        broker: None,
+                        guard: Some(reader),
+                    })
                 }
-            });
+                None => None,
+            };
             return Ok(Box::pin(run_child(child, io, violations, Vec::new())));
         };
         // The socat bridges, for when the host-side listeners cannot be made.
@@ -284,8 +292,8 @@ impl Session {
         }
         let (report_write, guard) = match report {
             Some(r) => {
-                let (w, rx) = r.start();
-                (Some(w), Some(rx))
+                let (w, reader) = r.start().map_err(report_err)?;
+                (Some(w), Some(reader))
             }
             None => (None, None),
         };

@@ -4,11 +4,7 @@
 
 use rustix::fd::{AsRawFd, OwnedFd};
 use sandbox_core::SandboxViolation;
-use std::io::{BufRead, BufReader, Read};
-use tokio::sync::mpsc;
-
-/// Most denials queued for the event stream before the reader waits.
-const QUEUE: usize = 1024;
+use std::collections::VecDeque;
 
 /// The report pipe of one command.
 pub(crate) struct ReportPipe {
@@ -33,49 +29,127 @@ impl ReportPipe {
         crate::process_fds::inherit_fds(cmd, [self.write.as_raw_fd()]);
     }
 
-    /// Starts reading reports; returns the write end, which the caller
-    /// drops once the last command that inherits it has been spawned (the
-    /// reader ends when every write end is closed).
-    pub(crate) fn start(self) -> (OwnedFd, mpsc::Receiver<SandboxViolation>) {
-        let (tx, rx) = mpsc::channel(QUEUE);
-        let read = std::fs::File::from(self.read);
-        tokio::task::spawn_blocking(move || read_reports(read, &tx));
-        (self.write, rx)
+    /// The write end, which the caller drops once the last command that
+    /// inherits it has been spawned (the reader sees end of file when every
+    /// write end is closed), and the reader. Must run inside the runtime.
+    pub(crate) fn start(self) -> std::io::Result<(OwnedFd, ReportReader)> {
+        let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(self.read)?;
+        Ok((
+            self.write,
+            ReportReader {
+                pipe: Some(pipe),
+                lines: ReportLines::default(),
+                ready: VecDeque::new(),
+            },
+        ))
     }
 }
 
-/// Reads report lines until end of file; lines that do not parse (or are
-/// longer than the launcher ever writes) are skipped.
-fn read_reports<R: Read>(r: R, tx: &mpsc::Sender<SandboxViolation>) {
-    let limit = name_guard::MAX_REPORT_LINE as u64;
-    let mut r = BufReader::new(r);
-    let mut line = Vec::with_capacity(256);
-    loop {
-        line.clear();
-        let n = match (&mut r).take(limit + 1).read_until(b'\n', &mut line) {
-            Ok(n) => n,
-            Err(_) => return,
-        };
-        if n == 0 {
-            return;
+/// Reads the report pipe into violations. [`ReportReader::take_ready`]
+/// reads what is in the pipe without waiting: the guard writes its report
+/// before the refused call returns, so taking it before passing on the
+/// command's later output keeps the two in order.
+pub(crate) struct ReportReader {
+    pipe: Option<tokio::net::unix::pipe::Receiver>,
+    lines: ReportLines,
+    ready: VecDeque<SandboxViolation>,
+}
+
+impl ReportReader {
+    /// Reads whatever the pipe holds now (never waits).
+    pub(crate) fn take_ready(&mut self) -> Vec<SandboxViolation> {
+        self.read_available();
+        self.ready.drain(..).collect()
+    }
+
+    /// The next violation; `None` once every write end is closed and all
+    /// was read. Cancel-safe: what was read stays queued.
+    pub(crate) async fn next(&mut self) -> Option<SandboxViolation> {
+        loop {
+            if let Some(v) = self.ready.pop_front() {
+                return Some(v);
+            }
+            let pipe = self.pipe.as_ref()?;
+            if pipe.readable().await.is_err() {
+                self.close();
+                continue;
+            }
+            self.read_available();
         }
-        if line.last() != Some(&b'\n') && n as u64 > limit {
-            // Over-long: skip to the end of the line.
-            loop {
-                line.clear();
-                match (&mut r).take(limit).read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) if line.last() == Some(&b'\n') => break,
-                    Ok(_) => {}
+    }
+
+    fn read_available(&mut self) {
+        let mut buf = [0u8; 4096];
+        while let Some(pipe) = &self.pipe {
+            match pipe.try_read(&mut buf) {
+                Ok(0) => self.close(),
+                Ok(n) => {
+                    let mut out = Vec::new();
+                    self.lines.push(&buf[..n], &mut out);
+                    self.ready.extend(out);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => self.close(),
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        self.pipe = None;
+        let mut out = Vec::new();
+        self.lines.finish(&mut out);
+        self.ready.extend(out);
+    }
+}
+
+/// Splits report bytes into lines. Complete lines become violations (the
+/// ones that do not parse are skipped); a line longer than the launcher
+/// ever writes is skipped to its end.
+#[derive(Default)]
+struct ReportLines {
+    buf: Vec<u8>,
+    skipping: bool,
+}
+
+impl ReportLines {
+    fn push(&mut self, mut bytes: &[u8], out: &mut Vec<SandboxViolation>) {
+        let limit = name_guard::MAX_REPORT_LINE;
+        while !bytes.is_empty() {
+            let (chunk, rest, ended) = match bytes.iter().position(|b| *b == b'\n') {
+                Some(i) => (&bytes[..=i], &bytes[i + 1..], true),
+                None => (bytes, &[][..], false),
+            };
+            bytes = rest;
+            if !self.skipping {
+                self.buf.extend_from_slice(chunk);
+                if self.buf.len() > limit + 1 {
+                    self.buf.clear();
+                    self.skipping = true;
                 }
             }
-            continue;
+            if ended {
+                if !self.skipping
+                    && let Some(v) = violation_of(&self.buf)
+                {
+                    out.push(v);
+                }
+                self.buf.clear();
+                self.skipping = false;
+            }
         }
-        if let Some(v) = violation_of(&line)
-            && tx.blocking_send(v).is_err()
+    }
+
+    /// End of file: a last line without its newline still counts.
+    fn finish(&mut self, out: &mut Vec<SandboxViolation>) {
+        if !self.skipping
+            && !self.buf.is_empty()
+            && let Some(v) = violation_of(&self.buf)
         {
-            return;
+            out.push(v);
         }
+        self.buf.clear();
+        self.skipping = false;
     }
 }
 
@@ -92,30 +166,37 @@ pub(crate) fn violation_of(line: &[u8]) -> Option<SandboxViolation> {
 mod tests {
     use super::*;
 
+    fn split(pieces: &[&[u8]]) -> Vec<(String, String)> {
+        let mut lines = ReportLines::default();
+        let mut out = Vec::new();
+        for p in pieces {
+            lines.push(p, &mut out);
+        }
+        lines.finish(&mut out);
+        out.into_iter().map(|v| (v.action, v.target)).collect()
+    }
+
     #[test]
     fn lines_become_violations_and_junk_is_skipped() {
+        let long = vec![b'a'; name_guard::MAX_REPORT_LINE + 10];
         let input: Vec<u8> = [
             &b"open /w/x.pem\n"[..],
             b"nonsense\n",
-            &vec![b'a'; name_guard::MAX_REPORT_LINE + 10],
+            &long,
             b"\nrename /w/.env\n",
             b"mkdir /w/a\\nb.key",
         ]
         .concat();
-        let (tx, mut rx) = mpsc::channel(16);
-        read_reports(&input[..], &tx);
-        drop(tx);
-        let mut got = Vec::new();
-        while let Ok(v) = rx.try_recv() {
-            got.push((v.action, v.target));
+        let want = [
+            ("file-write-create".to_string(), "/w/x.pem".to_string()),
+            ("file-write-create".to_string(), "/w/.env".to_string()),
+            ("file-write-create".to_string(), "/w/a\x0ab.key".to_string()),
+        ];
+        assert_eq!(split(&[&input]), want);
+        // The same bytes in any pieces give the same violations.
+        for size in [1, 2, 7, 100, 5000] {
+            let pieces: Vec<&[u8]> = input.chunks(size).collect();
+            assert_eq!(split(&pieces), want, "pieces of {size}");
         }
-        assert_eq!(
-            got,
-            [
-                ("file-write-create".to_string(), "/w/x.pem".to_string()),
-                ("file-write-create".to_string(), "/w/.env".to_string()),
-                ("file-write-create".to_string(), "/w/a\x0ab.key".to_string()),
-            ]
-        );
     }
 }
