@@ -23,9 +23,9 @@
 use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder, NameGuardLauncher, next_event};
 use connect_proxy::{Cidr, IpPolicy};
 use sandbox_core::{
-    Access, BackendRequest, CommandControl, KillReason, Limits, Mode, SANDBOX_SWITCH_ENV,
-    SandboxBackend, SandboxBindMount, SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec,
-    SandboxSwitch, Stdin, Surface, probe_ambient,
+    Access, BackendRequest, CommandControl, DynSandboxPort, KillReason, Limits, Mode,
+    SANDBOX_SWITCH_ENV, SandboxBackend, SandboxBindMount, SandboxCommand, SandboxEvent,
+    SandboxSpec, SandboxSwitch, Stdin, Surface, probe_ambient,
 };
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
@@ -424,7 +424,10 @@ async fn run(o: Options) -> Result<u8, String> {
         spec.protected_paths.push(absolute(p)?);
     }
 
-    let mut handle = manager.launch(spec).await.map_err(|e| e.to_string())?;
+    // Through the trait object a host that picks its backend at run time
+    // would hold (the launch bench measures this path).
+    let port: &dyn DynSandboxPort = &manager;
+    let mut handle = port.launch_dyn(spec).await.map_err(|e| e.to_string())?;
     let mut cmd = SandboxCommand::new(&o.command[0]);
     for a in &o.command[1..] {
         cmd.arg(a);
@@ -438,10 +441,10 @@ async fn run(o: Options) -> Result<u8, String> {
     if pass_stdin {
         cmd.stdin(Stdin::Piped);
     }
-    let mut events = match manager.exec(&handle, cmd).await {
+    let mut events = match port.exec_dyn(&handle, cmd).await {
         Ok(ev) => ev,
         Err(e) => {
-            let _ = manager.destroy(&mut handle).await;
+            let _ = port.destroy_dyn(&mut handle).await;
             return Err(e.to_string());
         }
     };
@@ -485,8 +488,7 @@ async fn run(o: Options) -> Result<u8, String> {
             _ => {}
         }
     }
-    manager
-        .destroy(&mut handle)
+    port.destroy_dyn(&mut handle)
         .await
         .map_err(|e| e.to_string())?;
     Ok(code)

@@ -486,14 +486,28 @@ fn limits_from_the_command_line_are_enforced_or_refused() {
         return;
     }
     let d = scratch("limits");
-    let hog = ["--memory", "64M", "--", "python3", "-c", "b = bytearray(512 << 20)"];
+    let hog = [
+        "--memory",
+        "64M",
+        "--",
+        "python3",
+        "-c",
+        "b = bytearray(512 << 20)",
+    ];
     let o = agent_run(&d, &hog);
-    if agent_sandbox::Cgroups::from_ambient().describe().contains("memory: cgroup") {
+    if agent_sandbox::Cgroups::from_ambient()
+        .describe()
+        .contains("memory: cgroup")
+    {
         assert_eq!(o.status.code(), Some(137), "{}", err(&o));
         assert!(err(&o).contains("ran out of memory"), "{}", err(&o));
     } else {
         assert_eq!(o.status.code(), Some(1), "{}", err(&o));
-        assert!(err(&o).contains("memory limit cannot be enforced"), "{}", err(&o));
+        assert!(
+            err(&o).contains("memory limit cannot be enforced"),
+            "{}",
+            err(&o)
+        );
     }
     for bad in [["--memory", "12X"], ["--pids", "-1"], ["--cpus", "0"]] {
         let o = agent_run(&d, &[bad[0], bad[1], "--", "true"]);
