@@ -172,6 +172,14 @@ async fn run(o: Options) -> Result<(), String> {
         }
     }
     lease.revoke();
+    // Every connection task has ended after this: the refusals they
+    // reported are all queued, and none is lost to the race with stdin.
     pair.shutdown().await;
+    while let Some(v) = proxy_v.try_recv() {
+        eprintln!("denied: {} {}", v.action, v.target);
+    }
+    while let Ok(v) = broker_v.try_recv() {
+        eprintln!("denied: {} {}", v.action, v.target);
+    }
     Ok(())
 }
