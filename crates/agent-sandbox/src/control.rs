@@ -13,7 +13,9 @@
 //! takes the namespace with it. Otherwise (the `none` and Seatbelt
 //! backends, where the command is the child itself) they go to the child.
 
+use crate::pty::PtyMaster;
 use sandbox_core::{CommandControl, CommandSignal, ControlError, ControlFuture, PtySize};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::io::AsyncWriteExt;
@@ -33,9 +35,11 @@ enum StdinState {
     /// `/dev/null`.
     #[default]
     NotPiped,
-    /// Piped, the process not started yet: writes wait for it.
+    /// Piped or a terminal, the process not started yet: writes wait.
     Pending,
     Open(ChildStdin),
+    /// The command's terminal: input is typed into it.
+    Terminal(Arc<PtyMaster>),
     Closed,
     Finished,
 }
@@ -54,7 +58,8 @@ enum Target {
 }
 
 impl ControlState {
-    /// The state of a command whose stdin is piped (or not).
+    /// The state of a command whose stdin is piped or a terminal (or
+    /// neither).
     pub(crate) fn new(piped: bool) -> ControlState {
         ControlState {
             stdin: tokio::sync::Mutex::new(if piped {
@@ -84,6 +89,23 @@ impl ControlState {
             && matches!(*t, Target::NotStarted)
         {
             *t = Target::Child(pid);
+        }
+    }
+
+    /// The command's terminal is open: input, end of file, resizes and
+    /// interrupts go through it.
+    pub(crate) async fn terminal_started(&self, master: Arc<PtyMaster>) {
+        let mut s = self.stdin.lock().await;
+        if matches!(*s, StdinState::Pending) {
+            *s = StdinState::Terminal(master);
+        }
+    }
+
+    /// The terminal, once open and until the command ended.
+    async fn terminal(&self) -> Option<Arc<PtyMaster>> {
+        match &*self.stdin.lock().await {
+            StdinState::Terminal(m) => Some(m.clone()),
+            _ => None,
         }
     }
 
@@ -124,6 +146,14 @@ impl CommandControl for Control {
                         drop(s);
                         tokio::time::sleep(std::time::Duration::from_millis(2)).await;
                     }
+                    StdinState::Terminal(m) => {
+                        let m = m.clone();
+                        drop(s);
+                        return m.write_all(data).await.map_err(|source| ControlError::Io {
+                            what: "typing into the command's terminal",
+                            source,
+                        });
+                    }
                     StdinState::Open(w) => {
                         return match w.write_all(data).await {
                             Ok(()) => Ok(()),
@@ -159,17 +189,62 @@ impl CommandControl for Control {
                         *s = StdinState::Closed;
                         return Ok(());
                     }
+                    // A terminal stays open: end of file is typed (Ctrl-D).
+                    StdinState::Terminal(m) => {
+                        let m = m.clone();
+                        drop(s);
+                        return m
+                            .write_all(&[0x04])
+                            .await
+                            .map_err(|source| ControlError::Io {
+                                what: "typing end of file",
+                                source,
+                            });
+                    }
                 }
             }
         })
     }
 
-    fn resize(&self, _: PtySize) -> Result<(), ControlError> {
-        Err(ControlError::NoTerminal)
+    fn resize(&self, size: PtySize) -> Result<(), ControlError> {
+        let Ok(s) = self.0.stdin.try_lock() else {
+            // A write holds the lock for a moment: resize through a task.
+            let state = self.0.clone();
+            tokio::spawn(async move {
+                if let Some(m) = state.terminal().await {
+                    let _ = m.resize(size);
+                }
+            });
+            return Ok(());
+        };
+        match &*s {
+            StdinState::Terminal(m) => m.resize(size).map_err(|source| ControlError::Io {
+                what: "resizing the command's terminal",
+                source,
+            }),
+            // Ended: nothing to resize.
+            StdinState::Finished => Ok(()),
+            _ => Err(ControlError::NoTerminal),
+        }
     }
 
     fn signal(&self, signal: CommandSignal) -> Result<(), ControlError> {
         let target = self.0.target.lock().map(|t| *t).unwrap_or(Target::Finished);
+        // On a terminal, Ctrl-C is typed: the terminal sends SIGINT to its
+        // foreground job (and a program in raw mode reads the byte).
+        if signal == CommandSignal::Interrupt
+            && !matches!(target, Target::Finished)
+            && let Ok(s) = self.0.stdin.try_lock()
+            && let StdinState::Terminal(m) = &*s
+        {
+            if !m.try_type(0x03) {
+                let m = m.clone();
+                tokio::spawn(async move {
+                    let _ = m.write_all(&[0x03]).await;
+                });
+            }
+            return Ok(());
+        }
         let sig = match signal {
             CommandSignal::Interrupt => rustix::process::Signal::INT,
             CommandSignal::Terminate => rustix::process::Signal::TERM,

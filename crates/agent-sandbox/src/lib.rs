@@ -82,6 +82,7 @@ mod error;
 mod events;
 mod manager;
 mod process_fds;
+mod pty;
 mod running;
 mod session_dir;
 mod violations;

@@ -158,12 +158,6 @@ impl SandboxPort for SandboxManager {
         command: SandboxCommand,
     ) -> Result<RunningCommand, Error> {
         command.validate()?;
-        if command.terminal != Terminal::None {
-            return Err(ErrorKind::NotSupported {
-                what: "running a command on a terminal (PTY)",
-            }
-            .into());
-        }
         let mut sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
         let session = sessions.get_mut(&handle.session_id).ok_or_else(|| {
             Error::from(ErrorKind::UnknownSession {
@@ -191,7 +185,20 @@ impl SandboxPort for SandboxManager {
         // The stream opens with `starting`; `ready` follows once the command
         // runs (inside the sandbox, after its proxy listeners exist).
         let _ = tx.try_send(SandboxEvent::Starting);
-        let control = Arc::new(ControlState::new(command.stdin == Stdin::Piped));
+        let terminal = match command.terminal {
+            Terminal::Pty(size) => Some(size),
+            _ => None,
+        };
+        // On a terminal, input is typed into it; the process's own stdin is
+        // the terminal's slave, never a pipe.
+        let control = Arc::new(ControlState::new(
+            command.stdin == Stdin::Piped || terminal.is_some(),
+        ));
+        let stdin = if terminal.is_some() {
+            Stdin::Null
+        } else {
+            command.stdin
+        };
         let cgroup = CommandCgroup::create(
             &self.inner.settings.cgroups,
             &command.limits,
@@ -201,7 +208,8 @@ impl SandboxPort for SandboxManager {
             env: &env,
             argv,
             workdir,
-            stdin: command.stdin,
+            stdin,
+            terminal,
             cgroup_procs: cgroup
                 .as_ref()
                 .map(CommandCgroup::procs_files)
@@ -213,6 +221,7 @@ impl SandboxPort for SandboxManager {
             control: control.clone(),
             timeout: command.timeout,
             cgroup,
+            terminal: None,
         };
         let task = session.backend.exec(&self.inner.settings, request, io)?;
         session.running = Some(kill_tx);

@@ -102,3 +102,23 @@ pub(crate) fn join_cgroups(cmd: &mut tokio::process::Command, procs: Vec<std::ff
         });
     }
 }
+
+/// Makes the spawned program a session leader whose controlling terminal
+/// is its stdin (a PTY slave the caller set as its stdio): job control
+/// works, and no terminal of the host process is reachable.
+pub(crate) fn own_terminal_session(cmd: &mut tokio::process::Command) {
+    // SAFETY: the closure runs in the forked child before exec and only
+    // makes two system calls (setsid, ioctl TIOCSCTTY on descriptor 0,
+    // which the spawn has set to the slave by then); nothing is allocated.
+    #[allow(
+        unsafe_code,
+        reason = "descriptor hygiene needs pre_exec; each block carries its SAFETY comment"
+    )]
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::setsid()?;
+            rustix::process::ioctl_tiocsctty(BorrowedFd::borrow_raw(0))?;
+            Ok(())
+        });
+    }
+}

@@ -5,6 +5,7 @@
 use crate::backend::ExecRequest;
 use crate::cgroup::CommandCgroup;
 use crate::control::ControlState;
+use crate::pty::PtyMaster;
 use crate::violations::Violations;
 use sandbox_core::{KillReason, SandboxEvent};
 use std::process::Stdio;
@@ -23,6 +24,9 @@ pub(crate) struct CommandIo {
     pub(crate) timeout: Option<Duration>,
     /// The command's cgroup (for its limits), removed at its end.
     pub(crate) cgroup: Option<CommandCgroup>,
+    /// The command's terminal, when it runs on one (set by the backend once
+    /// it is open): read as its output, typed into through the controls.
+    pub(crate) terminal: Option<Arc<PtyMaster>>,
 }
 
 impl CommandIo {
@@ -70,6 +74,24 @@ pub(crate) fn prepare<'c>(
         .kill_on_drop(true)
 }
 
+/// Runs the command `cmd` will spawn on a fresh terminal of `size` made on
+/// the host (the `none` and Seatbelt backends): the slave becomes its
+/// stdin, stdout, stderr and controlling terminal; the master is returned.
+/// Call after [`prepare`], whose pipes this replaces.
+pub(crate) fn attach_host_terminal(
+    cmd: &mut tokio::process::Command,
+    size: sandbox_core::PtySize,
+) -> Result<Arc<PtyMaster>, crate::Error> {
+    let err = |e: std::io::Error| crate::Error::io("opening a terminal for the command", e);
+    let (master, slave) = crate::pty::open_on_host(size).map_err(err)?;
+    let dup = |fd: &rustix::fd::OwnedFd| fd.try_clone().map_err(err);
+    cmd.stdin(Stdio::from(dup(&slave)?))
+        .stdout(Stdio::from(dup(&slave)?))
+        .stderr(Stdio::from(slave));
+    crate::process_fds::own_terminal_session(cmd);
+    Ok(Arc::new(PtyMaster::new(master).map_err(err)?))
+}
+
 /// One of a command's two output streams.
 #[derive(Clone, Copy)]
 enum Stream {
@@ -84,6 +106,14 @@ async fn read_some<R: tokio::io::AsyncRead + Unpin>(
 ) -> std::io::Result<usize> {
     match r {
         Some(r) => r.read(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reads what the terminal shows while it is open.
+async fn read_terminal(t: &Option<Arc<PtyMaster>>, buf: &mut [u8]) -> std::io::Result<usize> {
+    match t {
+        Some(m) => m.read(buf).await,
         None => std::future::pending().await,
     }
 }
@@ -131,8 +161,14 @@ pub(crate) async fn run_child(
         control,
         timeout,
         cgroup,
+        terminal,
     } = io;
     control.started(child.stdin.take(), child.id()).await;
+    if let Some(m) = &terminal {
+        control.terminal_started(m.clone()).await;
+    }
+    let mut terminal = terminal;
+    let mut tbuf = vec![0u8; 16 * 1024];
     let _ = tx.send(SandboxEvent::Ready).await;
     let (mut stdout, mut stderr) = (child.stdout.take(), child.stderr.take());
     let (mut obuf, mut ebuf) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
@@ -149,7 +185,7 @@ pub(crate) async fn run_child(
     // file. Output is read here, not in tasks of its own, so that the name
     // guard's reports already written are passed on before it.
     let mut status = None;
-    while status.is_none() || stdout.is_some() || stderr.is_some() {
+    while status.is_none() || stdout.is_some() || stderr.is_some() || terminal.is_some() {
         tokio::select! {
             st = child.wait(), if status.is_none() => {
                 control.finished().await;
@@ -176,6 +212,9 @@ pub(crate) async fn run_child(
             }
             r = read_some(&mut stderr, &mut ebuf) => {
                 forward(r, &mut stderr, &ebuf, Stream::Stderr, &tx, &mut violations).await;
+            }
+            r = read_terminal(&terminal, &mut tbuf) => {
+                forward(r, &mut terminal, &tbuf, Stream::Stdout, &tx, &mut violations).await;
             }
             _ = &mut kill_rx, if killed.is_none() && status.is_none() => {
                 killed = Some(KillReason::Manual);

@@ -52,8 +52,10 @@ pub(crate) struct ExecRequest<'a> {
     pub(crate) argv: Vec<OsString>,
     /// The working directory (inside the sandbox).
     pub(crate) workdir: String,
-    /// Where stdin comes from.
+    /// Where stdin comes from (`/dev/null` on a terminal).
     pub(crate) stdin: sandbox_core::Stdin,
+    /// A terminal of this size, when the command runs on one.
+    pub(crate) terminal: Option<sandbox_core::PtySize>,
     /// The `cgroup.procs` files the command joins before it runs.
     pub(crate) cgroup_procs: Vec<std::ffi::CString>,
 }

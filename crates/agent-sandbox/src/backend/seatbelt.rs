@@ -9,7 +9,7 @@
 use super::{BackendSession, CommandTask, ExecRequest, Launched};
 use crate::builder::Settings;
 use crate::egress::{Egress, Listen, plain_env};
-use crate::running::{CommandIo, prepare, run_child};
+use crate::running::{CommandIo, attach_host_terminal, prepare, run_child};
 use crate::{Error, ErrorKind};
 use connect_proxy::ProxyCredentials;
 use sandbox_core::{SandboxSpec, Surface};
@@ -112,7 +112,7 @@ impl Session {
     pub(crate) fn exec(
         &self,
         request: ExecRequest<'_>,
-        io: CommandIo,
+        mut io: CommandIo,
     ) -> Result<CommandTask, Error> {
         let full = seatbelt_profile::launcher_argv(&self.profile, request.argv.iter().cloned())
             .map_err(seatbelt_err)?;
@@ -121,7 +121,11 @@ impl Session {
             .ok_or_else(|| Error::io("starting sandbox-exec", std::io::Error::other("no argv")))?;
         let mut c = tokio::process::Command::new(program);
         c.args(args).current_dir(Path::new(&request.workdir));
-        let child = prepare(&mut c, &request)
+        prepare(&mut c, &request);
+        if let Some(size) = request.terminal {
+            io.terminal = Some(attach_host_terminal(&mut c, size)?);
+        }
+        let child = c
             .spawn()
             .map_err(|e| Error::io(format!("starting {program:?}"), e))?;
         let violations = self.egress.as_ref().map(|e| e.violations(None));

@@ -10,10 +10,12 @@ use super::netns;
 use super::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT};
 use crate::builder::LogSink;
 use crate::egress::Egress;
+use crate::pty::PtyMaster;
 use crate::running::{CommandIo, run_child};
 use crate::violations::Violations;
 use connect_proxy::ProxyService;
 use rustix::fd::OwnedFd;
+use sandbox_core::PtySize;
 use std::sync::Arc;
 use tokio::task::AbortHandle;
 
@@ -27,6 +29,8 @@ pub(super) struct Launch {
     pub(super) violations: Option<Violations>,
     pub(super) egress: Arc<Egress>,
     pub(super) log: LogSink,
+    /// The size of the command's terminal, when it runs on one.
+    pub(super) terminal: Option<PtySize>,
     pub(super) io: CommandIo,
 }
 
@@ -41,7 +45,8 @@ pub(super) async fn run(launch: Launch) {
         violations,
         egress,
         log,
-        io,
+        terminal,
+        mut io,
     } = launch;
     let netns::Steering {
         info_read,
@@ -51,10 +56,28 @@ pub(super) async fn run(launch: Launch) {
     } = steering;
     drop((info_write, block_read));
     let mut sandbox_pid = None;
-    match bind_listeners(info_read, &block_write, egress.service(), &mut sandbox_pid).await {
+    match bind_listeners(info_read, egress.service(), &mut sandbox_pid).await {
         Ok(forwarders) => {
-            if let Some(pid) = sandbox_pid {
-                io.control.sandbox_started(pid);
+            let Some(pid) = sandbox_pid else {
+                return io
+                    .failed_to_start("starting the sandbox", &std::io::Error::other("no pid"))
+                    .await;
+            };
+            io.control.sandbox_started(pid);
+            if let Some(size) = terminal {
+                match open_terminal(pid, size).await {
+                    Ok(m) => io.terminal = Some(m),
+                    Err(e) => {
+                        netns::kill_sandbox(pid);
+                        return io
+                            .failed_to_start("opening the sandbox's terminal", &e)
+                            .await;
+                    }
+                }
+            }
+            if let Err(e) = rustix::io::write(&block_write, b"go") {
+                netns::kill_sandbox(pid);
+                return io.failed_to_start("releasing the command", &e.into()).await;
             }
             drop((report_write, block_write, fallback_args_file));
             run_child(child, io, violations, forwarders).await
@@ -76,6 +99,10 @@ pub(super) async fn run(launch: Launch) {
             let _ = child.start_kill();
             let _ = child.wait().await;
             drop(block_write);
+            if terminal.is_some() {
+                let e = std::io::Error::other("a terminal needs the in-namespace listeners");
+                return io.failed_to_start("starting the command", &e).await;
+            }
             let spawned = fallback.spawn();
             drop((report_write, fallback_args_file));
             match spawned {
@@ -91,7 +118,6 @@ pub(super) async fn run(launch: Launch) {
 /// command.
 async fn bind_listeners(
     info_read: rustix::fd::OwnedFd,
-    block_write: &rustix::fd::OwnedFd,
     proxies: &ProxyService,
     sandbox_pid: &mut Option<u32>,
 ) -> Result<Vec<AbortHandle>, std::io::Error> {
@@ -129,6 +155,57 @@ async fn bind_listeners(
         let listener = tokio::net::TcpListener::from_std(listener)?;
         forwarders.push(proxies.serve_tcp(kind, listener));
     }
-    rustix::io::write(block_write, b"go")?;
     Ok(forwarders)
+}
+
+/// The command's terminal in the sandbox whose first process is `pid`.
+async fn open_terminal(pid: u32, size: PtySize) -> std::io::Result<Arc<PtyMaster>> {
+    let master = crate::pty::open_in_sandbox(pid, size).await?;
+    Ok(Arc::new(PtyMaster::new(master)?))
+}
+
+/// A command on a terminal in a sandbox without proxies (the terminal
+/// profile): read bubblewrap's pid, open the terminal, release it.
+pub(super) async fn run_on_terminal(
+    child: tokio::process::Child,
+    steering: netns::Steering,
+    size: PtySize,
+    violations: Option<Violations>,
+    mut io: CommandIo,
+) {
+    let netns::Steering {
+        info_read,
+        info_write,
+        block_read,
+        block_write,
+    } = steering;
+    drop((info_write, block_read));
+    let pid = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tokio::task::spawn_blocking(move || netns::read_child_pid(info_read)),
+    )
+    .await;
+    let pid = match pid {
+        Ok(Ok(Ok(pid))) => pid,
+        _ => {
+            let e = std::io::Error::other("bubblewrap did not report its pid");
+            return io.failed_to_start("starting the sandbox", &e).await;
+        }
+    };
+    io.control.sandbox_started(pid);
+    match open_terminal(pid, size).await {
+        Ok(m) => io.terminal = Some(m),
+        Err(e) => {
+            netns::kill_sandbox(pid);
+            return io
+                .failed_to_start("opening the sandbox's terminal", &e)
+                .await;
+        }
+    }
+    if let Err(e) = rustix::io::write(&block_write, b"go") {
+        netns::kill_sandbox(pid);
+        return io.failed_to_start("releasing the command", &e.into()).await;
+    }
+    drop(block_write);
+    run_child(child, io, violations, Vec::new()).await
 }

@@ -188,6 +188,15 @@ pub(crate) async fn launch(
     })
 }
 
+/// bubblewrap's options with the steering pipes added before the final
+/// `--`.
+fn with_steering(mut args: Vec<OsString>, steering: &netns::Steering) -> Vec<OsString> {
+    args.pop(); // the final "--"
+    args.extend(steering.bwrap_args().into_iter().map(OsString::from));
+    args.push("--".into());
+    args
+}
+
 fn report_err(e: std::io::Error) -> Error {
     Error::io("reading the name guard's reports", e)
 }
@@ -247,10 +256,20 @@ impl Session {
         } else {
             None
         };
-        let argv = self.plan.guarded_command(
+        let mut argv = self.plan.guarded_command(
             request.argv.clone(),
             report.as_ref().map(ReportPipe::write_fd),
         );
+        if request.terminal.is_some() {
+            // The command's first act: take the sandbox's terminal.
+            let mut attach: Vec<OsString> = ["/bin/sh", "-c", crate::pty::ATTACH_SCRIPT]
+                .into_iter()
+                .map(OsString::from)
+                .collect();
+            attach.push(crate::pty::SANDBOX_SLAVE.into());
+            attach.append(&mut argv);
+            argv = attach;
+        }
         let mut args: Vec<OsString> = self.plan.args().to_vec();
         // Replace the plan's --chdir with the exec's working directory.
         if let Some(i) = args.iter().position(|a| a == "--chdir")
@@ -258,18 +277,32 @@ impl Session {
         {
             *slot = request.workdir.clone().into();
         }
+        let start_report = |r: ReportPipe| r.start().map_err(report_err);
         let Some(bridged) = &self.egress else {
             // Terminal profile: no proxies, the command runs directly.
-            let (mut c, _args_file) = self.bwrap_command(&request, &args, &argv)?;
+            let steering = match request.terminal {
+                Some(_) => {
+                    Some(netns::Steering::new().map_err(|e| Error::io("creating pipes", e))?)
+                }
+                None => None,
+            };
+            let options = match &steering {
+                Some(st) => with_steering(args, st),
+                None => args,
+            };
+            let (mut c, _args_file) = self.bwrap_command(&request, &options, &argv)?;
             if let Some(r) = &report {
                 r.inherit_in(&mut c);
+            }
+            if let Some(st) = &steering {
+                st.inherit_in(&mut c);
             }
             let child = c
                 .spawn()
                 .map_err(|e| Error::io(format!("starting {}", bwrap.display()), e))?;
             let violations = match report {
                 Some(r) => {
-                    let (write_end, reader) = r.start().map_err(report_err)?;
+                    let (write_end, reader) = start_report(r)?;
                     drop(write_end);
                     Some(crate::violations::Violations {
                         proxy: None,
@@ -279,8 +312,19 @@ impl Session {
                 }
                 None => None,
             };
-            return Ok(Box::pin(run_child(child, io, violations, Vec::new())));
+            return Ok(match (steering, request.terminal) {
+                (Some(st), Some(size)) => {
+                    Box::pin(listeners::run_on_terminal(child, st, size, violations, io))
+                }
+                _ => Box::pin(run_child(child, io, violations, Vec::new())),
+            });
         };
+        if request.terminal.is_some() && self.config.inner_bridge == InnerBridge::Socat {
+            return Err(crate::ErrorKind::NotSupported {
+                what: "a terminal with the socat bridges (InnerBridge::Socat)",
+            }
+            .into());
+        }
         // The socat bridges, for when the host-side listeners cannot be made.
         let socat = self.config.socat.to_string_lossy();
         let inner = bridged
@@ -292,7 +336,7 @@ impl Session {
         }
         let (report_write, guard) = match report {
             Some(r) => {
-                let (w, reader) = r.start().map_err(report_err)?;
+                let (w, reader) = start_report(r)?;
                 (Some(w), Some(reader))
             }
             None => (None, None),
@@ -307,10 +351,7 @@ impl Session {
         }
         // Fast path: bubblewrap holds the command until the listeners exist.
         let steering = netns::Steering::new().map_err(|e| Error::io("creating pipes", e))?;
-        let mut fast_args = args;
-        fast_args.pop(); // the final "--"
-        fast_args.extend(steering.bwrap_args().into_iter().map(OsString::from));
-        fast_args.push("--".into());
+        let fast_args = with_steering(args, &steering);
         let (mut c, _args_file) = self.bwrap_command(&request, &fast_args, &argv)?;
         steering.inherit_in(&mut c);
         if let Some(w) = &report_write {
@@ -328,6 +369,7 @@ impl Session {
             violations,
             egress: bridged.egress.clone(),
             log: settings.log.clone(),
+            terminal: request.terminal,
             io,
         })))
     }

@@ -1,0 +1,154 @@
+//! Terminals for commands: a fresh PTY pair per command, the host holding
+//! the master ([`PtyMaster`]), the slave the command's stdin, stdout,
+//! stderr and controlling terminal.
+//!
+//! Under bubblewrap the pair is made in the sandbox's own devpts instance
+//! (`--dev` mounts one): the host opens the sandbox's `ptmx` through
+//! `/proc/PID/root` while bubblewrap holds the command, so the slave is
+//! `/dev/pts/0` there and `tty` names a device that exists inside. The
+//! command starts as `sh -c 'exec 0<>/dev/pts/0 1>&0 2>&0 && exec setsid
+//! -w -c "$@"'`: the slave becomes its stdio, and util-linux's `setsid -c`
+//! makes it a session leader with the slave as its controlling terminal
+//! (bubblewrap's `--new-session` leaves the session to the sandbox's first
+//! process), so job control works. Elsewhere the pair is made on the host. Never is the host's own terminal given
+//! to the command.
+
+use rustix::fd::{AsFd, OwnedFd};
+use sandbox_core::PtySize;
+use std::io;
+use std::path::Path;
+use tokio::io::unix::AsyncFd;
+
+/// The slave's path inside a sandbox: the first pair of a fresh devpts.
+pub(crate) const SANDBOX_SLAVE: &str = "/dev/pts/0";
+
+/// The wrapper that makes the slave the command's terminal inside a
+/// sandbox: `sh -c SCRIPT /dev/pts/0 CMD...`.
+pub(crate) const ATTACH_SCRIPT: &str = r#"exec 0<>"$0" 1>&0 2>&0 && exec setsid -w -c "$@""#;
+
+fn winsize(size: PtySize) -> rustix::termios::Winsize {
+    rustix::termios::Winsize {
+        ws_row: size.rows(),
+        ws_col: size.cols(),
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    }
+}
+
+/// A pair on the host: (master, slave).
+pub(crate) fn open_on_host(size: PtySize) -> io::Result<(OwnedFd, OwnedFd)> {
+    use rustix::pty::OpenptFlags;
+    let master =
+        rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
+    rustix::pty::grantpt(&master)?;
+    rustix::pty::unlockpt(&master)?;
+    let name = rustix::pty::ptsname(&master, Vec::new())?;
+    let slave = rustix::fs::open(
+        name.as_c_str(),
+        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?;
+    rustix::termios::tcsetwinsize(&master, winsize(size))?;
+    Ok((master, slave))
+}
+
+/// The master of a fresh pair in the devpts of the sandbox whose first
+/// process is `pid`, once that sandbox has mounted its own (waits up to
+/// two seconds). Its slave must be [`SANDBOX_SLAVE`].
+pub(crate) async fn open_in_sandbox(pid: u32, size: PtySize) -> io::Result<OwnedFd> {
+    let host_devpts = rustix::fs::stat("/dev/pts")?.st_dev;
+    let pts = format!("/proc/{pid}/root/dev/pts");
+    let mut mounted = false;
+    for _ in 0..400 {
+        if rustix::fs::stat(Path::new(&pts)).is_ok_and(|s| s.st_dev != host_devpts) {
+            mounted = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    if !mounted {
+        return Err(io::Error::other("the sandbox did not mount its own devpts"));
+    }
+    let master = rustix::fs::open(
+        Path::new(&format!("{pts}/ptmx")),
+        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?;
+    rustix::pty::unlockpt(&master)?;
+    let name = rustix::pty::ptsname(&master, Vec::new())?;
+    if name.as_bytes() != SANDBOX_SLAVE.as_bytes() {
+        return Err(io::Error::other(format!(
+            "the sandbox's first terminal is {}, not {SANDBOX_SLAVE}",
+            name.to_string_lossy()
+        )));
+    }
+    rustix::termios::tcsetwinsize(&master, winsize(size))?;
+    Ok(master)
+}
+
+/// The host's end of a command's terminal.
+pub(crate) struct PtyMaster {
+    fd: AsyncFd<OwnedFd>,
+}
+
+impl PtyMaster {
+    /// Wraps a master (made non-blocking). Must run inside the runtime.
+    pub(crate) fn new(fd: OwnedFd) -> io::Result<PtyMaster> {
+        let flags = rustix::fs::fcntl_getfl(&fd)?;
+        rustix::fs::fcntl_setfl(&fd, flags | rustix::fs::OFlags::NONBLOCK)?;
+        // SAFETY: an `OwnedFd` is a valid open descriptor that stays open,
+        // and names the same file, until the `AsyncFd` that owns it drops
+        // it; `as_raw_fd` always returns that descriptor.
+        #[allow(
+            unsafe_code,
+            reason = "registering an owned descriptor with the reactor; the SAFETY comment says why it holds"
+        )]
+        let fd = unsafe { AsyncFd::register(fd) }.map_err(|e| e.into_parts().1)?;
+        Ok(PtyMaster { fd })
+    }
+
+    /// Reads what the terminal shows; `Ok(0)` once every slave is closed
+    /// (Linux answers `EIO` then).
+    pub(crate) async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let mut guard = self.fd.readable().await?;
+            match guard.try_io(|fd| {
+                rustix::io::read(fd.get_ref().as_fd(), &mut *buf).map_err(io::Error::from)
+            }) {
+                Ok(Ok(n)) => return Ok(n),
+                Ok(Err(e)) if e.raw_os_error() == Some(rustix::io::Errno::IO.raw_os_error()) => {
+                    return Ok(0);
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+
+    /// Writes all of `data` as typed input.
+    pub(crate) async fn write_all(&self, mut data: &[u8]) -> io::Result<()> {
+        while !data.is_empty() {
+            let mut guard = self.fd.writable().await?;
+            match guard
+                .try_io(|fd| rustix::io::write(fd.get_ref().as_fd(), data).map_err(io::Error::from))
+            {
+                Ok(Ok(n)) => data = &data[n..],
+                Ok(Err(e)) => return Err(e),
+                Err(_would_block) => continue,
+            }
+        }
+        Ok(())
+    }
+
+    /// Types one byte now if the terminal takes it without waiting (a
+    /// control character such as Ctrl-C, kept in order with what is typed
+    /// after it); `false` when it would have to wait.
+    pub(crate) fn try_type(&self, byte: u8) -> bool {
+        rustix::io::write(self.fd.get_ref(), &[byte]).is_ok_and(|n| n == 1)
+    }
+
+    /// Sets the terminal's size; the foreground job gets `SIGWINCH`.
+    pub(crate) fn resize(&self, size: PtySize) -> io::Result<()> {
+        rustix::termios::tcsetwinsize(self.fd.get_ref(), winsize(size)).map_err(io::Error::from)
+    }
+}
