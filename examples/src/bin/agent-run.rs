@@ -5,7 +5,10 @@
 //! CMD's stdout and stderr through, prints each violation on stderr as
 //! `violation: ACTION TARGET`, and exits with CMD's status (128+signal when
 //! killed, 124 when `--timeout SECS` ran out, 137 when `--memory` did).
-//! Stdin passes through to CMD when it is not a terminal. `--memory`,
+//! Stdin passes through to CMD when it is not a terminal. When it is, CMD
+//! runs on a terminal of its own inside the sandbox (never this one): this
+//! terminal goes to raw mode (restored on every exit), keys and Ctrl-C go
+//! to CMD's foreground job, and resizes follow. `--memory`,
 //! `--pids` and `--cpus` limit CMD through a cgroup; where none can be
 //! made, the run is refused.
 //!
@@ -23,7 +26,7 @@
 use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder, NameGuardLauncher, next_event};
 use connect_proxy::{Cidr, IpPolicy};
 use sandbox_core::{
-    Access, BackendRequest, CommandControl, DynSandboxPort, KillReason, Limits, Mode,
+    Access, BackendRequest, CommandControl, DynSandboxPort, KillReason, Limits, Mode, PtySize,
     SANDBOX_SWITCH_ENV, SandboxBackend, SandboxBindMount, SandboxCommand, SandboxEvent,
     SandboxSpec, SandboxSwitch, Stdin, Surface, probe_ambient,
 };
@@ -206,6 +209,55 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         return Err("no command given after --".into());
     }
     Ok(o)
+}
+
+/// The host terminal's size (stdin's), if it has one.
+fn host_size() -> Option<PtySize> {
+    let ws = rustix::termios::tcgetwinsize(std::io::stdin()).ok()?;
+    PtySize::new(ws.ws_row, ws.ws_col).or(PtySize::new(24, 80))
+}
+
+/// The host terminal in raw mode; the saved mode comes back on drop.
+struct RawMode(rustix::termios::Termios);
+
+impl RawMode {
+    fn enter() -> std::io::Result<RawMode> {
+        let saved = rustix::termios::tcgetattr(std::io::stdin())?;
+        let mut raw = saved.clone();
+        raw.make_raw();
+        rustix::termios::tcsetattr(
+            std::io::stdin(),
+            rustix::termios::OptionalActions::Now,
+            &raw,
+        )?;
+        Ok(RawMode(saved))
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = rustix::termios::tcsetattr(
+            std::io::stdin(),
+            rustix::termios::OptionalActions::Now,
+            &self.0,
+        );
+    }
+}
+
+/// Each `SIGWINCH` of the host terminal becomes a resize of the command's.
+fn forward_resizes(control: Arc<dyn CommandControl>) {
+    let Ok(mut winch) =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change())
+    else {
+        return;
+    };
+    tokio::spawn(async move {
+        while winch.recv().await.is_some() {
+            if let Some(size) = host_size() {
+                let _ = control.resize(size);
+            }
+        }
+    });
 }
 
 /// A byte count with an optional K, M or G suffix (powers of 1024).
@@ -436,10 +488,17 @@ async fn run(o: Options) -> Result<u8, String> {
         cmd.timeout(t);
     }
     cmd.limits(o.limits);
-    // Stdin passes through when it is not a terminal.
-    let pass_stdin = !std::io::stdin().is_terminal();
-    if pass_stdin {
-        cmd.stdin(Stdin::Piped);
+    // Stdin passes through when it is not a terminal; on a terminal the
+    // command runs on a terminal of its own, of the same size.
+    let host_terminal = std::io::stdin().is_terminal();
+    let size = host_terminal.then(host_size).flatten();
+    match size {
+        Some(size) => {
+            cmd.pty(size);
+        }
+        None => {
+            cmd.stdin(Stdin::Piped);
+        }
     }
     let mut events = match port.exec_dyn(&handle, cmd).await {
         Ok(ev) => ev,
@@ -448,8 +507,17 @@ async fn run(o: Options) -> Result<u8, String> {
             return Err(e.to_string());
         }
     };
-    if pass_stdin {
-        forward_stdin(events.control());
+    // Raw mode from here until the end (restored on every way out of this
+    // function): each key goes to the command as typed, Ctrl-C included.
+    let _raw = match size {
+        Some(_) => {
+            Some(RawMode::enter().map_err(|e| format!("setting the terminal to raw mode: {e}"))?)
+        }
+        None => None,
+    };
+    forward_stdin(events.control());
+    if size.is_some() {
+        forward_resizes(events.control());
     }
     let mut code = 1u8;
     let (mut out, mut err) = (std::io::stdout(), std::io::stderr());

@@ -516,3 +516,108 @@ fn limits_from_the_command_line_are_enforced_or_refused() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `agent-run` in a real terminal (a tmux pane), driven by its keys.
+struct Pane {
+    tmux: std::path::PathBuf,
+    socket: String,
+}
+
+impl Pane {
+    fn tmux(&self, args: &[&str]) -> Output {
+        Command::new(&self.tmux)
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        assert!(self.tmux(&args).status.success());
+    }
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(
+            &self
+                .tmux(&["capture-pane", "-p", "-t", "t", "-S", "-200"])
+                .stdout,
+        )
+        .into_owned()
+    }
+    fn wait_for(&self, text: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        while !self.screen().contains(text) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{text:?} never showed:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+#[test]
+fn in_a_terminal_the_command_gets_a_terminal_of_its_own_with_keys_resizes_and_ctrl_c() {
+    if !native() {
+        return;
+    }
+    let Some(tmux) = test_support::tool("tmux", "apt-get install tmux") else {
+        return;
+    };
+    let d = scratch("tty");
+    let pane = Pane {
+        tmux,
+        socket: format!("agent-run-test-{}", std::process::id()),
+    };
+    let shell = format!(
+        "env -u CC_SERVER_SANDBOX {BIN} -- bash --norc --noprofile -i; echo EXIT=$?; sleep 60"
+    );
+    let o = pane.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "-c",
+        &d.display().to_string(),
+        &shell,
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    pane.wait_for("bash-");
+    pane.keys(&["tty", "Enter"]);
+    pane.wait_for("/dev/pts/0");
+    pane.keys(&["stty size", "Enter"]);
+    pane.wait_for("30 100");
+    assert!(
+        pane.tmux(&["resize-window", "-t", "t", "-x", "120", "-y", "40"])
+            .status
+            .success()
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    pane.keys(&["stty size", "Enter"]);
+    pane.wait_for("40 120");
+    pane.keys(&["sleep 100", "Enter"]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    pane.keys(&["C-c"]);
+    pane.wait_for("^C");
+    pane.keys(&["echo alive $?", "Enter"]);
+    pane.wait_for("alive 130");
+    pane.keys(&["exit 3", "Enter"]);
+    pane.wait_for("EXIT=3");
+    assert!(
+        !pane.screen().contains("no job control"),
+        "{}",
+        pane.screen()
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
