@@ -22,6 +22,13 @@ use tokio::task::JoinHandle;
 /// Runs commands under the backend the probe and selection chose, with the
 /// session's proxies, bridges and a sanitised environment. Implements
 /// [`SandboxPort`].
+///
+/// A session is launched once and runs many commands, one at a time
+/// (`warm -> active -> warm`): an `exec` while a command runs is refused
+/// with [`ErrorKind::Busy`]; `destroy` ends the running command (reported
+/// as `killed`, manual) and everything it started. Each command may have
+/// piped stdin or a terminal, its own variables, a timeout and limits; the
+/// returned [`RunningCommand`] streams its events and carries its controls.
 #[derive(Clone)]
 pub struct SandboxManager {
     inner: Arc<Inner>,

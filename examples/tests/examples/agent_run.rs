@@ -621,3 +621,48 @@ fn in_a_terminal_the_command_gets_a_terminal_of_its_own_with_keys_resizes_and_ct
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn as_an_unprivileged_user_stdin_passes_and_an_unenforceable_limit_refuses_the_run() {
+    if !native() {
+        return;
+    }
+    if !test_support::require_root()
+        || test_support::tool("setpriv", "apt-get install util-linux").is_none()
+    {
+        return;
+    }
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let d = scratch("nobody-stdin");
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let nobody = |args: &[&str], input: &[u8]| {
+        let mut child = Command::new("/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+            .args(args)
+            .current_dir(&d)
+            .env_remove("CC_SERVER_SANDBOX")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let o = nobody(
+        &["--no-filename-rules", "--", "sh", "-c", "id -u; cat"],
+        b"from the host\n",
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "65534\nfrom the host\n",
+        "{}",
+        err(&o)
+    );
+    // This user may make no cgroup here: the limit is refused, not dropped.
+    let o = nobody(&["--no-filename-rules", "--pids", "10", "--", "true"], b"");
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("limit cannot be enforced"), "{}", err(&o));
+    std::fs::remove_dir_all(&d).unwrap();
+}

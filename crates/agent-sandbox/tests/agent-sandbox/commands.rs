@@ -90,8 +90,16 @@ async fn one_mebibyte_through_cat_arrives_byte_exact_and_eof_reaches_the_command
         matches!(running.close_stdin().await, Err(ControlError::StdinClosed)),
         "closing twice is a typed error"
     );
+    let control = running.control();
     let out = finish(running).await;
     assert_eq!(String::from_utf8_lossy(&out.stdout), "eof-seen\n");
+    assert!(
+        matches!(
+            control.write_stdin(b"late").await,
+            Err(ControlError::StdinClosed | ControlError::Finished)
+        ),
+        "writing after the end is a typed error"
+    );
     m.destroy(&mut h).await.unwrap();
 }
 
@@ -503,6 +511,37 @@ async fn an_interactive_shell_has_job_control_and_ctrl_c_ends_only_the_foregroun
     assert_eq!(
         out.last,
         Some(SandboxEvent::Exit { exit_code: 7 }),
+        "{seen:?}"
+    );
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn keystrokes_injected_from_inside_reach_only_the_commands_own_terminal() {
+    let Some((_t, m, mut h)) = session("pty-tiocsti").await else {
+        return;
+    };
+    // TIOCSTI on the controlling terminal: where the kernel still allows it,
+    // the byte lands in the sandbox's own terminal (and comes back to the
+    // host as output); no terminal of the host is there to reach.
+    let inject = "python3 -c '\nimport fcntl, termios\ntry:\n    t = open(\"/dev/tty\")\n    for b in (b\"Z\", b\"\\n\"):\n        fcntl.ioctl(t, termios.TIOCSTI, b)\n    print(\"injected\")\nexcept OSError as e:\n    print(\"refused\", e.errno)\n'; read -r x; echo \"read:$x\"";
+    let mut cmd = sh(inject);
+    cmd.pty(PtySize::new(24, 80).unwrap());
+    let mut running = m.exec(&h, cmd).await.unwrap();
+    let mut seen = String::new();
+    // "injected" or "refused": both end so.
+    expect(&mut running, &mut seen, "ed").await;
+    if seen.contains("injected") {
+        expect(&mut running, &mut seen, "read:Z").await;
+    } else {
+        assert!(seen.contains("refused"), "{seen:?}");
+        running.write_stdin(b"typed\n").await.unwrap();
+        expect(&mut running, &mut seen, "read:typed").await;
+    }
+    let out = finish(running).await;
+    assert_eq!(
+        out.last,
+        Some(SandboxEvent::Exit { exit_code: 0 }),
         "{seen:?}"
     );
     m.destroy(&mut h).await.unwrap();
