@@ -35,6 +35,34 @@
 //! With `none` nothing is confined, but the command still starts with the
 //! sanitised environment (R-DISPATCH-2).
 //!
+//! # Commands
+//!
+//! Every backend runs a [`sandbox_core::SandboxCommand`] the same way (one
+//! code path in `running.rs`), and `exec` returns a
+//! [`sandbox_core::RunningCommand`]: the events, and controls a host can
+//! hand to another task.
+//!
+//! - **Stdin**: `/dev/null` or a pipe the host writes and closes.
+//! - **A terminal**: a fresh PTY per command. Under bubblewrap it is made in
+//!   the sandbox's own devpts (`tty` names `/dev/pts/0` inside, nothing of
+//!   the host's terminals is reachable) and becomes the command's
+//!   controlling terminal (job control works; needs util-linux's `setsid`
+//!   inside). Keys, Ctrl-D, Ctrl-C and resizes go through the controls.
+//! - **Signals**: interrupt and terminate reach every process of the
+//!   sandbox's pid namespace (on a terminal, Ctrl-C is typed), kill ends it
+//!   as `killed` (manual).
+//! - **A timeout**: the command ends as `killed` (timeout).
+//! - **Limits**: memory, processes and CPU through a cgroup per command
+//!   ([`Cgroups`]; v2 where delegated, v1 where the controller lives); an
+//!   out-of-memory kill is `killed` (oom); a limit no cgroup can enforce is
+//!   [`ErrorKind::LimitUnavailable`], never dropped.
+//! - **Its own variables**, checked by env-guard's rules (a loader,
+//!   injection or proxy variable is refused, naming the rule).
+//!
+//! The name guard's refusals are passed on before any output the command
+//! wrote after the refused call, so a host reading a JSON-RPC stream sees
+//! each refusal between the responses around it.
+//!
 //! ```no_run
 //! use agent_sandbox::{ManagerBuilder, next_event};
 //! use sandbox_core::{SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec};
