@@ -74,6 +74,28 @@ pub(crate) fn prepare<'c>(
         .kill_on_drop(true)
 }
 
+/// Spawns `argv` itself (the `none` backend; Seatbelt's `sandbox-exec`
+/// line) in the request's working directory, prepared, on a host terminal
+/// when the request asks for one.
+pub(crate) fn spawn_direct(
+    argv: &[std::ffi::OsString],
+    request: &ExecRequest<'_>,
+    io: &mut CommandIo,
+) -> Result<tokio::process::Child, crate::Error> {
+    let (program, args) = argv.split_first().ok_or_else(|| {
+        crate::Error::io("starting a command", std::io::Error::other("no program"))
+    })?;
+    let mut c = tokio::process::Command::new(program);
+    c.args(args)
+        .current_dir(std::path::Path::new(&request.workdir));
+    prepare(&mut c, request);
+    if let Some(size) = request.terminal {
+        io.terminal = Some(attach_host_terminal(&mut c, size)?);
+    }
+    c.spawn()
+        .map_err(|e| crate::Error::io(format!("starting {program:?}"), e))
+}
+
 /// Runs the command `cmd` will spawn on a fresh terminal of `size` made on
 /// the host (the `none` and Seatbelt backends): the slave becomes its
 /// stdin, stdout, stderr and controlling terminal; the master is returned.

@@ -9,12 +9,12 @@
 use super::{BackendSession, CommandTask, ExecRequest, Launched};
 use crate::builder::Settings;
 use crate::egress::{Egress, Listen, plain_env};
-use crate::running::{CommandIo, attach_host_terminal, prepare, run_child};
+use crate::running::{CommandIo, run_child, spawn_direct};
 use crate::{Error, ErrorKind};
 use connect_proxy::ProxyCredentials;
 use sandbox_core::{SandboxSpec, Surface};
 use seatbelt_profile::RenderedProfile;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// What the Seatbelt backend needs besides the shared settings.
 pub(crate) struct Config {
@@ -116,18 +116,7 @@ impl Session {
     ) -> Result<CommandTask, Error> {
         let full = seatbelt_profile::launcher_argv(&self.profile, request.argv.iter().cloned())
             .map_err(seatbelt_err)?;
-        let (program, args) = full
-            .split_first()
-            .ok_or_else(|| Error::io("starting sandbox-exec", std::io::Error::other("no argv")))?;
-        let mut c = tokio::process::Command::new(program);
-        c.args(args).current_dir(Path::new(&request.workdir));
-        prepare(&mut c, &request);
-        if let Some(size) = request.terminal {
-            io.terminal = Some(attach_host_terminal(&mut c, size)?);
-        }
-        let child = c
-            .spawn()
-            .map_err(|e| Error::io(format!("starting {program:?}"), e))?;
+        let child = spawn_direct(&full, &request, &mut io)?;
         let violations = self.egress.as_ref().map(|e| e.violations(None));
         Ok(Box::pin(run_child(child, io, violations, Vec::new())))
     }

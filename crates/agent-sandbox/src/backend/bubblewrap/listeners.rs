@@ -63,21 +63,8 @@ pub(super) async fn run(launch: Launch) {
                     .failed_to_start("starting the sandbox", &std::io::Error::other("no pid"))
                     .await;
             };
-            io.control.sandbox_started(pid);
-            if let Some(size) = terminal {
-                match open_terminal(pid, size).await {
-                    Ok(m) => io.terminal = Some(m),
-                    Err(e) => {
-                        netns::kill_sandbox(pid);
-                        return io
-                            .failed_to_start("opening the sandbox's terminal", &e)
-                            .await;
-                    }
-                }
-            }
-            if let Err(e) = rustix::io::write(&block_write, b"go") {
-                netns::kill_sandbox(pid);
-                return io.failed_to_start("releasing the command", &e.into()).await;
+            if let Err((what, e)) = release(pid, terminal, &block_write, &mut io).await {
+                return io.failed_to_start(what, &e).await;
             }
             drop((report_write, block_write, fallback_args_file));
             run_child(child, io, violations, forwarders).await
@@ -158,6 +145,35 @@ async fn bind_listeners(
     Ok(forwarders)
 }
 
+/// The sandbox's first process is `pid`: signals go to its namespace, the
+/// command's terminal is opened there (when it runs on one), and the
+/// command is released. On failure the sandbox is killed before the
+/// command ran.
+async fn release(
+    pid: u32,
+    terminal: Option<PtySize>,
+    block_write: &OwnedFd,
+    io: &mut CommandIo,
+) -> Result<(), (&'static str, std::io::Error)> {
+    io.control.sandbox_started(pid);
+    let opened = match terminal {
+        Some(size) => open_terminal(pid, size)
+            .await
+            .map(|m| io.terminal = Some(m))
+            .map_err(|e| ("opening the sandbox's terminal", e)),
+        None => Ok(()),
+    };
+    let released = opened.and_then(|()| {
+        rustix::io::write(block_write, b"go")
+            .map(drop)
+            .map_err(|e| ("releasing the command", e.into()))
+    });
+    if released.is_err() {
+        netns::kill_sandbox(pid);
+    }
+    released
+}
+
 /// The command's terminal in the sandbox whose first process is `pid`.
 async fn open_terminal(pid: u32, size: PtySize) -> std::io::Result<Arc<PtyMaster>> {
     let master = crate::pty::open_in_sandbox(pid, size).await?;
@@ -192,19 +208,8 @@ pub(super) async fn run_on_terminal(
             return io.failed_to_start("starting the sandbox", &e).await;
         }
     };
-    io.control.sandbox_started(pid);
-    match open_terminal(pid, size).await {
-        Ok(m) => io.terminal = Some(m),
-        Err(e) => {
-            netns::kill_sandbox(pid);
-            return io
-                .failed_to_start("opening the sandbox's terminal", &e)
-                .await;
-        }
-    }
-    if let Err(e) = rustix::io::write(&block_write, b"go") {
-        netns::kill_sandbox(pid);
-        return io.failed_to_start("releasing the command", &e.into()).await;
+    if let Err((what, e)) = release(pid, Some(size), &block_write, &mut io).await {
+        return io.failed_to_start(what, &e).await;
     }
     drop(block_write);
     run_child(child, io, violations, Vec::new()).await
