@@ -105,7 +105,7 @@ fn glob_filters<H: HostView + ?Sized>(
     for (prefix, rest) in glob_spellings(glob, host)? {
         let mut b = RegexText::anchored();
         b.push_literal(&prefix)?;
-        b.push_glob(&rest)?;
+        b.push_path_glob(&rest)?;
         b.push_raw("(/.*)?");
         out.push(Filter::Regex(b.finish()?));
     }
@@ -205,7 +205,9 @@ fn parent(p: &str) -> Option<&str> {
 /// The directory made of the components before the first one holding a
 /// glob character; `None` if that is `/`.
 fn glob_fixed_prefix(glob: &str) -> Option<&str> {
-    let first = glob.find(['*', '?', '['])?;
+    // Only `*` and `?` make a path-set entry a glob: a `[` is part of a
+    // name (a home directory may hold one).
+    let first = glob.find(['*', '?'])?;
     let slash = glob[..first].rfind('/')?;
     if slash == 0 {
         None

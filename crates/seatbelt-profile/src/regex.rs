@@ -308,6 +308,13 @@ pub fn glob_to_regex(glob: &str) -> Result<SbplRegex, Error> {
     b.finish()
 }
 
+/// Whether `[...]` in a glob is a character class.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Classes {
+    Allowed,
+    Literal,
+}
+
 /// Builds an anchored regex from literal parts and glob parts.
 #[derive(Debug)]
 pub(crate) struct RegexText {
@@ -358,6 +365,17 @@ impl RegexText {
 
     /// Appends a glob (see [`glob_to_regex`]).
     pub(crate) fn push_glob(&mut self, glob: &str) -> Result<(), Error> {
+        self.push_glob_with(glob, Classes::Allowed)
+    }
+
+    /// Appends a path-set glob: only `*`, `?` and `**` are special (the
+    /// path sets' own notion of a glob, `sandbox_core::is_glob`); `[`, `]`
+    /// and every other character of a host path stand for themselves.
+    pub(crate) fn push_path_glob(&mut self, glob: &str) -> Result<(), Error> {
+        self.push_glob_with(glob, Classes::Literal)
+    }
+
+    fn push_glob_with(&mut self, glob: &str, classes: Classes) -> Result<(), Error> {
         let bad = |reason| -> Error {
             ErrorKind::InvalidGlob {
                 glob: excerpt(glob),
@@ -407,7 +425,7 @@ impl RegexText {
                     self.text.push_str("[^/]");
                     i += 1;
                 }
-                '[' => {
+                '[' if classes == Classes::Allowed => {
                     let mut j = i + 1;
                     let negated = matches!(chars.get(j), Some('!' | '^'));
                     if negated {

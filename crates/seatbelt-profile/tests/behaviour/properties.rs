@@ -659,3 +659,39 @@ proptest! {
         prop_assert_eq!(seatbelt_profile::fuzzing::render_read_back(&data), Ok(()));
     }
 }
+
+/// A home holding every character a path may and a regex must escape:
+/// the secrets under it are denied exactly as under a plain twin home.
+#[test]
+fn a_home_with_brackets_and_metacharacters_denies_what_a_plain_home_does() {
+    let host = mac_host();
+    let decide = |home: &str, rel: &str| {
+        let spec = SandboxSpec::new("s", "w");
+        let mut b = DispatchProfileBuilder::new(&spec);
+        b.home(home).http_proxy_port(8080).socks_proxy_port(1080);
+        let r = b.build(&host).unwrap().render().unwrap();
+        let ev = Evaluator::from_sbpl(r.text(), &r.params_map()).unwrap();
+        let p = format!("{home}/{rel}");
+        (
+            ev.decide(Operation::FileReadData, Target::Path(&p)),
+            ev.decide(Operation::FileWriteData, Target::Path(&p)),
+        )
+    };
+    let odd = "/Users/o'brien (x) [y] {z} a|b^c$d.e+f ü";
+    let plain = "/Users/plain";
+    for rel in [
+        ".cargo/credentials",
+        ".cargo/credentials.toml",
+        ".aws/credentials",
+        ".ssh/id_rsa",
+        "project/notes.txt",
+    ] {
+        assert_eq!(decide(odd, rel), decide(plain, rel), "{rel} under {odd:?}");
+    }
+    let (read, _) = decide(odd, ".cargo/credentials.toml");
+    assert_eq!(
+        read,
+        Decision::Deny,
+        "the glob secret is denied under the odd home"
+    );
+}
