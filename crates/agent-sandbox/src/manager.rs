@@ -26,7 +26,7 @@ use tokio::task::JoinHandle;
 /// A session is launched once and runs many commands, one at a time
 /// (`warm -> active -> warm`): an `exec` while a command runs is refused
 /// with [`ErrorKind::Busy`]; `destroy` ends the running command (reported
-/// as `killed`, manual) and everything it started. Each command may have
+/// as `killed`, destroy) and everything it started. Each command may have
 /// piped stdin or a terminal, its own variables, a timeout and limits; the
 /// returned [`RunningCommand`] streams its events and carries its controls.
 #[derive(Clone)]

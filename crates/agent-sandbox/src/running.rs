@@ -239,7 +239,7 @@ pub(crate) async fn run_child(
                 forward(r, &mut terminal, &tbuf, Stream::Stdout, &tx, &mut violations).await;
             }
             _ = &mut kill_rx, if killed.is_none() && status.is_none() => {
-                killed = Some(KillReason::Manual);
+                killed = Some(KillReason::Destroy);
                 let _ = child.start_kill();
             }
             () = &mut deadline, if killed.is_none() && status.is_none() => {

@@ -66,6 +66,8 @@ pub enum KillReason {
     Timeout,
     /// Stopped by a person or the host program.
     Manual,
+    /// Ended because its sandbox was destroyed while it ran.
+    Destroy,
     /// Killed by a signal the host did not send on purpose.
     Signal,
 }

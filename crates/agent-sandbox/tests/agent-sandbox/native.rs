@@ -336,7 +336,13 @@ async fn destroy_kills_a_running_command() {
         last = Some(ev);
     }
     assert!(
-        matches!(last, Some(SandboxEvent::Killed { .. })),
+        matches!(
+            last,
+            Some(SandboxEvent::Killed {
+                reason: Some(sandbox_core::KillReason::Destroy),
+                ..
+            })
+        ),
         "{last:?}"
     );
     let alive = std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
