@@ -563,21 +563,25 @@ impl Drop for Pane {
     }
 }
 
-#[test]
-fn in_a_terminal_the_command_gets_a_terminal_of_its_own_with_keys_resizes_and_ctrl_c() {
-    if !native() {
-        return;
-    }
+/// Drives `agent-run -- bash -i` in a tmux pane (as `user`, through
+/// setpriv, when given): tty, resizes, job control, Ctrl-C, the exit status.
+fn drive_a_shell_in_a_pane(tag: &str, user: Option<&str>) {
     let Some(tmux) = test_support::tool("tmux", "apt-get install tmux") else {
         return;
     };
-    let d = scratch("tty");
+    use std::os::unix::fs::PermissionsExt;
+    let d = scratch(tag);
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
     let pane = Pane {
         tmux,
-        socket: format!("agent-run-test-{}", std::process::id()),
+        socket: format!("agent-run-{tag}-{}", std::process::id()),
+    };
+    let as_user = match user {
+        Some(uid) => format!("/usr/bin/setpriv --reuid={uid} --regid={uid} --clear-groups "),
+        None => String::new(),
     };
     let shell = format!(
-        "env -u CC_SERVER_SANDBOX {BIN} -- bash --norc --noprofile -i; echo EXIT=$?; sleep 60"
+        "env -u CC_SERVER_SANDBOX {as_user}{BIN} -- bash --norc --noprofile -i; echo EXIT=$?; sleep 60"
     );
     let o = pane.tmux(&[
         "new-session",
@@ -594,6 +598,10 @@ fn in_a_terminal_the_command_gets_a_terminal_of_its_own_with_keys_resizes_and_ct
     ]);
     assert!(o.status.success(), "{}", err(&o));
     pane.wait_for("bash-");
+    if let Some(uid) = user {
+        pane.keys(&["id -u", "Enter"]);
+        pane.wait_for(&format!("\n{uid}\n"));
+    }
     pane.keys(&["tty", "Enter"]);
     pane.wait_for("/dev/pts/0");
     pane.keys(&["stty size", "Enter"]);
@@ -620,6 +628,27 @@ fn in_a_terminal_the_command_gets_a_terminal_of_its_own_with_keys_resizes_and_ct
         pane.screen()
     );
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn in_a_terminal_the_command_gets_a_terminal_of_its_own_with_keys_resizes_and_ctrl_c() {
+    if !native() {
+        return;
+    }
+    drive_a_shell_in_a_pane("tty", None);
+}
+
+#[test]
+fn an_unprivileged_user_gets_the_same_terminal() {
+    if !native() {
+        return;
+    }
+    if !test_support::require_root()
+        || test_support::tool("setpriv", "apt-get install util-linux").is_none()
+    {
+        return;
+    }
+    drive_a_shell_in_a_pane("tty-nobody", Some("65534"));
 }
 
 #[test]
