@@ -15,6 +15,10 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
+/// The size asked for the stdout pipe and the largest read of it (one
+/// `stdout` event at most).
+const OUTPUT_PIPE_SIZE: usize = 256 * 1024;
+
 /// Where a command's events go, how the host asks it to stop, its
 /// controls' state and its timeout.
 pub(crate) struct CommandIo {
@@ -190,10 +194,15 @@ pub(crate) async fn run_child(
         control.terminal_started(m.clone()).await;
     }
     let mut terminal = terminal;
-    let mut tbuf = vec![0u8; 16 * 1024];
+    let mut tbuf = vec![0u8; 64 * 1024];
     let _ = tx.send(SandboxEvent::Ready).await;
     let (mut stdout, mut stderr) = (child.stdout.take(), child.stderr.take());
-    let (mut obuf, mut ebuf) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
+    // Larger pipes and reads: fewer, larger events for bulk output (the
+    // kernel may refuse the size; the default then stays).
+    if let Some(o) = &stdout {
+        let _ = rustix::pipe::fcntl_setpipe_size(o, OUTPUT_PIPE_SIZE);
+    }
+    let (mut obuf, mut ebuf) = (vec![0u8; OUTPUT_PIPE_SIZE], vec![0u8; 16 * 1024]);
     let mut cgroup = cgroup;
     let mut killed: Option<KillReason> = None;
     let deadline = async {
