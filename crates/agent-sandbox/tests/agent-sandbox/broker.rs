@@ -132,6 +132,7 @@ async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
     let mut settings = BrokerSettings::new(engine, credential);
     settings
         .host(HOST)
+        .unwrap()
         // The test origin does not listen on 443.
         .broker_port(addr.port())
         .extra_root_der(pki.ca_der.clone())
