@@ -37,7 +37,8 @@ fn read_all(data: &[u8], step: usize) -> Result<Vec<Request>, Error> {
     Ok(out)
 }
 
-/// The request parser: the first byte picks a slice size; reading in
+/// The request parser (net-vocab's head reader, then the broker's checks
+/// and body framing): the first byte picks a slice size; reading in
 /// slices must give exactly what reading whole gives, and every request
 /// read must re-frame into bytes that read back the same.
 pub fn request_head(data: &[u8]) {

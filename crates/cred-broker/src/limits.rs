@@ -21,7 +21,7 @@ pub struct Limits {
 
 /// The default head limits: [`DEFAULT_MAX_HEAD`], [`DEFAULT_MAX_LINE`],
 /// [`DEFAULT_MAX_HEADERS`] (all in range, so the fallback is never taken;
-/// a test checks it).
+/// `tests/cred-broker/testdata.rs` checks it).
 fn default_head() -> HeadLimits {
     HeadLimits::new(DEFAULT_MAX_HEAD, DEFAULT_MAX_LINE, DEFAULT_MAX_HEADERS).unwrap_or_default()
 }
@@ -141,30 +141,3 @@ impl LimitsBuilder {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        reason = "test and bench code: a failed unwrap is a failed run"
-    )]
-    use super::*;
-
-    #[test]
-    fn defaults_and_refused_limits() {
-        let l = Limits::default();
-        assert_eq!(
-            (l.max_head(), l.max_line(), l.max_headers(), l.max_body()),
-            (64 * 1024, 8 * 1024, 100, 8 * 1024 * 1024)
-        );
-        assert_eq!(Limits::builder().build().unwrap(), l);
-        for bad in [
-            Limits::builder().max_head(8).build(),
-            Limits::builder().max_head(1024).max_line(2048).build(),
-            Limits::builder().max_headers(0).build(),
-            Limits::builder().max_body(2 << 30).build(),
-        ] {
-            let e = bad.unwrap_err();
-            assert!(matches!(e.kind(), ErrorKind::InvalidConfig { .. }), "{e}");
-        }
-    }
-}

@@ -47,6 +47,27 @@ fn parse_all(input: &[u8], limits: Limits, step: usize) -> Result<Vec<Request>, 
     Ok(out)
 }
 
+#[test]
+fn default_limits_and_refused_ones() {
+    let l = Limits::default();
+    assert_eq!(
+        (l.max_head(), l.max_line(), l.max_headers(), l.max_body()),
+        (64 * 1024, 8 * 1024, 100, 8 * 1024 * 1024)
+    );
+    assert_eq!(l.head().max_head(), 64 * 1024);
+    assert_eq!(Limits::builder().build().unwrap(), l);
+    for bad in [
+        Limits::builder().max_head(8).build(),
+        Limits::builder().max_head(1024).max_line(2048).build(),
+        Limits::builder().max_headers(0).build(),
+        Limits::builder().max_body(2 << 30).build(),
+    ] {
+        let e = bad.unwrap_err();
+        assert_eq!(error_variant(&e), "InvalidConfig", "{e}");
+        assert_eq!(e.response(), Response::NotARequest);
+    }
+}
+
 #[derive(Deserialize)]
 struct Smuggling {
     intent: String,
