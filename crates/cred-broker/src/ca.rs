@@ -3,8 +3,9 @@
 //! intercepts.
 
 use crate::error::{Error, ErrorKind, TlsErrorKind, truncate};
+use crate::inject::wire_host;
 use crate::leaf_cache::Lru;
-use net_vocab::{Host, Target};
+use net_vocab::Host;
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, SanType, SerialNumber,
@@ -173,13 +174,12 @@ impl SessionCa {
     /// IPv6 in brackets or not), from the cache while it has more than
     /// half its life left at `now`, minted otherwise.
     pub fn leaf(&self, host: &str, now: SystemTime) -> Result<Arc<Leaf>, Error> {
-        let parsed = Host::parse_wire(host)
-            .or_else(|_| Target::parse_authority(host).map(|t| t.host))
-            .map_err(|_| {
-                Error::from(TlsErrorKind::InvalidLeafHost {
-                    host: truncate(host),
-                })
-            })?;
+        let Some(parsed) = wire_host(host) else {
+            return Err(TlsErrorKind::InvalidLeafHost {
+                host: truncate(host),
+            }
+            .into());
+        };
         self.leaf_for(&parsed, now)
     }
 

@@ -5,9 +5,10 @@ use crate::classify::{
 };
 use crate::error::{Error, ErrorKind, RulesErrorKind, truncate};
 use crate::head::RequestHead;
+use crate::inject::wire_host;
 use crate::path_glob::{PathGlob, PathProblem, normal_path};
 use crate::rules::{MAX_RULE_ENTRIES, MAX_RULES, RuleFile, RuleSpec, Verdict, host_pattern};
-use net_vocab::{Host, HostPattern, Target, is_token};
+use net_vocab::{Host, HostPattern, is_token};
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
@@ -184,10 +185,7 @@ impl RuleEngine {
     /// assert_eq!(engine.decide(&input, "-a.cdn.example.com").verdict(), Verdict::Deny); // no host
     /// ```
     pub fn decide(&self, input: &ClassifyInput<'_>, host: &str) -> Decision {
-        let host = Host::parse_wire(host)
-            .or_else(|_| Target::parse_authority(host).map(|t| t.host))
-            .ok();
-        self.decide_for(input, host.as_ref())
+        self.decide_for(input, wire_host(host).as_ref())
     }
 
     /// [`RuleEngine::decide`] for a canonical host (`None`: no rule

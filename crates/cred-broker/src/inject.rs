@@ -8,7 +8,7 @@ use crate::lease::Lease;
 use crate::parser::Request;
 use crate::reframe::write_head;
 use crate::secret::WipeBuf;
-use net_vocab::{HeaderField, Target};
+use net_vocab::{HeaderField, Host, Target};
 use std::fmt;
 use std::time::SystemTime;
 
@@ -25,6 +25,15 @@ const METHOD_OVERRIDES: &[&str] = &[
 /// 443, as the broker speaks HTTPS).
 pub(crate) fn host_agrees(target: &Target, host_header: &str) -> bool {
     Target::parse_authority_or(host_header, 443).is_ok_and(|t| t == *target)
+}
+
+/// The canonical host of a host as sent on the wire, with or without a
+/// port (IPv6 with or without brackets when it has none); `None` when it
+/// is not one.
+pub(crate) fn wire_host(host: &str) -> Option<Host> {
+    Host::parse_wire(host)
+        .or_else(|_| Target::parse_authority(host).map(|t| t.host))
+        .ok()
 }
 
 /// A request head ready for the upstream, holding the real credential.
