@@ -1,5 +1,6 @@
-//! The broker's request parser: slicing never changes the result, and every
-//! request read re-frames into bytes that read back the same.
+//! The broker's request parser (net-vocab's head reader, then the broker's
+//! own checks and body framing): slicing never changes the result, and
+//! every request read re-frames into bytes that read back the same.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

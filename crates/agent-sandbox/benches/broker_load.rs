@@ -24,19 +24,16 @@ use cred_broker::{
     Broker, Credential, HeaderTemplate, Lease, RuleEngine, RuleFile, Secret, SessionCa,
     UpstreamRoots,
 };
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
-use std::net::{IpAddr, SocketAddr};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use test_support::tls_origin::{self, Origin, Reply, TestPki};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 const BODY: &[u8] = b"0123456789abcdef";
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
 
 fn main() {
     let args: Vec<String> = std::env::args()
@@ -58,66 +55,21 @@ fn main() {
 }
 
 async fn serve(dir: &str) {
-    let ip: IpAddr = "127.0.0.1".parse().unwrap();
-    let ca_key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "bench origin CA");
-    let ca = params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::from_params(&params, &ca_key);
-    let key = KeyPair::generate().unwrap();
-    let mut leaf_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    leaf_params.subject_alt_names = vec![SanType::IpAddress(ip)];
-    leaf_params
-        .distinguished_name
-        .push(DnType::CommonName, "127.0.0.1");
-    let leaf = leaf_params.signed_by(&key, &issuer).unwrap();
+    // The origin's leaf names 127.0.0.1 (an IP subject alternative name).
+    let pki = TestPki::new(&["127.0.0.1"]);
     let origin_ca = format!("{dir}/origin-ca.pem");
-    std::fs::write(&origin_ca, ca.pem()).unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from(leaf.der().to_vec())],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-        )
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let origin = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let _ = tcp.set_nodelay(true);
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 8192];
-                let reply = [
-                    format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", BODY.len()).as_bytes(),
-                    BODY,
-                ]
-                .concat();
-                loop {
-                    while let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        buf.drain(..i + 4);
-                        if tls.write_all(&reply).await.is_err() {
-                            return;
-                        }
-                    }
-                    match tls.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-            });
-        }
-    });
+    std::fs::write(&origin_ca, &pki.ca_pem).unwrap();
+    let reply = [
+        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", BODY.len()).as_bytes(),
+        BODY,
+    ]
+    .concat();
+    let origin = Origin::start_unrecorded(&pki, move |_| {
+        let reply = reply.clone();
+        async move { Reply::new(reply) }
+    })
+    .await
+    .addr();
 
     let session = Arc::new(SessionCa::builder("bench").build().unwrap());
     let session_ca = format!("{dir}/session-ca.pem");
@@ -136,7 +88,7 @@ async fn serve(dir: &str) {
     let broker = Arc::new(
         Broker::builder(session, engine)
             .grant(cred, lease)
-            .extra_root_der(ca.der())
+            .extra_root_der(&pki.ca_der)
             .upstream_roots(UpstreamRoots::ExtraOnly)
             .build()
             .unwrap(),
@@ -261,15 +213,11 @@ async fn load(args: &[String]) {
     let keepalive = get("--mode").as_deref() != Some("new");
     let conns: usize = get("--conns").map(|c| c.parse().unwrap()).unwrap_or(8);
     let secs: u64 = get("--secs").map(|c| c.parse().unwrap()).unwrap_or(3);
-    let mut roots = rustls::RootCertStore::empty();
-    for c in rustls::pki_types::pem::PemObject::pem_slice_iter(&ca) {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let config = rustls::ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let roots: Vec<CertificateDer<'_>> = CertificateDer::pem_slice_iter(&ca)
+        .map(Result::unwrap)
+        .collect();
+    let roots: Vec<&[u8]> = roots.iter().map(|c| c.as_ref()).collect();
+    let config = tls_origin::client_config(&roots);
     let tls = tokio_rustls::TlsConnector::from(Arc::new(config));
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut tasks = Vec::new();

@@ -15,8 +15,10 @@
 //! injected.
 
 use crate::Error;
-use connect_proxy::{BoxFuture, Intercept, Intercepted, Target};
+use crate::error::ErrorKind;
+use connect_proxy::{BoxFuture, Host, Intercept, Intercepted, Target};
 use cred_broker::{Broker, Credential, Lease, PushRuleSpec, RuleEngine, SessionCa, UpstreamRoots};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::io::AsyncReadExt;
@@ -33,7 +35,7 @@ pub const SYSTEM_CA_BUNDLES: &[&str] = &[
 /// upstream trust.
 #[derive(Clone)]
 pub struct BrokerSettings {
-    hosts: Vec<String>,
+    hosts: Vec<Host>,
     ports: Vec<u16>,
     engine: RuleEngine,
     credential: Credential,
@@ -70,15 +72,21 @@ impl BrokerSettings {
         }
     }
 
-    /// Brokers `host` (exact, any case; connections to it on the brokered
-    /// ports, 443 unless [`BrokerSettings::broker_port`] adds others, go
-    /// through the broker). It is added to the session's allowlist.
-    pub fn host(&mut self, host: &str) -> &mut BrokerSettings {
-        let h = host.trim_end_matches('.').to_ascii_lowercase();
+    /// Brokers `host` (exact, canonical as [`Host::parse_config`] makes
+    /// it: any case, a trailing dot, Unicode as its A-label, an address in
+    /// any spelling; connections to it on the brokered ports, 443 unless
+    /// [`BrokerSettings::broker_port`] adds others, go through the broker).
+    /// It is added to the session's allowlist. A host that does not parse
+    /// is an error.
+    pub fn host(&mut self, host: &str) -> Result<&mut BrokerSettings, Error> {
+        let h = Host::parse_config(host).map_err(|reason| ErrorKind::InvalidBrokerHost {
+            host: host.chars().take(256).collect(),
+            reason,
+        })?;
         if !self.hosts.contains(&h) {
             self.hosts.push(h);
         }
-        self
+        Ok(self)
     }
 
     /// Also brokers connections to the brokered hosts on `port` (the
@@ -122,7 +130,7 @@ impl BrokerSettings {
     }
 
     /// The brokered hosts.
-    pub fn hosts(&self) -> &[String] {
+    pub fn hosts(&self) -> &[Host] {
         &self.hosts
     }
 }
@@ -132,7 +140,7 @@ pub(crate) struct SessionBroker {
     pub(crate) broker: Arc<Broker>,
     pub(crate) lease: Lease,
     pub(crate) phantom_env: Vec<String>,
-    pub(crate) hosts: Vec<String>,
+    pub(crate) hosts: Vec<Host>,
     pub(crate) ports: Vec<u16>,
 }
 
@@ -181,9 +189,18 @@ impl SessionBroker {
     pub(crate) fn intercept(&self) -> Arc<dyn Intercept> {
         Arc::new(BrokerIntercept {
             broker: self.broker.clone(),
-            hosts: self.hosts.clone(),
+            hosts: self.hosts.iter().map(ToString::to_string).collect(),
             ports: self.ports.clone(),
         })
+    }
+}
+
+/// A brokered host as an allowlist entry (an IPv6 address in brackets, as
+/// an entry writes it).
+pub(crate) fn allow_entry(host: &Host) -> String {
+    match host {
+        Host::Ip(IpAddr::V6(ip)) => format!("[{ip}]"),
+        h => h.to_string(),
     }
 }
 
@@ -249,14 +266,12 @@ impl Intercept for BrokerIntercept {
             let Some(upstream) = conn.addrs.first().copied() else {
                 return;
             };
-            let host = conn.target.host.to_string();
-            let port = conn.target.port;
             conn.client.set_nodelay();
             let (read, write) = tokio::io::split(conn.client);
             let read = std::io::Cursor::new(conn.buffered).chain(read);
             let stream = tokio::io::join(read, write);
             // Refusals are answered and reported by the broker itself.
-            let _ = broker.serve(stream, &host, port, upstream).await;
+            let _ = broker.serve(stream, &conn.target, upstream).await;
         })
     }
 }
@@ -343,6 +358,47 @@ mod tests {
     }
 
     #[test]
+    fn brokered_hosts_are_canonical_and_a_bad_one_is_refused() {
+        let engine = RuleEngine::builder().build().unwrap();
+        let credential = Credential::builder("c")
+            .secret(cred_broker::Secret::from_string("s3cret".into()).unwrap())
+            .host("api.example.com")
+            .build()
+            .unwrap();
+        let mut s = BrokerSettings::new(engine, credential);
+        s.host("API.Example.COM.")
+            .unwrap()
+            .host("api.example.com")
+            .unwrap()
+            .host("[FD00:0::1]")
+            .unwrap();
+        let want = [
+            Host::parse_wire("api.example.com").unwrap(),
+            Host::parse_wire("fd00::1").unwrap(),
+        ];
+        assert_eq!(s.hosts(), want);
+        let entries: Vec<String> = s.hosts().iter().map(allow_entry).collect();
+        assert_eq!(entries, ["api.example.com", "[fd00::1]"]);
+        connect_proxy::AllowList::builder()
+            .allow_all(entries)
+            .build()
+            .unwrap();
+        for bad in [
+            "a..example.com",
+            "-a.example.com",
+            "api.example.com:443",
+            "",
+        ] {
+            let e = s.host(bad).unwrap_err();
+            assert!(
+                matches!(e.kind(), ErrorKind::InvalidBrokerHost { .. }),
+                "{bad}: {e}"
+            );
+        }
+        assert_eq!(s.hosts().len(), 2);
+    }
+
+    #[test]
     fn only_the_brokered_ports_of_a_brokered_host_are_claimed() {
         let engine = RuleEngine::builder()
             .rules(cred_broker::RuleFile::from_toml("").unwrap())
@@ -361,5 +417,12 @@ mod tests {
         };
         assert!(more.claims(&target("api.example.com", 8443)));
         assert!(!more.claims(&target("api.example.com", 22)));
+        // An IPv6 host is claimed as the proxy names it.
+        let v6 = BrokerIntercept {
+            broker: more.broker.clone(),
+            hosts: vec![Host::parse_config("[fd00::1]").unwrap().to_string()],
+            ports: vec![443],
+        };
+        assert!(v6.claims(&target("[fd00:0::1]", 443)));
     }
 }

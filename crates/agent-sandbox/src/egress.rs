@@ -81,7 +81,7 @@ impl Egress {
             .allow_all(spec.egress_allowlist.iter().cloned())
             .allow_all(settings.extra_allow.iter().cloned());
         if let Some(b) = &broker {
-            list.allow_all(b.hosts.iter().cloned());
+            list.allow_all(b.hosts.iter().map(crate::broker::allow_entry));
         }
         for d in &settings.deny {
             list.deny(d.clone());

@@ -25,6 +25,14 @@ pub enum ErrorKind {
     /// The credential broker could not be set up.
     #[error("credential broker: {0}")]
     Broker(#[from] cred_broker::Error),
+    /// A host given to [`crate::BrokerSettings::host`] that is not a host.
+    #[error("brokered host {host:?} is refused: {reason}")]
+    InvalidBrokerHost {
+        /// The host as given (truncated).
+        host: String,
+        /// Why it was refused.
+        reason: net_vocab::Error,
+    },
     /// The Seatbelt profile could not be built or rendered.
     #[error("seatbelt profile: {0}")]
     Seatbelt(seatbelt_profile::Error),

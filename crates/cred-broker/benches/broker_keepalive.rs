@@ -17,8 +17,8 @@
 )]
 
 use cred_broker::{
-    Broker, Credential, HeaderTemplate, Lease, RuleEngine, RuleFile, Secret, SessionCa,
-    UpstreamRoots,
+    Broker, Credential, HeaderTemplate, Host, Lease, RuleEngine, RuleFile, Secret, SessionCa,
+    Target, UpstreamRoots,
 };
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::net::SocketAddr;
@@ -98,14 +98,13 @@ async fn fixture() -> Fixture {
     );
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let broker_addr = listener.local_addr().unwrap();
+    let target = Target::new(Host::parse_wire(HOST).unwrap(), origin_addr.port());
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             tcp.set_nodelay(true).unwrap();
-            let broker = broker.clone();
+            let (broker, target) = (broker.clone(), target.clone());
             tokio::spawn(async move {
-                let _ = broker
-                    .serve(tcp, HOST, origin_addr.port(), origin_addr)
-                    .await;
+                let _ = broker.serve(tcp, &target, origin_addr).await;
             });
         }
     });

@@ -3,14 +3,14 @@
 //! intercepts.
 
 use crate::error::{Error, ErrorKind, TlsErrorKind, truncate};
-use crate::host_pattern::canonical_host;
+use crate::inject::wire_host;
 use crate::leaf_cache::Lru;
+use net_vocab::Host;
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, SanType, SerialNumber,
 };
 use std::fmt;
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use time::OffsetDateTime;
@@ -169,10 +169,22 @@ impl SessionCa {
         self.cache.lock().map_or(0, |c| c.len())
     }
 
-    /// The leaf for `host` (a DNS name or an IP address, optionally with a
-    /// port, any case, IPv6 in brackets or not), from the cache while it has
-    /// more than half its life left at `now`, minted otherwise.
+    /// The leaf for `host` (a DNS name or an IP address in the wire
+    /// grammar of [`Host::parse_wire`], optionally with a port, any case,
+    /// IPv6 in brackets or not), from the cache while it has more than
+    /// half its life left at `now`, minted otherwise.
     pub fn leaf(&self, host: &str, now: SystemTime) -> Result<Arc<Leaf>, Error> {
+        let Some(parsed) = wire_host(host) else {
+            return Err(TlsErrorKind::InvalidLeafHost {
+                host: truncate(host),
+            }
+            .into());
+        };
+        self.leaf_for(&parsed, now)
+    }
+
+    /// [`SessionCa::leaf`] for a canonical host.
+    pub(crate) fn leaf_for(&self, host: &Host, now: SystemTime) -> Result<Arc<Leaf>, Error> {
         let (key, san) = leaf_name(host)?;
         if let Some(leaf) = self.lock()?.get(&key) {
             let left = leaf.not_after.duration_since(now).unwrap_or_default();
@@ -229,40 +241,20 @@ fn truncate_cn(s: &str) -> String {
     s.chars().take(64).collect()
 }
 
-/// The cache key and SAN for a host.
-fn leaf_name(host: &str) -> Result<(String, SanType), Error> {
-    let bad = || {
-        Error::from(TlsErrorKind::InvalidLeafHost {
-            host: truncate(host),
-        })
-    };
-    let canonical = canonical_host(host);
-    let bare = canonical
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(&canonical);
-    if let Ok(ip) = bare.parse::<IpAddr>() {
-        return Ok((ip.to_string(), SanType::IpAddress(ip)));
+/// The cache key and SAN for a host: an IP address SAN for an address,
+/// a DNS name SAN for a name (already in the wire grammar).
+fn leaf_name(host: &Host) -> Result<(String, SanType), Error> {
+    match host {
+        Host::Ip(ip) => Ok((ip.to_string(), SanType::IpAddress(*ip))),
+        Host::Name(name) => {
+            let san = name.clone().try_into().map_err(|_| {
+                Error::from(TlsErrorKind::InvalidLeafHost {
+                    host: truncate(name),
+                })
+            })?;
+            Ok((name.clone(), SanType::DnsName(san)))
+        }
     }
-    let labels_ok = !bare.is_empty()
-        && bare.len() <= 253
-        && bare.split('.').all(|l| {
-            !l.is_empty()
-                && l.len() <= 63
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-                && l.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        })
-        && !bare
-            .rsplit('.')
-            .next()
-            .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()));
-    if !labels_ok {
-        return Err(bad());
-    }
-    let name = bare.to_owned().try_into().map_err(|_| bad())?;
-    Ok((bare.to_owned(), SanType::DnsName(name)))
 }
 
 /// Builds a [`SessionCa`]; [`SessionCaBuilder::build`] generates the keys.

@@ -2,8 +2,8 @@
 //! stricter than the grammar where readers are known to disagree.
 
 use crate::error::{Error, HttpErrorKind, truncate_bytes};
-use crate::field::{HeaderField, is_token, parse_field_line};
 use crate::limits::Limits;
+use net_vocab::{HeaderField, is_token};
 
 /// The most hexadecimal digits accepted in a chunk size (leading zeros
 /// included).
@@ -185,10 +185,10 @@ impl ChunkedDecoder {
             return Ok(Some(std::mem::take(&mut self.line)));
         }
         // The line holds no CR here (a CR not followed by LF failed above).
-        if b != b'\r' && self.line.len() >= self.limits.max_line {
+        if b != b'\r' && self.line.len() >= self.limits.max_line() {
             return Err(HttpErrorKind::LineTooLong {
                 offset: self.line_offset,
-                limit: self.limits.max_line,
+                limit: self.limits.max_line(),
             }
             .into());
         }
@@ -242,16 +242,17 @@ impl ChunkedDecoder {
             self.state = State::Done;
             return Ok(());
         }
-        let field = parse_field_line(line, self.line_offset)?;
+        let field =
+            HeaderField::parse_line(line, self.line_offset).map_err(HttpErrorKind::Trailer)?;
         if FORBIDDEN_TRAILERS.iter().any(|n| field.is(n)) {
             return Err(HttpErrorKind::ForbiddenTrailer {
-                name: field.name.clone(),
+                name: field.name().to_owned(),
             }
             .into());
         }
-        if self.trailers.len() >= self.limits.max_headers {
+        if self.trailers.len() >= self.limits.max_headers() {
             return Err(HttpErrorKind::TooManyHeaders {
-                limit: self.limits.max_headers,
+                limit: self.limits.max_headers(),
             }
             .into());
         }

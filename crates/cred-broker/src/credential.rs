@@ -2,9 +2,9 @@
 //! it is sent in.
 
 use crate::error::{Error, ErrorKind, truncate};
-use crate::field::is_token;
-use crate::host_pattern::HostPattern;
+use crate::rules::host_pattern;
 use crate::secret::Secret;
+use net_vocab::{Host, HostPattern, is_token};
 use std::fmt;
 
 /// How the secret is written into the one header the upstream gets.
@@ -170,8 +170,8 @@ impl Credential {
         &self.template
     }
 
-    /// Whether the credential may be sent to `host` (optionally with a port).
-    pub fn allows_host(&self, host: &str) -> bool {
+    /// Whether the credential may be sent to `host`.
+    pub fn allows_host(&self, host: &Host) -> bool {
         self.hosts.iter().any(|p| p.matches(host))
     }
 }
@@ -215,7 +215,9 @@ impl CredentialBuilder {
         self
     }
 
-    /// Adds a host pattern the credential may be sent to.
+    /// Adds a host pattern the credential may be sent to (a
+    /// [`HostPattern`] without a port; [`CredentialBuilder::build`] checks
+    /// it).
     pub fn host(&mut self, pattern: &str) -> &mut CredentialBuilder {
         self.hosts.push(pattern.to_owned());
         self
@@ -255,7 +257,7 @@ impl CredentialBuilder {
         let hosts = self
             .hosts
             .iter()
-            .map(|h| HostPattern::parse(h))
+            .map(|h| host_pattern(h))
             .collect::<Result<Vec<_>, _>>()?;
         self.template.check()?;
         Ok(Credential {

@@ -4,11 +4,11 @@ use crate::classify::{
     Classification, ClassifyInput, RequestClass, RequestClassifier, RestClassifier,
 };
 use crate::error::{Error, ErrorKind, RulesErrorKind, truncate};
-use crate::field::is_token;
 use crate::head::RequestHead;
-use crate::host_pattern::HostPattern;
+use crate::inject::wire_host;
 use crate::path_glob::{PathGlob, PathProblem, normal_path};
-use crate::rules::{MAX_RULE_ENTRIES, MAX_RULES, RuleFile, RuleSpec, Verdict};
+use crate::rules::{MAX_RULE_ENTRIES, MAX_RULES, RuleFile, RuleSpec, Verdict, host_pattern};
+use net_vocab::{Host, HostPattern, is_token};
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
@@ -113,8 +113,8 @@ struct Compiled {
 }
 
 impl Compiled {
-    fn matches(&self, host: &str, method: &str, path: &str, class: &RequestClass) -> bool {
-        self.hosts.iter().any(|h| h.matches(host))
+    fn matches(&self, host: Option<&Host>, method: &str, path: &str, class: &RequestClass) -> bool {
+        host.is_some_and(|host| self.hosts.iter().any(|h| h.matches(host)))
             && (self.methods.is_empty() || self.methods.iter().any(|m| m == method))
             && (self.paths.is_empty() || self.paths.iter().any(|p| p.matches(path)))
             && (self.classes.is_empty() || self.classes.contains(class))
@@ -163,9 +163,34 @@ impl RuleEngine {
     }
 
     /// Classifies the request, then asks the rules. `host` is the
-    /// connection's target host (the authoritative one), with or without a
-    /// port.
+    /// connection's target host (the authoritative one), as sent on the
+    /// wire, with or without a port; a host that does not parse
+    /// ([`Host::parse_wire`]) matches no rule.
+    ///
+    /// ```
+    /// use cred_broker::{ClassifyInput, Limits, RequestParser, RuleEngine, RuleFile, Status, Verdict};
+    /// let rules = RuleFile::from_toml(
+    ///     "[[rule]]\nname = \"cdn\"\ndecision = \"allow\"\nhosts = [\"*.cdn.example.com\"]\n",
+    /// )
+    /// .unwrap();
+    /// let engine = RuleEngine::builder().rules(rules).build().unwrap();
+    /// let wire = b"GET / HTTP/1.1\r\nHost: a.cdn.example.com\r\n\r\n";
+    /// let Ok(Status::Complete { request, .. }) = RequestParser::new(Limits::default()).feed(wire)
+    /// else {
+    ///     unreachable!("a complete request")
+    /// };
+    /// let input = ClassifyInput::head(request.head());
+    /// assert_eq!(engine.decide(&input, "A.CDN.example.com:443").verdict(), Verdict::Allow);
+    /// assert_eq!(engine.decide(&input, "cdn.example.com").verdict(), Verdict::Deny); // never the apex
+    /// assert_eq!(engine.decide(&input, "-a.cdn.example.com").verdict(), Verdict::Deny); // no host
+    /// ```
     pub fn decide(&self, input: &ClassifyInput<'_>, host: &str) -> Decision {
+        self.decide_for(input, wire_host(host).as_ref())
+    }
+
+    /// [`RuleEngine::decide`] for a canonical host (`None`: no rule
+    /// matches).
+    pub(crate) fn decide_for(&self, input: &ClassifyInput<'_>, host: Option<&Host>) -> Decision {
         let class = match self.classify(input) {
             Ok(c) => c,
             Err(reason) => return Decision::deny(DecisionReason::Unclassified { reason }, None),
@@ -336,7 +361,7 @@ fn compile(spec: &RuleSpec) -> Result<Compiled, Error> {
     let hosts = spec
         .hosts
         .iter()
-        .map(|h| HostPattern::parse(h))
+        .map(|h| host_pattern(h))
         .collect::<Result<Vec<_>, _>>()?;
     for m in &spec.methods {
         if !is_token(m.as_bytes()) || m.bytes().any(|b| b.is_ascii_lowercase()) {

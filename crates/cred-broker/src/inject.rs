@@ -3,14 +3,12 @@
 
 use crate::credential::Credential;
 use crate::error::{Error, ErrorKind, LeaseErrorKind, RulesErrorKind, truncate};
-use crate::field::HeaderField;
 use crate::head::RequestHead;
-use crate::head_parser::is_host_port;
-use crate::host_pattern::canonical_host;
 use crate::lease::Lease;
 use crate::parser::Request;
 use crate::reframe::write_head;
 use crate::secret::WipeBuf;
+use net_vocab::{HeaderField, Host, Target};
 use std::fmt;
 use std::time::SystemTime;
 
@@ -21,68 +19,21 @@ const METHOD_OVERRIDES: &[&str] = &[
     "x-method-override",
 ];
 
-/// The connection's target (the host and port of the `CONNECT` the proxy
-/// allowed). It is authoritative: a request whose `Host` disagrees gets no
-/// credential.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Target {
-    host: String,
-    port: u16,
+/// Whether a `Host` value names the connection's target (the host and
+/// port of the `CONNECT` the proxy allowed, which is authoritative): the
+/// same canonical host, and the same port (a `Host` without a port means
+/// 443, as the broker speaks HTTPS).
+pub(crate) fn host_agrees(target: &Target, host_header: &str) -> bool {
+    Target::parse_authority_or(host_header, 443).is_ok_and(|t| t == *target)
 }
 
-impl Target {
-    /// A target; the host is a name or an IP literal (IPv6 in brackets).
-    pub fn new(host: &str, port: u16) -> Result<Target, Error> {
-        if !is_host_port(host) || (host.contains(':') && !host.starts_with('[')) || port == 0 {
-            return Err(ErrorKind::InvalidConfig {
-                name: "target",
-                value: truncate(&format!("{host}:{port}")),
-                reason: "give a host name or IP literal and a port from 1 to 65535",
-            }
-            .into());
-        }
-        Ok(Target {
-            host: canonical_host(host),
-            port,
-        })
-    }
-
-    /// The host, canonical (lower case, no trailing dot).
-    pub fn host(&self) -> &str {
-        &self.host
-    }
-
-    /// The port.
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    /// Whether a `Host` value names this target: the same host, and the
-    /// same port (a `Host` without a port means 443, as the broker speaks
-    /// HTTPS).
-    pub fn agrees_with(&self, host_header: &str) -> bool {
-        let port = if host_header.starts_with('[') {
-            host_header
-                .rsplit_once("]:")
-                .map(|(_, p)| p.parse::<u16>().ok())
-        } else {
-            host_header
-                .rsplit_once(':')
-                .map(|(_, p)| p.parse::<u16>().ok())
-        };
-        let port_ok = match port {
-            None => self.port == 443,
-            Some(Some(p)) => p == self.port,
-            Some(None) => false,
-        };
-        port_ok && canonical_host(host_header) == self.host
-    }
-}
-
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.host, self.port)
-    }
+/// The canonical host of a host as sent on the wire, with or without a
+/// port (IPv6 with or without brackets when it has none); `None` when it
+/// is not one.
+pub(crate) fn wire_host(host: &str) -> Option<Host> {
+    Host::parse_wire(host)
+        .or_else(|_| Target::parse_authority(host).map(|t| t.host))
+        .ok()
 }
 
 /// A request head ready for the upstream, holding the real credential.
@@ -167,7 +118,7 @@ pub(crate) fn upstream_head_for(
         }
         .into());
     }
-    if !target.agrees_with(head.host()) {
+    if !host_agrees(target, head.host()) {
         return Err(RulesErrorKind::TargetMismatch {
             host: truncate(head.host()),
             target: target.to_string(),
@@ -177,7 +128,7 @@ pub(crate) fn upstream_head_for(
     if !credential.allows_host(&target.host) {
         return Err(LeaseErrorKind::HostNotAllowed {
             credential: truncate(&credential.name),
-            host: target.host.clone(),
+            host: target.host.to_string(),
         }
         .into());
     }

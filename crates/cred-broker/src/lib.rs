@@ -11,20 +11,25 @@
 //!
 //! - **Parser.** [`RequestParser`] reads requests from a byte stream in
 //!   whatever slices they arrive, one at a time (pipelined bytes stay for
-//!   the next call), and refuses every framing that two readers could
-//!   disagree on (RFC 9112): bare LF or CR, obsolete line folding,
-//!   whitespace before a colon, bad header names or values, a missing,
+//!   the next call), the head with `net-vocab`'s strict
+//!   [`net_vocab::HeadReader`] (the one the egress proxies use), and
+//!   refuses every framing that two readers could disagree on (RFC 9112):
+//!   bare LF or CR, obsolete line folding, whitespace before a colon, bad
+//!   header names or values, a missing,
 //!   repeated or malformed `Host`, `Content-Length` with
 //!   `Transfer-Encoding`, repeated or non-digit lengths, any
 //!   `Transfer-Encoding` but one `chunked` (and any in HTTP/1.0), chunk
 //!   sizes with signs, prefixes, underscores or spaces, bad chunk
 //!   terminators, framing or credential fields in trailers, a body on
 //!   `CONNECT`. Each refusal is an [`Error`] whose [`Error::response`] is
-//!   400-and-close. [`ChunkedDecoder`] is the streaming chunked decoder on
+//!   400-and-close (the head reader's are [`HttpErrorKind::Head`], holding
+//!   `net-vocab`'s error; a head over the limits is 400 here too, not 431).
+//!   [`ChunkedDecoder`] is the streaming chunked decoder on
 //!   its own. [`Request::reframe`] writes a request with the client's
 //!   framing and hop-by-hop fields replaced by a `Content-Length` of ours.
 //! - **Rules.** A [`RuleFile`] (TOML or JSON) of [`RuleSpec`]s, compiled
-//!   once by [`RuleEngine::builder`]: host patterns ([`HostPattern`]),
+//!   once by [`RuleEngine::builder`]: host patterns (`net-vocab`'s
+//!   [`HostPattern`], R-EGRESS-2's wildcards, without a port),
 //!   methods, path globs ([`PathGlob`]) and request classes. Classes come
 //!   from [`RequestClassifier`]s asked in order, with [`RestClassifier`]
 //!   (`rest-read` / `rest-write` by method) last. An explicit deny beats
@@ -65,8 +70,10 @@
 //!   `claims` picks the brokered hosts, `take` calls [`Broker::serve`]
 //!   with the handed-over stream (the proxy's already-read bytes chained
 //!   in front with [`tokio::io::AsyncReadExt::chain`] and
-//!   [`tokio::io::join`]), the target's host and port and its first
-//!   vetted address. `tests/cred-broker/support.rs` holds such an adapter.
+//!   [`tokio::io::join`]), the proxy's [`Target`] (the same `net-vocab`
+//!   type, taken as it is) and its first vetted address. The facade's
+//!   `broker_intercept` is that adapter; `tests/cred-broker/support.rs`
+//!   holds a one-host one for this crate's own tests.
 //!
 //! # Example
 //!
@@ -100,8 +107,8 @@
 //! let Ok(Status::Complete { request, .. }) = parser.feed(wire.as_bytes()) else {
 //!     unreachable!("a complete request")
 //! };
-//! let target = Target::new("api.example.com", 443).unwrap();
-//! let decision = engine.decide_head(request.head(), target.host());
+//! let target = Target::parse_authority("api.example.com:443").unwrap();
+//! let decision = engine.decide_head(request.head(), "api.example.com");
 //! assert_eq!((decision.verdict(), decision.rule()), (Verdict::Allow, Some("read-only")));
 //!
 //! let head = upstream_head(&request, &target, &lease, &cred, SystemTime::now()).unwrap();
@@ -125,8 +132,10 @@
 //!
 //! # Input safety
 //!
-//! - Request heads are limited to [`Limits::max_head`] bytes (default
-//!   [`DEFAULT_MAX_HEAD`], 64 KiB), each line (request line, field line,
+//! - Request heads are read by `net-vocab`'s [`net_vocab::HeadReader`]
+//!   (see its "Input safety") within [`Limits::head`]: at most
+//!   [`Limits::max_head`] bytes (default [`DEFAULT_MAX_HEAD`], 64 KiB, the
+//!   broker's own), each line (request line, field line,
 //!   chunk-size line, trailer line) to [`Limits::max_line`] (default
 //!   [`DEFAULT_MAX_LINE`], 8 KiB), header lines and, separately, trailer
 //!   lines to [`Limits::max_headers`] (default [`DEFAULT_MAX_HEADERS`],
@@ -142,8 +151,9 @@
 //!   lets servers accept them.
 //! - Rule files are at most [`MAX_RULE_FILE_LEN`] bytes with at most
 //!   [`MAX_RULES`] rules of at most [`MAX_RULE_ENTRIES`] entries per list;
-//!   host patterns at most [`MAX_HOST_PATTERN_LEN`] bytes, path globs at
-//!   most [`MAX_GLOB_LEN`] bytes. Globs run as a set of positions, in time
+//!   host patterns at most [`MAX_HOST_PATTERN_LEN`] bytes (then checked
+//!   by [`HostPattern::parse`]; a pattern with a port is refused), path
+//!   globs at most [`MAX_GLOB_LEN`] bytes. Globs run as a set of positions, in time
 //!   linear in path length times glob length, never by backtracking. Path
 //!   matching ignores ASCII case and decodes percent-encoded unreserved
 //!   bytes first, so a deny rule cannot be passed by spelling a path
@@ -154,8 +164,10 @@
 //! - The session CA lives 1 minute to 30 days (default one day), a leaf 1
 //!   minute to 7 days and never past the CA (default one hour, renewed
 //!   past half its life); at most 1 to 65 536 leaves are cached (default
-//!   [`DEFAULT_LEAF_CACHE`]). Leaves are minted only for DNS names
-//!   (letters, digits, `-`, `_`; no wildcard) and IP addresses.
+//!   [`DEFAULT_LEAF_CACHE`]). Leaves are minted only for hosts in the
+//!   wire grammar of [`Host::parse_wire`] (names of letters, digits, `-`,
+//!   `_`, no wildcard; a numeric spelling is the IPv4 address it stands
+//!   for) and IPv6 addresses.
 //! - Upstream response heads are limited to 64 KiB and response chunk
 //!   lines to 8 KiB; a response over a bad framing ends the connection
 //!   (502 when nothing of it was sent yet). The client's TLS handshake
@@ -243,7 +255,6 @@ mod connection;
 mod credential;
 mod engine;
 mod error;
-mod field;
 #[doc(hidden)]
 pub mod fuzzing;
 #[cfg(feature = "git")]
@@ -251,8 +262,6 @@ mod git;
 #[cfg(feature = "graphql")]
 mod graphql_rule;
 mod head;
-mod head_parser;
-mod host_pattern;
 mod inject;
 mod leaf_cache;
 mod lease;
@@ -278,12 +287,13 @@ pub use ca::{
 };
 // The HTTP parser and the upstream form of a request.
 pub use chunked::{ChunkedDecoder, MAX_CHUNK_SIZE_DIGITS};
-pub use field::HeaderField;
-pub use head::{BodyFraming, RequestHead, TargetForm, Version};
-pub use inject::{Target, UpstreamHead, upstream_head};
-pub use limits::{
-    DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD, DEFAULT_MAX_HEADERS, DEFAULT_MAX_LINE, Limits,
-    LimitsBuilder,
+pub use head::{RequestHead, TargetForm};
+pub use inject::{UpstreamHead, upstream_head};
+pub use limits::{DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD, Limits, LimitsBuilder};
+// The network vocabulary this crate's API speaks, from `net-vocab`.
+pub use net_vocab::{
+    BodyFraming, DEFAULT_MAX_HEADERS, DEFAULT_MAX_LINE, HeadLimits, HeaderField, Host, HostPattern,
+    Target, Version,
 };
 pub use parser::{Request, RequestParser, Status};
 // Rules and classifiers.
@@ -298,11 +308,13 @@ pub use git::classifier::{GIT_FETCH, GIT_PUSH, GitClassifier, GitRequest, decode
 pub use graphql_rule::{
     GRAPHQL_MUTATION, GRAPHQL_QUERY, GRAPHQL_SUBSCRIPTION, GraphqlClassifier, graphql_error_body,
 };
-pub use host_pattern::{HostPattern, MAX_HOST_PATTERN_LEN};
 pub use path_glob::{MAX_GLOB_LEN, PathGlob, PathProblem};
 #[cfg(feature = "git")]
 pub use push_rule::{self, GitLimits, PushRule, PushRuleSpec};
-pub use rules::{MAX_RULE_ENTRIES, MAX_RULE_FILE_LEN, MAX_RULES, RuleFile, RuleSpec, Verdict};
+pub use rules::{
+    MAX_HOST_PATTERN_LEN, MAX_RULE_ENTRIES, MAX_RULE_FILE_LEN, MAX_RULES, RuleFile, RuleSpec,
+    Verdict,
+};
 pub use streamed::{BodyReader, HeldBody, Judgement};
 // Credentials, leases and secrets.
 pub use credential::{Credential, CredentialBuilder, HeaderTemplate};

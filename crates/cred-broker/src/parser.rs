@@ -3,10 +3,9 @@
 
 use crate::chunked::ChunkedDecoder;
 use crate::error::{Error, HttpErrorKind};
-use crate::field::HeaderField;
-use crate::head::{BodyFraming, RequestHead};
-use crate::head_parser::{HeadScanner, parse_head};
+use crate::head::RequestHead;
 use crate::limits::Limits;
+use net_vocab::{BodyFraming, HeadReader, HeaderField};
 use std::fmt;
 use std::sync::Arc;
 
@@ -83,8 +82,10 @@ impl fmt::Debug for Pick {
 }
 
 /// Reads requests from a byte stream, one at a time, in whatever slices
-/// the bytes arrive. Every check of the crate runs here; the first problem
-/// is an [`Error`] and the parser stays failed (answer 400 and close).
+/// the bytes arrive. Every check of the crate runs here (the head's by
+/// net-vocab's [`HeadReader`] within [`Limits::head`], then the broker's
+/// own, see [`RequestHead`]); the first problem is an [`Error`] and the
+/// parser stays failed (answer 400 and close).
 ///
 /// ```
 /// use cred_broker::{Limits, RequestParser, Status};
@@ -100,7 +101,7 @@ pub struct RequestParser {
     limits: Limits,
     state: State,
     buf: Vec<u8>,
-    scanner: HeadScanner,
+    reader: HeadReader,
     body: Vec<u8>,
     /// Which requests have their bodies streamed (taken in parts with
     /// `take_body_part`) instead of collected, and the bound on each such
@@ -117,7 +118,7 @@ impl RequestParser {
             limits,
             state: State::Head,
             buf: Vec::new(),
-            scanner: HeadScanner::default(),
+            reader: HeadReader::new(limits.head),
             body: Vec::new(),
             stream: None,
             streaming: false,
@@ -184,17 +185,18 @@ impl RequestParser {
         }
         if let State::Head = self.state {
             // Never buffer more than one byte past the head limit.
-            let room = (self.limits.max_head + 1).saturating_sub(self.buf.len());
+            let room = (self.limits.max_head() + 1).saturating_sub(self.buf.len());
             let take = input.len().min(room);
             let before = self.buf.len();
             self.buf.extend_from_slice(&input[..take]);
-            let Some(end) = self.scanner.scan(&self.buf, &self.limits)? else {
+            let read = self.reader.read(&self.buf).map_err(HttpErrorKind::Head)?;
+            let Some((head, end)) = read else {
                 return Ok(Status::Incomplete);
             };
             used = end - before;
-            let head = parse_head(&self.buf[..end])?;
+            let head = RequestHead::check(head)?;
             self.buf = Vec::new();
-            self.scanner = HeadScanner::default();
+            self.reader = HeadReader::new(self.limits.head);
             let mut limits = self.limits;
             self.streaming = false;
             if let Some(Pick(pick)) = &self.stream
@@ -203,7 +205,7 @@ impl RequestParser {
                 self.streaming = true;
                 limits.max_body = max;
             }
-            self.state = match head.framing {
+            self.state = match head.framing() {
                 BodyFraming::None | BodyFraming::Length(0) => {
                     return Ok(self.complete(head, Vec::new(), used));
                 }

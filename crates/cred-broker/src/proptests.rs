@@ -1,9 +1,9 @@
 //! Properties of the parser: no panic on any bytes, any split of a valid
 //! stream reads the same, re-framed requests read back the same.
 
-use crate::field::HeaderField;
 use crate::limits::Limits;
 use crate::parser::{Request, RequestParser, Status};
+use net_vocab::HeaderField;
 use proptest::prelude::*;
 
 /// Feeds `input` cut at `cuts`; returns the requests read, or `None` on an
@@ -38,9 +38,9 @@ fn read_split(input: &[u8], cuts: &[usize]) -> Option<Vec<Request>> {
 /// What must survive re-framing.
 fn essence(r: &Request) -> (String, String, &'static str, Vec<HeaderField>, Vec<u8>) {
     (
-        r.head.method.clone(),
-        r.head.target.clone(),
-        r.head.version.as_str(),
+        r.head.method().to_owned(),
+        r.head.target().to_owned(),
+        r.head.version().as_str(),
         r.head.forwarded_fields().cloned().collect(),
         r.body.clone(),
     )

@@ -1,9 +1,9 @@
 //! Writing a request for the upstream with framing of our own: the client's
 //! `Content-Length`, `Transfer-Encoding` and hop-by-hop fields never pass.
 
-use crate::field::HeaderField;
-use crate::head::{BodyFraming, RequestHead};
+use crate::head::RequestHead;
 use crate::parser::Request;
+use net_vocab::{BodyFraming, HeaderField};
 
 /// Fields that describe one hop (or the client's framing) and are never
 /// forwarded.
@@ -26,18 +26,18 @@ impl RequestHead {
     /// `Connection` header names (`Host` always stays).
     pub fn forwarded_fields(&self) -> impl Iterator<Item = &HeaderField> {
         let named: Vec<String> = self
-            .headers
+            .headers()
             .iter()
             .filter(|h| h.is("connection"))
             .flat_map(|h| {
-                String::from_utf8_lossy(&h.value)
+                String::from_utf8_lossy(h.value())
                     .split(',')
                     .map(|t| t.trim().to_ascii_lowercase())
                     .collect::<Vec<_>>()
             })
             .filter(|t| !t.is_empty() && t != "host")
             .collect();
-        self.headers
+        self.headers()
             .iter()
             .filter(move |h| !HOP_BY_HOP.iter().any(|n| h.is(n)) && !named.iter().any(|n| h.is(n)))
     }
@@ -65,22 +65,22 @@ pub(crate) fn write_head(
     skip: Option<&dyn Fn(&HeaderField) -> bool>,
     out: &mut Vec<u8>,
 ) {
-    out.extend_from_slice(head.method.as_bytes());
+    out.extend_from_slice(head.method().as_bytes());
     out.push(b' ');
-    out.extend_from_slice(head.target.as_bytes());
+    out.extend_from_slice(head.target().as_bytes());
     out.push(b' ');
-    out.extend_from_slice(head.version.as_str().as_bytes());
+    out.extend_from_slice(head.version().as_str().as_bytes());
     out.extend_from_slice(b"\r\n");
     for field in head.forwarded_fields() {
         if skip.is_some_and(|s| s(field)) {
             continue;
         }
-        out.extend_from_slice(field.name.as_bytes());
+        out.extend_from_slice(field.name().as_bytes());
         out.extend_from_slice(b": ");
-        out.extend_from_slice(&field.value);
+        out.extend_from_slice(field.value());
         out.extend_from_slice(b"\r\n");
     }
-    if body_len > 0 || head.framing != BodyFraming::None {
+    if body_len > 0 || head.framing() != BodyFraming::None {
         out.extend_from_slice(b"Content-Length: ");
         out.extend_from_slice(body_len.to_string().as_bytes());
         out.extend_from_slice(b"\r\n");

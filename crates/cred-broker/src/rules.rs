@@ -1,6 +1,7 @@
 //! Rules as data: the serialised form of a rule file.
 
-use crate::error::{Error, ErrorKind, RulesErrorKind};
+use crate::error::{Error, ErrorKind, RulesErrorKind, truncate};
+use net_vocab::HostPattern;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -10,6 +11,32 @@ pub const MAX_RULE_FILE_LEN: usize = 1024 * 1024;
 pub const MAX_RULES: usize = 4096;
 /// The most entries in one rule's list (hosts, methods, paths or classes).
 pub const MAX_RULE_ENTRIES: usize = 256;
+/// The longest host pattern accepted (a rule's or a credential's), in
+/// bytes.
+pub const MAX_HOST_PATTERN_LEN: usize = 253;
+
+/// A rule's or a credential's host pattern: net-vocab's [`HostPattern`]
+/// (R-EGRESS-2's wildcards; names through UTS #46), at most
+/// [`MAX_HOST_PATTERN_LEN`] bytes, and without a port: the broker matches
+/// the connection's host, and which ports reach it is the proxy's choice.
+pub(crate) fn host_pattern(entry: &str) -> Result<HostPattern, Error> {
+    let bad = |reason: String| {
+        Error::from(RulesErrorKind::InvalidHostPattern {
+            pattern: truncate(entry),
+            reason,
+        })
+    };
+    if entry.len() > MAX_HOST_PATTERN_LEN {
+        return Err(bad("it is longer than 253 bytes".to_owned()));
+    }
+    let pattern = HostPattern::parse(entry).map_err(|e| bad(e.to_string()))?;
+    if pattern.port().is_some() {
+        return Err(bad(
+            "give the host without a port; the broker matches the connection's host".to_owned(),
+        ));
+    }
+    Ok(pattern)
+}
 
 /// What a rule decides when it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -2,6 +2,7 @@
 //! with a leaf of the session CA, the client side verifies the upstream.
 
 use crate::error::{Error, ErrorKind};
+use net_vocab::Host;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use rustls::server::{ClientHello, ResolvesServerCert};
@@ -90,9 +91,12 @@ pub(crate) fn client_config(
     Ok(Arc::new(config))
 }
 
-/// The name the upstream must prove: the connection target's host (an IP
-/// literal without its brackets).
-pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, Error> {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    ServerName::try_from(bare.to_owned()).map_err(|e| config_error("upstream server name", e))
+/// The name the upstream must prove: the connection target's host.
+pub(crate) fn server_name(host: &Host) -> Result<ServerName<'static>, Error> {
+    match host {
+        Host::Ip(ip) => Ok(ServerName::IpAddress((*ip).into())),
+        Host::Name(name) => {
+            ServerName::try_from(name.clone()).map_err(|e| config_error("upstream server name", e))
+        }
+    }
 }

@@ -35,6 +35,21 @@ impl HeaderField {
     pub fn is(&self, name: &str) -> bool {
         self.name.eq_ignore_ascii_case(name)
     }
+
+    /// Parses one field line (without its CR LF) as [`crate::HeadReader`]
+    /// does, for field lines read elsewhere (the trailer section of a
+    /// chunked body). `offset` is where the line starts, for errors.
+    ///
+    /// ```
+    /// use net_vocab::{ErrorKind, HeaderField};
+    /// let f = HeaderField::parse_line(b"X-Sum:  12 ", 0).unwrap();
+    /// assert_eq!((f.name(), f.value()), ("X-Sum", &b"12"[..]));
+    /// let e = HeaderField::parse_line(b" folded", 40).unwrap_err();
+    /// assert_eq!(e.kind(), &ErrorKind::ObsFold { offset: 40 });
+    /// ```
+    pub fn parse_line(line: &[u8], offset: usize) -> Result<HeaderField, Error> {
+        parse_field_line(line, offset)
+    }
 }
 
 /// Header values may carry credentials, so `Debug` shows the value only for
@@ -67,6 +82,17 @@ fn is_sensitive(name: &str) -> bool {
 /// `tchar` of RFC 9110 section 5.6.2.
 pub(crate) fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Whether `s` is a token (RFC 9110 section 5.6.2): one or more `tchar`,
+/// the grammar of methods and field names.
+///
+/// ```
+/// assert!(net_vocab::is_token(b"X-Api-Key"));
+/// assert!(!net_vocab::is_token(b"a b") && !net_vocab::is_token(b""));
+/// ```
+pub fn is_token(s: &[u8]) -> bool {
+    !s.is_empty() && s.iter().all(|&b| is_tchar(b))
 }
 
 /// Parses one field line (without its CR LF); `offset` is where the line

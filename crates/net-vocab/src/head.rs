@@ -111,8 +111,11 @@ impl fmt::Display for Version {
 }
 
 /// How the request's body is delimited on the wire, as the head declares it.
+///
+/// Not `#[non_exhaustive]`: RFC 9112 fixes these three for requests, and
+/// a reader that met an unknown one would have to guess where the body
+/// ends, which is what request smuggling is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum BodyFraming {
     /// No `Content-Length` and no `Transfer-Encoding`: no body.
     None,

@@ -17,7 +17,9 @@
 //!   an optional `:port`. Checked once when loaded, then matched against
 //!   canonical hosts ([`HostPattern::matches`]).
 //! - [`HeadReader`]: a strict, bounded HTTP/1 request-head reader that
-//!   refuses every ambiguous framing, giving a [`RequestHead`].
+//!   refuses every ambiguous framing, giving a [`RequestHead`]. Its field
+//!   grammar is [`HeaderField::parse_line`] (for field lines read
+//!   elsewhere, such as a chunked body's trailers) and [`is_token`].
 //!
 //! # Example
 //!
@@ -99,7 +101,7 @@ mod target;
 pub mod fuzzing;
 
 pub use error::{Error, ErrorKind, HostProblem};
-pub use field::HeaderField;
+pub use field::{HeaderField, is_token};
 pub use head::{
     BodyFraming, DEFAULT_MAX_HEAD, DEFAULT_MAX_HEADERS, DEFAULT_MAX_LINE, HeadLimits, RequestHead,
     Version,

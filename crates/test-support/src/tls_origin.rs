@@ -38,11 +38,15 @@ pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 /// A fresh test CA and a leaf it signed for some names (DNS names or IP
-/// addresses), all DER, with the leaf's PKCS#8 key.
+/// addresses: a name that parses as an address gets an IP subject
+/// alternative name), all DER (the CA in PEM too), with the leaf's PKCS#8
+/// key.
 #[derive(Debug, Clone)]
 pub struct TestPki {
     /// The CA certificate: trust it to reach the origin.
     pub ca_der: Vec<u8>,
+    /// The CA certificate, PEM (for a program that reads a CA file).
+    pub ca_pem: String,
     /// The leaf certificate.
     pub leaf_der: Vec<u8>,
     /// The leaf's private key (PKCS#8).
@@ -77,6 +81,7 @@ impl TestPki {
             .unwrap();
         TestPki {
             ca_der: ca.der().to_vec(),
+            ca_pem: ca.pem(),
             leaf_der: leaf.der().to_vec(),
             leaf_key: leaf_key.serialize_der(),
         }

@@ -375,7 +375,7 @@ fn broker_settings(o: &Options) -> Result<BrokerSettings, String> {
         .map_err(|e| e.to_string())?;
     let mut settings = BrokerSettings::new(engine, cred);
     for h in &o.broker_hosts {
-        settings.host(h);
+        settings.host(h).map_err(|e| format!("--broker: {e}"))?;
     }
     if let Some(path) = &o.broker_push_rule {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;

@@ -15,7 +15,7 @@ use agent_sandbox::{
     rule_engine_from_file,
 };
 use connect_proxy::{
-    AllowList, Cidr, IpPolicy, ProxyConfig, ProxyCredentials, ProxyPair, SystemResolver,
+    AllowList, Cidr, Host, IpPolicy, ProxyConfig, ProxyCredentials, ProxyPair, SystemResolver,
 };
 use cred_broker::{Broker, Lease, SessionCa};
 use std::path::Path;
@@ -116,14 +116,20 @@ async fn run(o: Options) -> Result<(), String> {
     let ca_out = o.ca_out.as_deref().unwrap_or_default();
     std::fs::write(ca_out, broker.ca().ca_cert_pem()).map_err(|e| format!("{ca_out}: {e}"))?;
 
-    let hosts: Vec<String> = o
+    // The hook compares canonical hosts; the allowlist canonicalises the
+    // entries as given.
+    let hosts = o
         .hosts
         .iter()
-        .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
-        .collect();
+        .map(|h| {
+            Host::parse_config(h)
+                .map(|h| h.to_string())
+                .map_err(|e| format!("--broker {h:?}: {e}"))
+        })
+        .collect::<Result<Vec<String>, String>>()?;
     let list = AllowList::builder()
         .allow_all(o.allow.iter().cloned())
-        .allow_all(hosts.iter().cloned())
+        .allow_all(o.hosts.iter().cloned())
         .build()
         .map_err(|e| s(&e))?;
     let mut ip = IpPolicy::new();

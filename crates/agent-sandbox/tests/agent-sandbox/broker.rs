@@ -6,94 +6,14 @@
 use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder, next_event};
 use connect_proxy::{IpPolicy, StaticResolver};
 use cred_broker::{Credential, HeaderTemplate, RuleEngine, RuleFile, Secret, UpstreamRoots};
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use sandbox_core::{
     Access, SandboxBindMount, SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec, probe_ambient,
 };
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use test_support::tls_origin::{Origin, Reply, TestPki};
 
 const SECRET: &str = "real-token-5d1e0c77";
 const HOST: &str = "origin.test";
-
-struct Pki {
-    ca_der: Vec<u8>,
-    leaf_der: Vec<u8>,
-    leaf_key: Vec<u8>,
-}
-
-fn pki() -> Pki {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::from_params(&params, &ca_key);
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec![HOST.to_owned()])
-        .unwrap()
-        .signed_by(&leaf_key, &issuer)
-        .unwrap();
-    Pki {
-        ca_der: ca.der().to_vec(),
-        leaf_der: leaf.der().to_vec(),
-        leaf_key: leaf_key.serialize_der(),
-    }
-}
-
-/// An HTTPS origin that records each request head and answers with a body.
-async fn origin(pki: &Pki) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(
-        vec![CertificateDer::from(pki.leaf_der.clone())],
-        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pki.leaf_key.clone())),
-    )
-    .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, log) = (acceptor.clone(), log.clone());
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                loop {
-                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-                        match tls.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                        continue;
-                    };
-                    let head = String::from_utf8_lossy(&buf[..end + 4]).into_owned();
-                    buf.drain(..end + 4);
-                    log.lock().unwrap().push(head);
-                    let body = "origin-ok";
-                    let out = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
-                        body.len()
-                    );
-                    if tls.write_all(out.as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (addr, seen)
-}
 
 #[tokio::test]
 async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
@@ -105,8 +25,12 @@ async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
     ) {
         return;
     }
-    let pki = pki();
-    let (addr, seen) = origin(&pki).await;
+    let pki = TestPki::new(&[HOST]);
+    let origin = Origin::start(&pki, |_| async {
+        Reply::new("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\norigin-ok")
+    })
+    .await;
+    let addr = origin.addr();
     let root = std::env::temp_dir().join(format!("facade-broker-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     for d in ["home", "ws", "sockets"] {
@@ -132,6 +56,7 @@ async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
     let mut settings = BrokerSettings::new(engine, credential);
     settings
         .host(HOST)
+        .unwrap()
         // The test origin does not listen on 443.
         .broker_port(addr.port())
         .extra_root_der(pki.ca_der.clone())
@@ -205,7 +130,7 @@ async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
         "the write is refused by the read-only rule: {out}\n{err}"
     );
 
-    let heads = seen.lock().unwrap().clone();
+    let heads: Vec<String> = origin.seen().into_iter().map(|m| m.head).collect();
     assert_eq!(
         heads.len(),
         2,

@@ -507,9 +507,11 @@ async fn a_thousand_concurrent_tunnels() {
     f.pair.shutdown().await;
 }
 
-struct Broker;
+/// A stand-in for an interception hook (not the broker's adapter): it
+/// claims `broker.test` and answers with what it was handed.
+struct NoteHook;
 
-impl Intercept for Broker {
+impl Intercept for NoteHook {
     fn claims(&self, target: &Target) -> bool {
         target.host.as_name() == Some("broker.test")
     }
@@ -530,7 +532,7 @@ impl Intercept for Broker {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn intercept_takes_claimed_hosts() {
     let f = fixture(|b| {
-        b.intercept(Arc::new(Broker));
+        b.intercept(Arc::new(NoteHook));
     })
     .await;
     let out = exchange(

@@ -5,12 +5,13 @@
 use super::{Conn, Outgoing, Prepared, READ_CHUNK, body_classifier};
 use crate::classify::ClassifyInput;
 use crate::error::{Error, LeaseErrorKind, RulesErrorKind, TlsErrorKind, truncate};
-use crate::head::{RequestHead, Version};
-use crate::inject::{Body, upstream_head_for};
+use crate::head::RequestHead;
+use crate::inject::{Body, host_agrees, upstream_head_for};
 use crate::parser::Request;
 use crate::rules::Verdict;
 use crate::streamed::{BodyReader, Judgement};
 use crate::tls;
+use net_vocab::Version;
 use std::io::Read;
 use std::time::SystemTime;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -28,14 +29,17 @@ where
     /// sees the head alone).
     fn check(&self, input: &ClassifyInput<'_>) -> Result<(), Error> {
         let head = input.head;
-        if !self.target.agrees_with(head.host()) {
+        if !host_agrees(&self.target, head.host()) {
             return Err(RulesErrorKind::TargetMismatch {
                 host: truncate(head.host()),
                 target: self.target.to_string(),
             }
             .into());
         }
-        let decision = self.broker.engine.decide(input, self.target.host());
+        let decision = self
+            .broker
+            .engine
+            .decide_for(input, Some(&self.target.host));
         if decision.verdict() != Verdict::Allow {
             return Err(RulesErrorKind::RuleDenied {
                 method: truncate(head.method()),
@@ -66,10 +70,10 @@ where
             .broker
             .grants
             .iter()
-            .find(|g| g.credential.allows_host(target.host()))
+            .find(|g| g.credential.allows_host(&target.host))
         else {
             return Err(LeaseErrorKind::NoCredential {
-                host: target.host().to_owned(),
+                host: target.host.to_string(),
             }
             .into());
         };
@@ -177,7 +181,7 @@ where
     async fn connect(&self) -> Result<client::TlsStream<TcpStream>, Error> {
         let addr = self.upstream_addr;
         let config = self.broker.client_config.clone();
-        let name = tls::server_name(self.target.host())?;
+        let name = tls::server_name(&self.target.host)?;
         let dial = async {
             let tcp = TcpStream::connect(addr)
                 .await

@@ -13,13 +13,12 @@ use crate::answer::Answer;
 use crate::broker::Broker;
 use crate::classify::RequestClassifier;
 use crate::error::{Error, Response, TlsErrorKind, truncate};
-use crate::head::{RequestHead, Version};
-use crate::host_pattern::canonical_host;
-use crate::inject::Target;
+use crate::head::RequestHead;
 use crate::parser::{Request, RequestParser, Status};
 use crate::streamed::{BodyReader, HeldBody};
 use crate::tls;
-use std::net::{Ipv6Addr, SocketAddr};
+use net_vocab::{Host, Target, Version};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -43,11 +42,10 @@ impl Broker {
     /// `client` carries the bytes after the proxy's answer to `CONNECT`
     /// (prepend any bytes the proxy already read, for example with
     /// [`tokio::io::AsyncReadExt::chain`] and [`tokio::io::join`]; set
-    /// `TCP_NODELAY` on a TCP stream). `connect_host` and `connect_port`
-    /// are the `CONNECT` target, which is authoritative (a host name or an
-    /// IP literal, IPv6 with or without brackets); `upstream` is the
-    /// address the proxy already vetted for it, dialed once, at the first
-    /// request that passes every check, and never re-resolved.
+    /// `TCP_NODELAY` on a TCP stream). `target` is the `CONNECT` target,
+    /// which is authoritative; `upstream` is the address the proxy already
+    /// vetted for it, dialed once, at the first request that passes every
+    /// check, and never re-resolved.
     ///
     /// Returns `Ok` when the client closed between requests or a response
     /// closed the connection, and the error that ended it otherwise: a
@@ -60,26 +58,20 @@ impl Broker {
     pub async fn serve<S>(
         &self,
         client: S,
-        connect_host: &str,
-        connect_port: u16,
+        target: &Target,
         upstream: SocketAddr,
     ) -> Result<(), Error>
     where
         S: AsyncRead + AsyncWrite + Unpin + Send,
     {
-        // The proxy may name an IPv6 target without brackets.
-        let target = if connect_host.parse::<Ipv6Addr>().is_ok() {
-            Target::new(&format!("[{connect_host}]"), connect_port)?
-        } else {
-            Target::new(connect_host, connect_port)?
-        };
+        let target = target.clone();
         let acceptor = LazyConfigAcceptor::new(rustls::server::Acceptor::default(), client);
         let start = timeout(self.handshake_timeout, acceptor)
             .await
             .map_err(|_| client_error("the TLS handshake timed out"))?
             .map_err(client_error)?;
         if let Some(sni) = start.client_hello().server_name()
-            && canonical_host(sni) != target.host()
+            && Host::parse_wire(sni).ok().as_ref() != Some(&target.host)
         {
             let e = Error::from(TlsErrorKind::SniMismatch {
                 sni: truncate(sni),
@@ -88,7 +80,7 @@ impl Broker {
             self.report(target.to_string(), &e);
             return Err(e);
         }
-        let leaf = self.ca.leaf(target.host(), SystemTime::now())?;
+        let leaf = self.ca.leaf_for(&target.host, SystemTime::now())?;
         let config =
             tls::server_config(&self.provider, leaf.der(), &self.leaf_key, &self.sessions)?;
         let stream = timeout(self.handshake_timeout, start.into_stream(config))

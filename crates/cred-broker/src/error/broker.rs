@@ -112,13 +112,14 @@ pub enum RulesErrorKind {
         /// Why.
         reason: &'static str,
     },
-    /// A host pattern that cannot be compiled.
+    /// A host pattern that cannot be compiled (net-vocab's
+    /// [`net_vocab::HostPattern::parse`] refuses it, or it names a port).
     #[error("host pattern {pattern:?} is refused: {reason}")]
     InvalidHostPattern {
         /// The pattern (truncated).
         pattern: String,
         /// Why.
-        reason: &'static str,
+        reason: String,
     },
     /// The rule engine denied the request.
     #[error("request {method} {path:?} {decision}")]

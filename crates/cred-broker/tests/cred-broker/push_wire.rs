@@ -7,8 +7,8 @@
 use crate::support::read_message;
 use cred_broker::push_rule::{Pkt, write_pkt};
 use cred_broker::{
-    Broker, Credential, GitClassifier, HeaderTemplate, Lease, PushRuleSpec, RuleEngine, RuleFile,
-    Secret, SessionCa, UpstreamRoots,
+    Broker, Credential, GitClassifier, HeaderTemplate, Host, Lease, PushRuleSpec, RuleEngine,
+    RuleFile, Secret, SessionCa, Target, UpstreamRoots,
 };
 use std::io::Write;
 use std::sync::Arc;
@@ -89,9 +89,10 @@ async fn connect(w: &World) -> tokio_rustls::client::TlsStream<TcpStream> {
     let addr = listener.local_addr().unwrap();
     let broker = w.broker.clone();
     let upstream = w.origin.addr();
+    let target = Target::new(Host::parse_wire(HOST).unwrap(), upstream.port());
     tokio::spawn(async move {
         if let Ok((tcp, _)) = listener.accept().await {
-            let _ = broker.serve(tcp, HOST, upstream.port(), upstream).await;
+            let _ = broker.serve(tcp, &target, upstream).await;
         }
     });
     let config = tls_origin::client_config(&[w.ca.ca_cert_der()]);

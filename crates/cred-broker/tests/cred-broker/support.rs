@@ -19,10 +19,12 @@ pub(crate) fn load<T: DeserializeOwned>(name: &str) -> Vec<T> {
 pub(crate) use test_support::cases::variant;
 
 /// The name of an error's kind as the tables write it: the variant within
-/// its group (`BareLf`, not `Http`).
+/// its group (`BareLf`, not `Http`), and for the head reader's and the
+/// trailer grammar's refusals net-vocab's (`ObsFold`, not `Head`).
 pub(crate) fn error_variant(e: &cred_broker::Error) -> String {
-    use cred_broker::ErrorKind;
+    use cred_broker::{ErrorKind, HttpErrorKind};
     match e.kind() {
+        ErrorKind::Http(HttpErrorKind::Head(e) | HttpErrorKind::Trailer(e)) => variant(e.kind()),
         ErrorKind::Http(k) => variant(k),
         ErrorKind::Tls(k) => variant(k),
         ErrorKind::Lease(k) => variant(k),
@@ -52,11 +54,9 @@ impl Intercept for BrokerHook {
                 return;
             };
             conn.client.set_nodelay();
-            let host = conn.target.host.to_string();
-            let port = conn.target.port;
             let (read, write) = tokio::io::split(conn.client);
             let client = tokio::io::join(std::io::Cursor::new(conn.buffered).chain(read), write);
-            let _ = broker.serve(client, &host, port, upstream).await;
+            let _ = broker.serve(client, &conn.target, upstream).await;
         })
     }
 }

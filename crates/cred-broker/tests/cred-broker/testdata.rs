@@ -4,7 +4,7 @@
 
 use crate::support::{error_variant, load};
 use cred_broker::{
-    Classification, ClassifyInput, Credential, DecisionReason, Error, HeaderTemplate, Lease,
+    Classification, ClassifyInput, Credential, DecisionReason, Error, HeaderTemplate, Host, Lease,
     LeaseState, Limits, PHANTOM_BYTES, Request, RequestClass, RequestClassifier, RequestParser,
     Response, RestFallback, RuleEngine, RuleFile, Secret, Status, Target, Verdict, upstream_head,
 };
@@ -45,6 +45,27 @@ fn parse_all(input: &[u8], limits: Limits, step: usize) -> Result<Vec<Request>, 
     }
     parser.finish()?;
     Ok(out)
+}
+
+#[test]
+fn default_limits_and_refused_ones() {
+    let l = Limits::default();
+    assert_eq!(
+        (l.max_head(), l.max_line(), l.max_headers(), l.max_body()),
+        (64 * 1024, 8 * 1024, 100, 8 * 1024 * 1024)
+    );
+    assert_eq!(l.head().max_head(), 64 * 1024);
+    assert_eq!(Limits::builder().build().unwrap(), l);
+    for bad in [
+        Limits::builder().max_head(8).build(),
+        Limits::builder().max_head(1024).max_line(2048).build(),
+        Limits::builder().max_headers(0).build(),
+        Limits::builder().max_body(2 << 30).build(),
+    ] {
+        let e = bad.unwrap_err();
+        assert_eq!(error_variant(&e), "InvalidConfig", "{e}");
+        assert_eq!(e.response(), Response::NotARequest);
+    }
 }
 
 #[derive(Deserialize)]
@@ -147,6 +168,8 @@ struct RuleCase {
     ruleset: String,
     request: String,
     host: String,
+    /// The request's `Host` when it is not `host` (which must then parse).
+    header: Option<String>,
     expect: String,
     by: String,
 }
@@ -192,7 +215,7 @@ fn rule_table() {
     for c in &file.case {
         let set = &file.ruleset[&c.ruleset];
         let engine = engine_from(&set.format, &set.text).unwrap();
-        let req = head_of(&c.request, &c.host);
+        let req = head_of(&c.request, c.header.as_deref().unwrap_or(&c.host));
         let d = engine.decide(&ClassifyInput::with_body(req.head(), req.body()), &c.host);
         let verdict = match d.verdict() {
             Verdict::Allow => "allow",
@@ -347,8 +370,7 @@ fn run_injection_table() -> (Vec<String>, Vec<String>) {
             Ok(Status::Complete { request, .. }) => *request,
             other => panic!("{}: {other:?}", c.intent),
         };
-        let (host, port) = c.target.rsplit_once(':').unwrap();
-        let target = Target::new(host, port.parse().unwrap()).unwrap();
+        let target = Target::parse_authority(&c.target).unwrap();
         let got = upstream_head(&req, &target, &lease, &cred, now);
         seen.extend([
             format!("{cred:?}"),
@@ -442,7 +464,7 @@ fn revoke_reaches_every_holder_of_the_lease() {
         Ok(Status::Complete { request, .. }) => *request,
         other => panic!("{other:?}"),
     };
-    let target = Target::new("api.example.com", 443).unwrap();
+    let target = Target::parse_authority("api.example.com:443").unwrap();
     let now = SystemTime::now();
     assert!(upstream_head(&req, &target, &on_connection, &cred, now).is_ok());
     lease.revoke();
@@ -456,6 +478,36 @@ fn revoke_reaches_every_holder_of_the_lease() {
         lease.phantom().as_str().len(),
         "phantom_".len() + 2 * PHANTOM_BYTES
     );
+}
+
+#[test]
+fn credential_hosts_are_host_patterns_without_a_port() {
+    let build = |host: &str| {
+        Credential::builder("gh")
+            .secret(Secret::new(SECRET.as_bytes().to_vec()).unwrap())
+            .host(host)
+            .build()
+    };
+    // A port is refused: which ports reach a host is the proxy's choice.
+    for bad in [
+        "api.example.com:443",
+        "[fd00::1]:443",
+        "*.*.example.com",
+        "-a.example.com",
+    ] {
+        let e = build(bad).unwrap_err();
+        assert_eq!(error_variant(&e), "InvalidHostPattern", "{bad}: {e}");
+        assert_eq!(e.response(), Response::NotARequest);
+    }
+    // Names are canonical as net-vocab makes them: a Unicode entry is its
+    // A-label, an address in any spelling is that address.
+    let cred = build("Bücher.example").unwrap();
+    let host = |h: &str| Host::parse_wire(h).unwrap();
+    assert!(cred.allows_host(&host("xn--bcher-kva.example")));
+    assert!(!cred.allows_host(&host("bucher.example")));
+    let cred = build("169.254.169.254").unwrap();
+    assert!(cred.allows_host(&host("0xa9fea9fe")));
+    assert!(cred.allows_host(&host("::ffff:169.254.169.254")));
 }
 
 mod session_ca {

@@ -6,8 +6,8 @@ use crate::support::{proxy_pair, read_message};
 use test_support::tls_origin::{self, Message, Origin, Reply, TestPki};
 
 use cred_broker::{
-    BROKER_DENY, Broker, Credential, HeaderTemplate, Lease, RuleEngine, RuleFile, Secret,
-    SessionCa, UpstreamRoots,
+    BROKER_DENY, Broker, Credential, HeaderTemplate, Host, Lease, RuleEngine, RuleFile, Secret,
+    SessionCa, Target, UpstreamRoots,
 };
 use sandbox_core::SandboxViolation;
 use std::net::SocketAddr;
@@ -136,17 +136,15 @@ async fn broker_listener_for(
     let addr = listener.local_addr().unwrap();
     let broker = s.broker.clone();
     let upstream = s.origin.addr();
+    let target = Target::new(Host::parse_wire(connect_host).unwrap(), upstream.port());
     let results = Arc::new(Mutex::new(Vec::new()));
     let out = results.clone();
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             tcp.set_nodelay(true).unwrap();
-            let broker = broker.clone();
-            let out = out.clone();
+            let (broker, out, target) = (broker.clone(), out.clone(), target.clone());
             tokio::spawn(async move {
-                let r = broker
-                    .serve(tcp, connect_host, upstream.port(), upstream)
-                    .await;
+                let r = broker.serve(tcp, &target, upstream).await;
                 out.lock().unwrap().push(r);
             });
         }

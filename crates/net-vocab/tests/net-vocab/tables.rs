@@ -135,7 +135,6 @@ pub(crate) fn check_head(c: &HeadCase) {
                     BodyFraming::None => "none".to_owned(),
                     BodyFraming::Length(n) => format!("length:{n}"),
                     BodyFraming::Chunked => "chunked".to_owned(),
-                    other => format!("{other:?}"),
                 };
                 assert_eq!(&framing, want, "{}", c.intent);
             }
