@@ -545,11 +545,14 @@ impl Pane {
         .into_owned()
     }
     fn wait_for(&self, text: &str) {
+        self.wait_until(|screen| screen.contains(text));
+    }
+    fn wait_until(&self, done: impl Fn(&str) -> bool) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-        while !self.screen().contains(text) {
+        while !done(&self.screen()) {
             assert!(
                 std::time::Instant::now() < deadline,
-                "{text:?} never showed:\n{}",
+                "never came:\n{}",
                 self.screen()
             );
             std::thread::sleep(std::time::Duration::from_millis(50));
@@ -616,8 +619,11 @@ fn drive_a_shell_in_a_pane(tag: &str, user: Option<&str>) {
     pane.wait_for("40 120");
     pane.keys(&["sleep 100", "Enter"]);
     std::thread::sleep(std::time::Duration::from_millis(500));
+    let prompts = pane.screen().matches("bash-").count();
     pane.keys(&["C-c"]);
     pane.wait_for("^C");
+    // The next prompt: a line typed ahead of it may go with the ^C.
+    pane.wait_until(|screen| screen.matches("bash-").count() > prompts);
     pane.keys(&["echo alive $?", "Enter"]);
     pane.wait_for("alive 130");
     pane.keys(&["exit 3", "Enter"]);
