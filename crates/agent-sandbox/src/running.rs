@@ -15,9 +15,8 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
-/// The size asked for the stdout pipe and the largest read of it (one
-/// `stdout` event at most).
-const OUTPUT_PIPE_SIZE: usize = 256 * 1024;
+/// The largest read of a command's stdout (one `stdout` event at most).
+const OUTPUT_READ_SIZE: usize = 256 * 1024;
 
 /// Where a command's events go, how the host asks it to stop, its
 /// controls' state and its timeout.
@@ -197,12 +196,9 @@ pub(crate) async fn run_child(
     let mut tbuf = vec![0u8; 64 * 1024];
     let _ = tx.send(SandboxEvent::Ready).await;
     let (mut stdout, mut stderr) = (child.stdout.take(), child.stderr.take());
-    // Larger pipes and reads: fewer, larger events for bulk output (the
-    // kernel may refuse the size; the default then stays).
-    if let Some(o) = &stdout {
-        let _ = rustix::pipe::fcntl_setpipe_size(o, OUTPUT_PIPE_SIZE);
-    }
-    let (mut obuf, mut ebuf) = (vec![0u8; OUTPUT_PIPE_SIZE], vec![0u8; 16 * 1024]);
+    // Large reads: fewer, larger events for bulk output. (A larger pipe
+    // too was slower here: 0.4 against 0.9 GB/s.)
+    let (mut obuf, mut ebuf) = (vec![0u8; OUTPUT_READ_SIZE], vec![0u8; 16 * 1024]);
     let mut cgroup = cgroup;
     let mut killed: Option<KillReason> = None;
     let deadline = async {
