@@ -506,6 +506,9 @@ async fn an_interactive_shell_has_job_control_and_ctrl_c_ends_only_the_foregroun
     expect(&mut running, &mut seen, "[1] ").await;
     running.write_stdin(b"fg\n").await.unwrap();
     expect(&mut running, &mut seen, "sleep 100\r\n").await;
+    // bash prints the job before it hands it the terminal: a Ctrl-C in
+    // between would reach bash itself.
+    tokio::time::sleep(Duration::from_millis(500)).await;
     running.signal(CommandSignal::Interrupt).unwrap();
     // Typed ahead of the prompt, a line may be flushed with the ^C: wait
     // for the shell's third prompt (after `sleep &` and `fg`).
