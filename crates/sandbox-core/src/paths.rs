@@ -37,6 +37,10 @@ pub struct PathEntry {
     pub resolved: Option<String>,
     /// Whether the entry is a glob (never resolved).
     pub glob: bool,
+    /// How many leading bytes of `literal` are a path even in a glob: the
+    /// expanded home of a `~` entry, which matches itself whatever
+    /// characters it holds (`*`, `?`, brackets). 0 for other entries.
+    pub fixed_len: usize,
 }
 
 /// A resolved set of paths: each entry with its spellings, duplicates
@@ -71,11 +75,37 @@ impl PathSet {
         S: AsRef<str>,
         H: HostView + ?Sized,
     {
+        PathSet::resolve_as(entries, home, host, Reading::GlobsAllowed)
+    }
+
+    /// As [`PathSet::resolve`], for entries that are paths and never globs
+    /// (mount points, writable roots): a `*` or `?` in one is part of its
+    /// name, and the entry is resolved like any other path.
+    pub fn resolve_paths<I, S, H>(entries: I, home: &Path, host: &H) -> Result<PathSet, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+        H: HostView + ?Sized,
+    {
+        PathSet::resolve_as(entries, home, host, Reading::PathsOnly)
+    }
+
+    fn resolve_as<I, S, H>(
+        entries: I,
+        home: &Path,
+        host: &H,
+        reading: Reading,
+    ) -> Result<PathSet, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+        H: HostView + ?Sized,
+    {
         let home_str = home.to_string_lossy();
         check_absolute(&home_str)?;
         let mut set = PathSet::default();
         for entry in entries {
-            set.push(resolve_entry(entry.as_ref(), home, host)?);
+            set.push(resolve_entry(entry.as_ref(), home, host, reading)?);
         }
         Ok(set)
     }
@@ -84,6 +114,13 @@ impl PathSet {
         let seen = self.entries.iter().any(|e| e.literal == entry.literal);
         if !seen {
             self.entries.push(entry);
+        }
+    }
+
+    /// Adds the entries of `other` not already in the set.
+    pub fn extend(&mut self, other: PathSet) {
+        for e in other.entries {
+            self.push(e);
         }
     }
 
@@ -116,19 +153,34 @@ impl PathSet {
     }
 }
 
+/// Whether `*` and `?` make an entry a glob.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    GlobsAllowed,
+    PathsOnly,
+}
+
 fn resolve_entry<H: HostView + ?Sized>(
     entry: &str,
     home: &Path,
     host: &H,
+    reading: Reading,
 ) -> Result<PathEntry, Error> {
     let expanded = expand_tilde(entry, home)?;
     check_absolute(&expanded)?;
     let literal = normalize(&expanded);
-    if is_glob(&literal) {
+    // The home part of a `~` entry is a path: only what follows it can make
+    // the entry a glob.
+    let fixed_len = match entry.starts_with('~') {
+        true => normalize(&home.to_string_lossy()).len().min(literal.len()),
+        false => 0,
+    };
+    if reading == Reading::GlobsAllowed && literal.get(fixed_len..).is_some_and(is_glob) {
         return Ok(PathEntry {
             literal,
             resolved: None,
             glob: true,
+            fixed_len,
         });
     }
     let resolved = resolve_through_ancestors(Path::new(&literal), host)
@@ -150,6 +202,7 @@ fn resolve_entry<H: HostView + ?Sized>(
         literal,
         resolved,
         glob: false,
+        fixed_len,
     })
 }
 

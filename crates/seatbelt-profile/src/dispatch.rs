@@ -6,6 +6,7 @@ use crate::policy::{
     ancestors, deny_filters, device_filters, literal_filters, names_below, resolve_dirs,
     subpath_filters,
 };
+use crate::target_host::MacTarget;
 use sandbox_core::defaults::{
     DANGEROUS_BINARIES, FILENAME_GLOB_DENY, MANDATORY_WRITE_DENY, mandatory_write_deny_paths,
     secret_read_deny_entries,
@@ -134,6 +135,7 @@ impl DispatchProfileBuilder {
 
     /// Resolves every path on `host` and builds the profile.
     pub fn build<H: HostView + ?Sized>(&self, host: &H) -> Result<Profile, Error> {
+        let host = &MacTarget(host);
         self.spec.validate()?;
         let home_s = self
             .home
@@ -150,10 +152,13 @@ impl DispatchProfileBuilder {
             .iter()
             .map(|e| e.literal.clone())
             .collect();
-        let mut write_denied =
+        // The mandatory denies are paths below the home and the writable
+        // roots (never patterns, whatever those names hold); protected
+        // paths are deny entries and may be globs (R-PATHS-1).
+        let mandatory =
             mandatory_write_deny_paths(home, writable_literals.iter().map(String::as_str));
-        write_denied.extend(self.spec.protected_paths.iter().cloned());
-        let write_denied = PathSet::resolve(&write_denied, home, host)?;
+        let mut write_denied = PathSet::resolve_paths(&mandatory, home, host)?;
+        write_denied.extend(PathSet::resolve(&self.spec.protected_paths, home, host)?);
         let grants = resolve_dirs(&self.spec.exec_grant_roots, home, host)?;
         let dangerous = PathSet::resolve(DANGEROUS_BINARIES.iter().map(|c| c.entry), home, host)?;
 

@@ -104,6 +104,7 @@ mod policy;
 mod reader;
 mod regex;
 mod render;
+mod target_host;
 mod terminal;
 mod violation;
 
@@ -120,5 +121,6 @@ pub use policy::{DEVICE_WRITE_LITERALS, DEVICE_WRITE_REGEXES};
 pub use reader::{MAX_SBPL_BYTES, MAX_SBPL_DEPTH, read_profile};
 pub use regex::{MAX_REGEX_DEPTH, MAX_STRING_LEN, SbplRegex, glob_to_regex};
 pub use render::{DEFAULT_RULE_BUDGET, RenderedProfile};
+pub use target_host::FIRMLINKS;
 pub use terminal::{TERMINAL_SECRET_DIRS, TerminalProfileBuilder};
 pub use violation::{MAX_LOG_LINE, parse_violation_line};

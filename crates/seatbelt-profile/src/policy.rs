@@ -1,7 +1,7 @@
 //! Pieces shared by the dispatch and terminal profiles: path sets turned
 //! into filters, ancestors, the device files a shell writes.
 
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::model::Filter;
 use crate::regex::RegexText;
 use sandbox_core::{HostView, PathEntry, PathSet};
@@ -44,7 +44,7 @@ pub(crate) fn subpath_filters<H: HostView + ?Sized>(
     let mut out = Vec::new();
     for e in set.entries() {
         if e.glob {
-            glob_filters(&e.literal, host, &mut out)?;
+            glob_filters(e, host, &mut out)?;
         } else {
             out.extend(spellings(e).map(|s| Filter::Subpath(s.to_owned())));
         }
@@ -72,7 +72,7 @@ pub(crate) fn deny_filters<H: HostView + ?Sized>(
     let mut out = Vec::new();
     for e in set.entries() {
         if e.glob {
-            glob_filters(&e.literal, host, &mut out)?;
+            glob_filters(e, host, &mut out)?;
             continue;
         }
         // Only a positive answer narrows the rule: a lookup that failed or
@@ -98,11 +98,11 @@ fn spellings(e: &PathEntry) -> impl Iterator<Item = &str> {
 /// One `regex` per spelling of a glob, matching what the glob matches and
 /// everything below it.
 fn glob_filters<H: HostView + ?Sized>(
-    glob: &str,
+    entry: &PathEntry,
     host: &H,
     out: &mut Vec<Filter>,
 ) -> Result<(), Error> {
-    for (prefix, rest) in glob_spellings(glob, host)? {
+    for (prefix, rest) in glob_spellings(&entry.literal, entry.fixed_len, host)? {
         let mut b = RegexText::anchored();
         b.push_literal(&prefix)?;
         b.push_path_glob(&rest)?;
@@ -119,9 +119,10 @@ fn glob_filters<H: HostView + ?Sized>(
 /// unresolved; the kernel matches resolved paths, so both are needed.
 fn glob_spellings<H: HostView + ?Sized>(
     glob: &str,
+    fixed_len: usize,
     host: &H,
 ) -> Result<Vec<(String, String)>, Error> {
-    let Some(prefix) = glob_fixed_prefix(glob) else {
+    let Some(prefix) = glob_fixed_prefix(glob, fixed_len) else {
         return Ok(vec![(String::new(), glob.to_owned())]);
     };
     let rest = &glob[prefix.len()..];
@@ -138,21 +139,15 @@ pub(crate) fn literal_filters(set: &PathSet) -> Vec<Filter> {
     set.spellings().into_iter().map(Filter::Literal).collect()
 }
 
-/// Resolves directories that must be plain paths (no globs).
+/// Resolves directories that are paths, never globs (writable roots, exec
+/// grants): a `*` or `?` in one is part of its name. They reach the profile
+/// as `-D` parameters, so their bytes are never read as syntax.
 pub(crate) fn resolve_dirs<H: HostView + ?Sized>(
     entries: &[String],
     home: &Path,
     host: &H,
 ) -> Result<PathSet, Error> {
-    let set = PathSet::resolve(entries, home, host)?;
-    if let Some(g) = set.entries().iter().find(|e| e.glob) {
-        return Err(ErrorKind::InvalidPath {
-            path: g.literal.clone(),
-            reason: "a writable or exec-grant directory cannot be a glob",
-        }
-        .into());
-    }
-    Ok(set)
+    Ok(PathSet::resolve_paths(entries, home, host)?)
 }
 
 /// The ancestors (never `/`) of every spelling in `sets`, in a stable order.
@@ -176,7 +171,7 @@ pub(crate) fn ancestors<H: HostView + ?Sized>(
     for set in sets {
         for e in set.entries() {
             if e.glob {
-                for (prefix, _) in glob_spellings(&e.literal, host)? {
+                for (prefix, _) in glob_spellings(&e.literal, e.fixed_len, host)? {
                     add(Some(prefix.as_str()).filter(|p| !p.is_empty()));
                 }
             } else {
@@ -204,10 +199,11 @@ fn parent(p: &str) -> Option<&str> {
 
 /// The directory made of the components before the first one holding a
 /// glob character; `None` if that is `/`.
-fn glob_fixed_prefix(glob: &str) -> Option<&str> {
-    // Only `*` and `?` make a path-set entry a glob: a `[` is part of a
-    // name (a home directory may hold one).
-    let first = glob.find(['*', '?'])?;
+fn glob_fixed_prefix(glob: &str, fixed_len: usize) -> Option<&str> {
+    // Only `*` and `?` make a path-set entry a glob (a `[` is part of a
+    // name), and only after its fixed part (an expanded home may hold any
+    // character).
+    let first = fixed_len + glob.get(fixed_len..)?.find(['*', '?'])?;
     let slash = glob[..first].rfind('/')?;
     if slash == 0 {
         None
@@ -244,10 +240,15 @@ mod tests {
         assert_eq!(parent("/a/b/c"), Some("/a/b"));
         assert_eq!(parent("/a"), None);
         assert_eq!(
-            glob_fixed_prefix("/u/.cargo/credentials*"),
+            glob_fixed_prefix("/u/.cargo/credentials*", 0),
             Some("/u/.cargo")
         );
-        assert_eq!(glob_fixed_prefix("/*.pem"), None);
+        assert_eq!(glob_fixed_prefix("/*.pem", 0), None);
+        assert_eq!(
+            glob_fixed_prefix("/Users/a*b/.cargo/credentials*", "/Users/a*b".len()),
+            Some("/Users/a*b/.cargo"),
+            "the home part is fixed, whatever it holds"
+        );
     }
 
     use sandbox_core::{FakeHost, Os};

@@ -3,6 +3,7 @@
 use crate::error::{Error, ErrorKind};
 use crate::model::{Action, Filter, Operation, Profile, Rule};
 use crate::policy::{ancestors, deny_filters, device_filters, resolve_dirs, subpath_filters};
+use crate::target_host::MacTarget;
 use sandbox_core::{HostView, PathSet};
 use std::path::Path;
 
@@ -59,6 +60,7 @@ impl TerminalProfileBuilder {
 
     /// Resolves the paths on `host` and builds the profile.
     pub fn build<H: HostView + ?Sized>(&self, host: &H) -> Result<Profile, Error> {
+        let host = &MacTarget(host);
         let home_s = self
             .home
             .as_deref()

@@ -695,3 +695,104 @@ fn a_home_with_brackets_and_metacharacters_denies_what_a_plain_home_does() {
         "the glob secret is denied under the odd home"
     );
 }
+
+/// The decisions of a dispatch profile for `home` on paths below it.
+fn home_decisions(home: &str) -> Vec<(Decision, Decision)> {
+    let host = FakeHost::new(Os::MacOs);
+    let spec = SandboxSpec::new("s", "w");
+    let mut b = DispatchProfileBuilder::new(&spec);
+    b.home(home).http_proxy_port(8080).socks_proxy_port(1080);
+    let profile = b.build(&host).unwrap();
+    let r = profile.render().unwrap();
+    let back = read_profile(r.text(), &r.params_map()).unwrap();
+    assert!(
+        back.rules().eq(profile.rules()),
+        "read-back rules differ for {home:?}"
+    );
+    let ev = Evaluator::from_sbpl(r.text(), &r.params_map()).unwrap();
+    [
+        ".cargo/credentials",
+        ".cargo/credentials.toml",
+        ".ssh/id_rsa",
+        ".netrc",
+        ".bashrc",
+        "project/notes.txt",
+    ]
+    .iter()
+    .map(|rel| {
+        let p = format!("{home}/{rel}");
+        (
+            ev.decide(Operation::FileReadData, Target::Path(&p)),
+            ev.decide(Operation::FileWriteData, Target::Path(&p)),
+        )
+    })
+    .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 10_000, ..ProptestConfig::default() })]
+
+    /// Any bytes a home directory may hold (quotes, brackets, braces,
+    /// backslashes, the regex metacharacters, `*` and `?`, non-ASCII,
+    /// spaces) mean for the secrets below it what a plain home means.
+    #[test]
+    fn a_home_of_any_characters_denies_what_a_plain_twin_does(
+        name in "[a-z][a-z0-9 \"'()\\[\\]{}\\\\|^$.+*?#;ü€]{0,12}"
+            .prop_filter("a component", |s| s != "." && s != ".." && !s.ends_with(' ')),
+    ) {
+        static PLAIN: std::sync::OnceLock<Vec<(Decision, Decision)>> = std::sync::OnceLock::new();
+        let plain = PLAIN.get_or_init(|| home_decisions("/Users/plain"));
+        let odd = format!("/Users/{name}");
+        prop_assert_eq!(&home_decisions(&odd), plain, "home {:?}", odd);
+    }
+}
+
+/// The profile depends on the spec, not on the host that renders it: macOS's
+/// firmlinks apply on a Linux host too.
+#[test]
+fn one_spec_renders_the_same_profile_on_a_linux_and_a_macos_host() {
+    let mut spec = SandboxSpec::new("s", "w");
+    for (path, read_only) in [
+        ("/tmp/wt", false),
+        ("/var/folders/zz/state", false),
+        ("/etc/agent", true),
+    ] {
+        spec.bind_mounts.push(SandboxBindMount {
+            host_path: path.into(),
+            guest_path: path.into(),
+            read_only,
+        });
+    }
+    spec.protected_paths.push("/tmp/wt/secret".into());
+    let render = |host: &FakeHost| {
+        let mut b = DispatchProfileBuilder::new(&spec);
+        b.home("/tmp/home")
+            .http_proxy_port(8080)
+            .socks_proxy_port(1080)
+            .temp_dir("/var/folders/zz/T");
+        b.build(host).unwrap().render().unwrap()
+    };
+    let linux = FakeHost::new(Os::Linux);
+    let mut mac = FakeHost::new(Os::MacOs);
+    mac.symlink("/tmp", "/private/tmp")
+        .symlink("/var", "/private/var")
+        .symlink("/etc", "/private/etc");
+    let (on_linux, on_mac) = (render(&linux), render(&mac));
+    assert_eq!(on_linux.text(), on_mac.text());
+    assert_eq!(on_linux.params_map(), on_mac.params_map());
+    let ev = Evaluator::from_sbpl(on_linux.text(), &on_linux.params_map()).unwrap();
+    let decide = |op, p: &str| ev.decide(op, Target::Path(p));
+    // The kernel's spellings, rendered on Linux.
+    assert_eq!(
+        decide(Operation::FileReadData, "/private/tmp/home/.ssh/id_rsa"),
+        Decision::Deny
+    );
+    assert_eq!(
+        decide(Operation::FileWriteData, "/private/var/folders/zz/state/x"),
+        Decision::Allow
+    );
+    assert_eq!(
+        decide(Operation::FileWriteUnlink, "/private/tmp/wt/secret"),
+        Decision::Deny
+    );
+}
