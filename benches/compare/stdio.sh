@@ -8,16 +8,16 @@
 # Two cases: stdout throughput (1 GiB of zeros out of `head -c`, counted on
 # the reading side) and one-byte round trips through `cat` (10,000, one
 # byte written, the same byte read back; p50 and p99). Prints each figure
-# and the ratio against bare bubblewrap. SMOKE=1 moves 64 MiB and 500
-# round trips. A case whose byte count is wrong, or that fails, fails the
+# and the ratio against bare bubblewrap, each the median of REPEAT (5)
+# alternating rounds. SMOKE=1 moves 64 MiB and 500 round trips, once. A case whose byte count is wrong, or that fails, fails the
 # script. Needs bubblewrap, socat and python3.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . benches/compare/support/common.sh
 if smoke; then
-    BYTES=${BYTES:-$((64 << 20))} ROUNDS=${ROUNDS:-500}
+    BYTES=${BYTES:-$((64 << 20))} ROUNDS=${ROUNDS:-500} REPEAT=${REPEAT:-1}
 else
-    BYTES=${BYTES:-$((1 << 30))} ROUNDS=${ROUNDS:-10000}
+    BYTES=${BYTES:-$((1 << 30))} ROUNDS=${ROUNDS:-10000} REPEAT=${REPEAT:-5}
 fi
 need bwrap socat python3
 cargo build --release --locked -q -p agent-sandbox-examples --bin agent-run
@@ -26,10 +26,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-python3 - "$AGENT_RUN" "$BYTES" "$ROUNDS" <<'EOF'
+python3 - "$AGENT_RUN" "$BYTES" "$ROUNDS" "$REPEAT" <<'EOF'
 import os, statistics, subprocess, sys, time
 
-agent_run, total, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+agent_run, total, rounds, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 bwrap = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-all", "--"]
 tools = {
     "pipe": [],
@@ -73,17 +73,27 @@ def round_trips(prefix):
     lat.sort()
     return lat[len(lat) // 2] * 1e6, lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1e6
 
+# Rounds alternate the tools (pipe, bwrap, agent-run, pipe, ...) so that a
+# slow stretch of the shared machine falls on all three; each figure is the
+# median over the rounds.
+runs = {name: [] for name in tools}
+for _ in range(repeat):
+    for name, prefix in tools.items():
+        if name in failed:
+            continue
+        try:
+            gbps = throughput(prefix)
+            p50, p99 = round_trips(prefix)
+            runs[name].append((gbps, p50, p99))
+        except Exception as e:
+            print(f"{name}: FAILED: {e}", file=sys.stderr)
+            failed.append(name)
 res = {}
-for name, prefix in tools.items():
-    try:
-        gbps = throughput(prefix)
-        p50, p99 = round_trips(prefix)
-        res[name] = (gbps, p50, p99)
-    except Exception as e:
-        print(f"{name}: FAILED: {e}", file=sys.stderr)
-        failed.append(name)
+for name, rs in runs.items():
+    if rs and name not in failed:
+        res[name] = tuple(statistics.median(r[i] for r in rs) for i in range(3))
 
-print(f"stdout {total >> 20} MiB, {rounds} one-byte round trips")
+print(f"stdout {total >> 20} MiB, {rounds} one-byte round trips, median of {repeat} alternating rounds")
 print(f"{'tool':<10} {'GB/s':>8} {'vs bwrap':>9} {'p50 us':>9} {'p99 us':>9} {'p50 - bwrap':>12}")
 base = res.get("bwrap")
 for name, (gbps, p50, p99) in res.items():

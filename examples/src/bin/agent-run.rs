@@ -520,12 +520,15 @@ async fn run(o: Options) -> Result<u8, String> {
         forward_resizes(events.control());
     }
     let mut code = 1u8;
-    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+    // The command's output goes to our stdout as it comes, unbuffered: a
+    // descriptor of its own, not the line-buffered `Stdout` (which scans
+    // every chunk for a newline).
+    let mut out = raw_stdout().map_err(|e| format!("opening stdout: {e}"))?;
+    let mut err = std::io::stderr();
     while let Some(ev) = next_event(&mut events).await {
         match ev {
             SandboxEvent::Stdout { data } => {
                 let _ = out.write_all(&data);
-                let _ = out.flush();
             }
             SandboxEvent::Stderr { data } => {
                 let _ = err.write_all(&data);
@@ -560,4 +563,13 @@ async fn run(o: Options) -> Result<u8, String> {
         .await
         .map_err(|e| e.to_string())?;
     Ok(code)
+}
+
+/// Our stdout as a file of its own (a duplicate of descriptor 1), written
+/// without a buffer.
+fn raw_stdout() -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsFd;
+    Ok(std::fs::File::from(
+        std::io::stdout().as_fd().try_clone_to_owned()?,
+    ))
 }

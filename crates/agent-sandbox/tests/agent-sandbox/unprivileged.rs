@@ -1,0 +1,48 @@
+//! The command tests (`commands`, `acp`) once more as an unprivileged user:
+//! this test binary runs itself again under `setpriv` as uid 65534, with
+//! only those tests selected, and requires every one of them to pass.
+//! (The limit tests then meet a cgroup tree they cannot write and check
+//! that their limits are refused, never silently dropped.)
+
+use std::process::Command;
+
+/// Set in the re-run, so that it does not start another.
+const RERUN: &str = "AGENT_SANDBOX_TEST_UNPRIVILEGED_RERUN";
+
+#[test]
+fn the_command_tests_pass_as_an_unprivileged_user() {
+    if std::env::var_os(RERUN).is_some() {
+        return;
+    }
+    if !super::native::native_available()
+        || !test_support::require_root()
+        || test_support::tool("setpriv", "apt-get install util-linux").is_none()
+    {
+        return;
+    }
+    let me = std::env::current_exe().unwrap();
+    let out = Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&me)
+        .args(["commands::", "acp::", "--test-threads=2"])
+        .env(RERUN, "1")
+        .env("TMPDIR", "/tmp")
+        .env("HOME", "/tmp")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "as uid 65534:\n{stdout}\n{stderr}");
+    let passed = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("test result: ok. "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(0);
+    // Every test of the two modules ran (none filtered away by a rename).
+    assert!(
+        passed >= 13,
+        "only {passed} tests ran as uid 65534:\n{stdout}"
+    );
+    assert!(stdout.contains(" 0 failed"), "{stdout}");
+}
