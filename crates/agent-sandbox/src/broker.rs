@@ -276,6 +276,10 @@ impl Intercept for BrokerIntercept {
     }
 }
 
+#[cfg_attr(
+    not(target_os = "linux"),
+    allow(dead_code, reason = "used by the bubblewrap backend (Linux)")
+)]
 /// The path of the CA bundle inside the sandbox.
 pub(crate) fn guest_bundle_path() -> PathBuf {
     PathBuf::from(format!("{}/ca.pem", bwrap_spec::BRIDGE_GUEST_DIR))

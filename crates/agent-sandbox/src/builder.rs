@@ -1,7 +1,9 @@
 //! [`ManagerBuilder`]: the probe, the host view and every setting of a
 //! [`SandboxManager`], decided once at [`ManagerBuilder::build`].
 
-use crate::backend::{Backend, bubblewrap, seatbelt};
+#[cfg(target_os = "linux")]
+use crate::backend::bubblewrap;
+use crate::backend::{Backend, seatbelt};
 use crate::decide::{self, BackendChoice};
 use crate::egress::EgressSettings;
 use crate::manager::SandboxManager;
@@ -250,6 +252,7 @@ impl ManagerBuilder {
             BackendChoice::Seatbelt => Backend::Seatbelt(seatbelt::Config {
                 temp_dir: temp_dir()?,
             }),
+            #[cfg(target_os = "linux")]
             BackendChoice::Bubblewrap { bwrap, socat } => {
                 Backend::Bubblewrap(Arc::new(bubblewrap::Config {
                     bwrap,
@@ -259,6 +262,11 @@ impl ManagerBuilder {
                     name_guard: self.name_guard.clone(),
                     inner_bridge: self.inner_bridge,
                 }))
+            }
+            // `backend_choice` picks bubblewrap only on Linux.
+            #[cfg(not(target_os = "linux"))]
+            BackendChoice::Bubblewrap { .. } => {
+                Backend::Unavailable("bubblewrap runs only on Linux".to_owned())
             }
         };
         let settings = Settings {

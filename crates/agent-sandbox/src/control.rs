@@ -50,6 +50,10 @@ enum Target {
     NotStarted,
     /// The command is this process.
     Child(u32),
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(dead_code, reason = "used by the bubblewrap backend (Linux)")
+    )]
     /// The command runs in the pid namespace whose first process is this.
     Namespace {
         init: u32,
@@ -109,6 +113,10 @@ impl ControlState {
         }
     }
 
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(dead_code, reason = "used by the bubblewrap backend (Linux)")
+    )]
     /// The sandbox's first process is known: signals go to its namespace.
     pub(crate) fn sandbox_started(&self, init: u32) {
         if let Ok(mut t) = self.target.lock()

@@ -42,6 +42,10 @@ pub(crate) struct Egress {
 /// How the sandbox reaches the proxies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Listen {
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(dead_code, reason = "used by the bubblewrap backend (Linux)")
+    )]
     /// No listener yet: the backend hands the service its own (Unix
     /// sockets, listeners inside the sandbox's network namespace).
     Unbound,

@@ -108,6 +108,7 @@ mod egress;
 mod env;
 mod error;
 mod events;
+mod inner_bridge;
 mod manager;
 mod process_fds;
 mod pty;
@@ -115,7 +116,6 @@ mod running;
 mod session_dir;
 mod violations;
 
-pub use backend::bubblewrap::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT, InnerBridge};
 pub use broker::{
     BrokerSettings, DEFAULT_BROKER_PORT, SYSTEM_CA_BUNDLES, broker_intercept,
     broker_intercept_on_ports, credential_for_hosts, header_template_from_name,
@@ -127,4 +127,5 @@ pub use cgroup::Cgroups;
 pub use env::sanitized_env;
 pub use error::{Error, ErrorKind};
 pub use events::next_event;
+pub use inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT, InnerBridge};
 pub use manager::SandboxManager;

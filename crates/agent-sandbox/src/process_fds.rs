@@ -23,17 +23,20 @@ pub(crate) fn close_inherited_fds(cmd: &mut tokio::process::Command) {
     )]
     unsafe {
         cmd.pre_exec(|| {
-            let r = libc::syscall(
-                libc::SYS_close_range,
-                3u32,
-                u32::MAX,
-                libc::CLOSE_RANGE_CLOEXEC as libc::c_uint,
-            );
-            if r == 0 {
-                return Ok(());
+            #[cfg(target_os = "linux")]
+            {
+                let r = libc::syscall(
+                    libc::SYS_close_range,
+                    3u32,
+                    u32::MAX,
+                    libc::CLOSE_RANGE_CLOEXEC as libc::c_uint,
+                );
+                if r == 0 {
+                    return Ok(());
+                }
             }
-            // Kernels before 5.11: every descriptor below the soft limit
-            // (at most 65,536 of them).
+            // Kernels before 5.11 and other systems: every descriptor below
+            // the soft limit (at most 65,536 of them).
             let mut lim = libc::rlimit {
                 rlim_cur: 0,
                 rlim_max: 0,
@@ -51,6 +54,10 @@ pub(crate) fn close_inherited_fds(cmd: &mut tokio::process::Command) {
     }
 }
 
+#[cfg_attr(
+    not(target_os = "linux"),
+    allow(dead_code, reason = "used by the bubblewrap backend (Linux)")
+)]
 /// Lets the spawned program inherit `fds` (opened close-on-exec) across
 /// exec. The caller keeps the descriptors open until the spawn returned.
 pub(crate) fn inherit_fds<const N: usize>(cmd: &mut tokio::process::Command, fds: [RawFd; N]) {

@@ -16,12 +16,13 @@
 use rustix::fd::{AsFd, OwnedFd};
 use sandbox_core::PtySize;
 use std::io;
-use std::path::Path;
 use tokio::io::unix::AsyncFd;
 
+#[cfg(target_os = "linux")]
 /// The slave's path inside a sandbox: the first pair of a fresh devpts.
 pub(crate) const SANDBOX_SLAVE: &str = "/dev/pts/0";
 
+#[cfg(target_os = "linux")]
 /// The wrapper that makes the slave the command's terminal inside a
 /// sandbox: `sh -c SCRIPT /dev/pts/0 CMD...`.
 pub(crate) const ATTACH_SCRIPT: &str = r#"exec 0<>"$0" 1>&0 2>&0 && exec setsid -w -c "$@""#;
@@ -35,11 +36,24 @@ fn winsize(size: PtySize) -> rustix::termios::Winsize {
     }
 }
 
-/// A pair on the host: (master, slave).
-pub(crate) fn open_on_host(size: PtySize) -> io::Result<(OwnedFd, OwnedFd)> {
+/// A fresh master, close-on-exec (set at open where the system allows it).
+fn open_master() -> io::Result<OwnedFd> {
     use rustix::pty::OpenptFlags;
+    #[cfg(target_os = "linux")]
     let master =
         rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
+    #[cfg(not(target_os = "linux"))]
+    let master = {
+        let m = rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY)?;
+        rustix::io::fcntl_setfd(&m, rustix::io::FdFlags::CLOEXEC)?;
+        m
+    };
+    Ok(master)
+}
+
+/// A pair on the host: (master, slave).
+pub(crate) fn open_on_host(size: PtySize) -> io::Result<(OwnedFd, OwnedFd)> {
+    let master = open_master()?;
     rustix::pty::grantpt(&master)?;
     rustix::pty::unlockpt(&master)?;
     let name = rustix::pty::ptsname(&master, Vec::new())?;
@@ -52,6 +66,7 @@ pub(crate) fn open_on_host(size: PtySize) -> io::Result<(OwnedFd, OwnedFd)> {
     Ok((master, slave))
 }
 
+#[cfg(target_os = "linux")]
 /// The master of a fresh pair in the devpts of the sandbox whose first
 /// process is `pid`, once that sandbox has mounted its own (waits up to
 /// two seconds). Its slave must be [`SANDBOX_SLAVE`].
@@ -60,7 +75,7 @@ pub(crate) async fn open_in_sandbox(pid: u32, size: PtySize) -> io::Result<Owned
     let pts = format!("/proc/{pid}/root/dev/pts");
     let mut mounted = false;
     for _ in 0..400 {
-        if rustix::fs::stat(Path::new(&pts)).is_ok_and(|s| s.st_dev != host_devpts) {
+        if rustix::fs::stat(std::path::Path::new(&pts)).is_ok_and(|s| s.st_dev != host_devpts) {
             mounted = true;
             break;
         }
@@ -70,7 +85,7 @@ pub(crate) async fn open_in_sandbox(pid: u32, size: PtySize) -> io::Result<Owned
         return Err(io::Error::other("the sandbox did not mount its own devpts"));
     }
     let master = rustix::fs::open(
-        Path::new(&format!("{pts}/ptmx")),
+        std::path::Path::new(&format!("{pts}/ptmx")),
         rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC,
         rustix::fs::Mode::empty(),
     )?;

@@ -33,6 +33,10 @@ pub(crate) struct CommandIo {
 }
 
 impl CommandIo {
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(dead_code, reason = "used by the bubblewrap backend (Linux)")
+    )]
     /// Reports a command that could not be started after its stream opened.
     pub(crate) async fn failed_to_start(self, what: &str, err: &std::io::Error) {
         self.control.finished().await;

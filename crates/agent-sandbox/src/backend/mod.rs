@@ -3,7 +3,9 @@
 //! session, exactly one [`BackendSession`]; everything else (the session
 //! table, states, the event stream) is the manager's and the same for all.
 
+#[cfg(target_os = "linux")]
 pub(crate) mod bubblewrap;
+#[cfg(target_os = "linux")]
 pub(crate) use bubblewrap::ReportReader;
 pub(crate) mod none;
 pub(crate) mod seatbelt;
@@ -15,13 +17,31 @@ use sandbox_core::SandboxSpec;
 use std::ffi::OsString;
 use std::future::Future;
 use std::pin::Pin;
+#[cfg(target_os = "linux")]
 use std::sync::Arc;
+
+/// The name guard's reports: it runs only under bubblewrap, so elsewhere
+/// there is never one to read (the type has no value).
+#[cfg(not(target_os = "linux"))]
+pub(crate) enum ReportReader {}
+
+#[cfg(not(target_os = "linux"))]
+impl ReportReader {
+    pub(crate) fn take_ready(&mut self) -> Vec<sandbox_core::SandboxViolation> {
+        match *self {}
+    }
+
+    pub(crate) async fn next(&mut self) -> Option<sandbox_core::SandboxViolation> {
+        match *self {}
+    }
+}
 
 /// The backend every session of a manager gets.
 pub(crate) enum Backend {
     /// Nothing confined; the sanitised environment still applies.
     None,
     /// bubblewrap (Linux, WSL2).
+    #[cfg(target_os = "linux")]
     Bubblewrap(Arc<bubblewrap::Config>),
     /// Seatbelt through `sandbox-exec` (macOS).
     Seatbelt(seatbelt::Config),
@@ -32,8 +52,9 @@ pub(crate) enum Backend {
 /// One live session's backend state.
 pub(crate) enum BackendSession {
     None,
-    Bubblewrap(bubblewrap::Session),
-    Seatbelt(seatbelt::Session),
+    #[cfg(target_os = "linux")]
+    Bubblewrap(Box<bubblewrap::Session>),
+    Seatbelt(Box<seatbelt::Session>),
 }
 
 /// What a launch made: the session's state, the environment its commands
@@ -64,6 +85,7 @@ pub(crate) struct ExecRequest<'a> {
 /// limit (bubblewrap's two and the name guard's supervisor).
 pub(crate) fn process_overhead(session: &BackendSession) -> u32 {
     match session {
+        #[cfg(target_os = "linux")]
         BackendSession::Bubblewrap(_) => 3,
         _ => 0,
     }
@@ -81,6 +103,7 @@ impl Backend {
     ) -> Result<Launched, Error> {
         match self {
             Backend::None => none::launch(settings),
+            #[cfg(target_os = "linux")]
             Backend::Bubblewrap(config) => bubblewrap::launch(config, settings, spec).await,
             Backend::Seatbelt(config) => seatbelt::launch(config, settings, spec).await,
             Backend::Unavailable(reason) => Err(Error::from(ErrorKind::Core(
@@ -95,6 +118,10 @@ impl Backend {
 impl BackendSession {
     /// Starts `request` in this session; the returned task reports its
     /// events on `io` until it exits or is killed.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(unused_variables, reason = "only bubblewrap sessions use them")
+    )]
     pub(crate) fn exec(
         &self,
         settings: &Settings,
@@ -103,6 +130,7 @@ impl BackendSession {
     ) -> Result<CommandTask, Error> {
         match self {
             BackendSession::None => none::exec(request, io),
+            #[cfg(target_os = "linux")]
             BackendSession::Bubblewrap(s) => s.exec(settings, request, io),
             BackendSession::Seatbelt(s) => s.exec(request, io),
         }
@@ -111,9 +139,14 @@ impl BackendSession {
     /// Ends the session once its command is gone: revokes the lease, stops
     /// the proxies and their listeners; sockets, placeholders and the
     /// session directory go when `self` is dropped.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(unused_variables, reason = "only bubblewrap sessions use them")
+    )]
     pub(crate) async fn destroy(self, settings: &Settings, session_id: &str) {
         match self {
             BackendSession::None => {}
+            #[cfg(target_os = "linux")]
             BackendSession::Bubblewrap(s) => s.destroy(settings, session_id).await,
             BackendSession::Seatbelt(s) => s.destroy().await,
         }
@@ -122,6 +155,7 @@ impl BackendSession {
     /// The bubblewrap options of a bubblewrap session.
     pub(crate) fn bwrap_args(&self) -> Option<Vec<OsString>> {
         match self {
+            #[cfg(target_os = "linux")]
             BackendSession::Bubblewrap(s) => Some(s.args().to_vec()),
             _ => None,
         }

@@ -50,10 +50,10 @@ pub(crate) async fn launch(
             .and_then(|p| p.render())
             .map_err(seatbelt_err)?;
         return Ok(Launched {
-            session: BackendSession::Seatbelt(Session {
+            session: BackendSession::Seatbelt(Box::new(Session {
                 profile,
                 egress: None,
-            }),
+            })),
             env: plain_env(settings)?,
             details: Vec::new(),
         });
@@ -92,10 +92,10 @@ pub(crate) async fn launch(
         Some(&credentials),
     )?;
     Ok(Launched {
-        session: BackendSession::Seatbelt(Session {
+        session: BackendSession::Seatbelt(Box::new(Session {
             profile,
             egress: Some(egress),
-        }),
+        })),
         env,
         details: vec![
             ("httpProxy", http.to_string()),

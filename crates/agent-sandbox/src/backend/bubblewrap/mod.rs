@@ -32,25 +32,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The loopback port inside the sandbox where the HTTP proxy answers.
-pub const GUEST_HTTP_PORT: u16 = 3128;
-/// The loopback port inside the sandbox where the SOCKS5 proxy answers.
-pub const GUEST_SOCKS_PORT: u16 = 1080;
-
-/// How the sandbox reaches its proxies on 127.0.0.1 inside (R-BWRAP-2).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum InnerBridge {
-    /// Bind the listeners inside the sandbox's network namespace from the
-    /// host side before the command starts (no process inside); falls back
-    /// to [`InnerBridge::Socat`] when the namespaces cannot be joined. The
-    /// default.
-    #[default]
-    HostSideListeners,
-    /// `socat` listeners started inside the sandbox, forwarding to Unix
-    /// sockets bound into it.
-    Socat,
-}
+use crate::inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT, InnerBridge};
 
 /// What the bubblewrap backend needs besides the shared settings.
 pub(crate) struct Config {
@@ -115,7 +97,7 @@ pub(crate) async fn launch(
             _placeholders: placeholders,
         };
         return Ok(Launched {
-            session: BackendSession::Bubblewrap(session),
+            session: BackendSession::Bubblewrap(Box::new(session)),
             env: plain_env(settings)?,
             details: Vec::new(),
         });
@@ -182,7 +164,7 @@ pub(crate) async fn launch(
         _placeholders: placeholders,
     };
     Ok(Launched {
-        session: BackendSession::Bubblewrap(session),
+        session: BackendSession::Bubblewrap(Box::new(session)),
         env,
         details,
     })
