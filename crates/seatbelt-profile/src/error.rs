@@ -93,6 +93,14 @@ pub enum ErrorKind {
         /// The comment text.
         text: String,
     },
+    /// A denial tag that is not 1 to 64 letters, digits, `-` or `_`.
+    #[error(
+        "the denial tag {tag:?} is not usable: it must be 1 to 64 ASCII letters, digits, '-' or '_' (it is matched in the system log)"
+    )]
+    InvalidTag {
+        /// The tag (its first 64 characters).
+        tag: String,
+    },
     /// A port of 0 where a real port is needed.
     #[error("port 0 is not a usable {what} port; pass the port the proxy listens on")]
     InvalidPort {

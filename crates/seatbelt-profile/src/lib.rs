@@ -20,7 +20,10 @@
 //! - [`glob_to_regex`]: the one glob conversion (`*`, `**`, `?`, classes).
 //! - [`parse_violation_line`]: sandbox log lines into
 //!   [`SandboxViolation`](sandbox_core::SandboxViolation)s (R-SEATBELT-9),
-//!   `deny(N)` lines and the older `deny` lines without a count alike.
+//!   `deny(N)` lines and the older `deny` lines without a count alike;
+//!   [`parse_tagged_violation_line`] for a profile whose denials carry a
+//!   tag ([`Profile::tag_denials`]), so one session's lines are told from
+//!   every other process's.
 //! - [`launcher_argv`] and [`launcher_command`]: the `sandbox-exec` argv and
 //!   an unstarted command for it, on every platform; `spawn` on macOS.
 //! - [`read_profile`] and [`Evaluator`] (feature `evaluator`): read the
@@ -115,7 +118,9 @@ pub use evaluator::{Decision, Evaluator, Target};
 #[cfg(target_os = "macos")]
 pub use launcher::spawn;
 pub use launcher::{SANDBOX_EXEC, launcher_argv, launcher_command};
-pub use model::{Action, Filter, Item, Operation, Profile, RemoteHost, RemotePort, Rule};
+pub use model::{
+    Action, Filter, Item, MAX_DENIAL_TAG, Operation, Profile, RemoteHost, RemotePort, Rule,
+};
 pub use policy::{DEVICE_WRITE_LITERALS, DEVICE_WRITE_REGEXES};
 #[cfg(feature = "evaluator")]
 pub use reader::{MAX_SBPL_BYTES, MAX_SBPL_DEPTH, read_profile};
@@ -123,4 +128,4 @@ pub use regex::{MAX_REGEX_DEPTH, MAX_STRING_LEN, SbplRegex, glob_to_regex};
 pub use render::{DEFAULT_RULE_BUDGET, RenderedProfile};
 pub use target_host::FIRMLINKS;
 pub use terminal::{TERMINAL_SECRET_DIRS, TerminalProfileBuilder};
-pub use violation::{MAX_LOG_LINE, parse_violation_line};
+pub use violation::{MAX_LOG_LINE, parse_tagged_violation_line, parse_violation_line};

@@ -193,7 +193,13 @@ pub enum Item {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Profile {
     items: Vec<Item>,
+    /// Rendered as `(with message "TAG")` on every deny rule, so that the
+    /// system log's line for each denial ends with it.
+    denial_tag: Option<String>,
 }
+
+/// Longest denial tag, in bytes.
+pub const MAX_DENIAL_TAG: usize = 64;
 
 impl Profile {
     /// An empty profile (which Seatbelt reads as deny-everything).
@@ -231,6 +237,41 @@ impl Profile {
             });
         }
         self
+    }
+
+    /// Tags every denial of this profile: each deny rule is rendered with
+    /// `(with message "TAG")`, and macOS ends the log line of each denial
+    /// it makes with the tag, so that one session's denials can be told
+    /// from every other process's. The tag is 1 to [`MAX_DENIAL_TAG`] ASCII
+    /// letters, digits, `-` or `_`; anything else is refused.
+    ///
+    /// ```
+    /// use seatbelt_profile::{Action, Operation, Profile, Rule};
+    /// let mut p = Profile::new();
+    /// p.rule(Rule::new(Action::Deny, Operation::Default, vec![]));
+    /// p.tag_denials("session-7").unwrap();
+    /// assert!(p.render().unwrap().text().contains("(deny default (with message \"session-7\"))"));
+    /// assert!(Profile::new().tag_denials("two words").is_err());
+    /// ```
+    pub fn tag_denials(&mut self, tag: &str) -> Result<&mut Profile, crate::Error> {
+        let ok = !tag.is_empty()
+            && tag.len() <= MAX_DENIAL_TAG
+            && tag
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !ok {
+            return Err(crate::error::ErrorKind::InvalidTag {
+                tag: crate::error::excerpt(tag),
+            }
+            .into());
+        }
+        self.denial_tag = Some(tag.to_owned());
+        Ok(self)
+    }
+
+    /// The tag of every denial, when set ([`Profile::tag_denials`]).
+    pub fn denial_tag(&self) -> Option<&str> {
+        self.denial_tag.as_deref()
     }
 
     /// Every item, comments included.

@@ -4,7 +4,8 @@
 //! It reads `(version 1)`, `(allow|deny OP... FILTER...)` and `;` comments;
 //! filters are `literal`, `subpath` (a string or `(param "K")`), `regex`
 //! (`#"..."` in the supported subset), `remote ip "HOST:PORT"`,
-//! `remote unix-socket (path-literal V)` and `require-all|any|not`.
+//! `remote unix-socket (path-literal V)` and `require-all|any|not`, and on
+//! deny rules the modifier `(with message "TAG")` (the denial tag).
 //! Everything else is refused with the byte offset.
 
 use crate::error::{Error, ErrorKind};
@@ -81,13 +82,43 @@ pub fn read_profile(text: &str, params: &BTreeMap<String, String>) -> Result<Pro
         None => return Err(err(0, "empty profile")),
     }
     let mut profile = Profile::new();
+    let mut denial_tags = Vec::new();
     for form in iter {
-        profile.rule(rule(form, params)?);
+        let (r, tag) = rule(form, params)?;
+        denial_tags.push((r.action, tag));
+        profile.rule(r);
+    }
+    // `(with message "TAG")` is the profile's denial tag: on every deny
+    // rule, the same one, or on none (so a profile reads back as it was
+    // rendered).
+    let tags: Vec<&Option<(String, usize)>> = denial_tags
+        .iter()
+        .filter(|(a, _)| *a == Action::Deny)
+        .map(|(_, t)| t)
+        .collect();
+    if let Some(Some((first, _))) = tags.first() {
+        if let Some(Some((other, o))) = tags
+            .iter()
+            .find(|t| t.as_ref().map(|x| &x.0) != Some(first))
+        {
+            return Err(err(
+                *o,
+                format!("the denial tag {other:?} differs from {first:?}"),
+            ));
+        }
+        if tags.iter().any(|t| t.is_none()) {
+            return Err(err(0, "a deny rule lacks the profile's denial tag"));
+        }
+        profile.tag_denials(first)?;
     }
     Ok(profile)
 }
 
-fn rule(form: Sx, params: &BTreeMap<String, String>) -> Result<Rule, Error> {
+/// A rule, and the tag of its `(with message "TAG")` with its offset.
+fn rule(
+    form: Sx,
+    params: &BTreeMap<String, String>,
+) -> Result<(Rule, Option<(String, usize)>), Error> {
     let Sx::List(items, offset) = form else {
         return Err(err(form.offset(), "expected a rule"));
     };
@@ -99,6 +130,7 @@ fn rule(form: Sx, params: &BTreeMap<String, String>) -> Result<Rule, Error> {
     };
     let mut operations = Vec::new();
     let mut filters = Vec::new();
+    let mut tag = None;
     for item in it {
         match item {
             Sx::Sym(s, o) => {
@@ -109,18 +141,37 @@ fn rule(form: Sx, params: &BTreeMap<String, String>) -> Result<Rule, Error> {
                     .ok_or_else(|| err(o, format!("unknown operation {s:?}")))?;
                 operations.push(op);
             }
-            list @ Sx::List(..) => filters.push(filter(list, params)?),
+            Sx::List(items, o) if matches!(items.first(), Some(Sx::Sym(w, _)) if w == "with") => {
+                if action != Action::Deny || tag.is_some() {
+                    return Err(err(o, "(with message ...) goes once on a deny rule"));
+                }
+                match items.as_slice() {
+                    [_, Sx::Sym(m, _), Sx::Str(t, _)] if m == "message" => {
+                        tag = Some((t.clone(), o));
+                    }
+                    _ => return Err(err(o, "the only modifier read is (with message \"TAG\")")),
+                }
+            }
+            list @ Sx::List(..) => {
+                if tag.is_some() {
+                    return Err(err(list.offset(), "a filter after (with message ...)"));
+                }
+                filters.push(filter(list, params)?)
+            }
             other => return Err(err(other.offset(), "expected an operation or a filter")),
         }
     }
     if operations.is_empty() {
         return Err(err(offset, "a rule needs at least one operation"));
     }
-    Ok(Rule {
-        action,
-        operations,
-        filters,
-    })
+    Ok((
+        Rule {
+            action,
+            operations,
+            filters,
+        },
+        tag,
+    ))
 }
 
 fn filter(form: Sx, params: &BTreeMap<String, String>) -> Result<Filter, Error> {

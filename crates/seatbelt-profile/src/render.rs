@@ -65,7 +65,7 @@ impl Profile {
         for item in self.items() {
             match item {
                 Item::Comment(c) => r.comment(c)?,
-                Item::Rule(rule) => r.rule(rule)?,
+                Item::Rule(rule) => r.rule(rule, self.denial_tag())?,
             }
         }
         Ok(RenderedProfile {
@@ -115,7 +115,7 @@ impl Renderer {
         Ok(())
     }
 
-    fn rule(&mut self, rule: &Rule) -> Result<(), Error> {
+    fn rule(&mut self, rule: &Rule, tag: Option<&str>) -> Result<(), Error> {
         let prefix = param_prefix(rule);
         let mut filters = Vec::with_capacity(rule.filters.len());
         for f in &rule.filters {
@@ -123,6 +123,10 @@ impl Renderer {
             let mut s = String::new();
             self.filter(&prefix, f, &mut s)?;
             filters.push(s);
+        }
+        if let (Action::Deny, Some(tag)) = (rule.action, tag) {
+            // Checked when it was set (letters, digits, '-', '_').
+            filters.push(format!("(with message \"{tag}\")"));
         }
         let ops: Vec<&str> = rule.operations.iter().map(|o| o.as_str()).collect();
         let head = format!("({} {}", rule.action.as_str(), ops.join(" "));

@@ -44,6 +44,31 @@ pub fn parse_violation_line(line: &str) -> Option<SandboxViolation> {
     None
 }
 
+/// Parses a denial line of a profile tagged with `tag`
+/// ([`Profile::tag_denials`](crate::Profile::tag_denials)): macOS ends the
+/// line with the rule's message, so the line must end with the tag, which
+/// is not part of the target. A line without the tag (another process's
+/// denial) gives `None`, as does everything [`parse_violation_line`]
+/// refuses.
+///
+/// ```
+/// use seatbelt_profile::parse_tagged_violation_line;
+/// let line = "Sandbox: cat(9) deny(1) file-read-data /Users/x/.netrc agent-s1";
+/// let v = parse_tagged_violation_line(line, "agent-s1").unwrap();
+/// assert_eq!((v.action.as_str(), v.target.as_str()), ("file-read-data", "/Users/x/.netrc"));
+/// assert!(parse_tagged_violation_line(line, "agent-s2").is_none());
+/// ```
+pub fn parse_tagged_violation_line(line: &str, tag: &str) -> Option<SandboxViolation> {
+    if tag.is_empty() || line.len() > MAX_LOG_LINE {
+        return None;
+    }
+    let full = line.trim_end_matches(['\r', '\n']);
+    let untagged = full.strip_suffix(tag)?;
+    // The tag is a word of its own: `... /path TAG`, never `/pathTAG`.
+    let untagged = untagged.strip_suffix(' ')?;
+    parse_violation_line(untagged).map(|v| v.with_raw(full))
+}
+
 /// `NAME(PID) deny(N) ACTION TARGET` or `NAME(PID) deny ACTION TARGET`.
 ///
 /// The first `) deny` followed by `(` or a space ends the process column;
@@ -101,6 +126,35 @@ mod tests {
             let over = format!("{fits}a");
             assert_eq!(parse_violation_line(&over), None);
         }
+    }
+
+    #[test]
+    fn a_tagged_line_loses_its_tag_and_other_tags_are_not_ours() {
+        let cases = [
+            (
+                "Sandbox: sh(2) deny(1) file-read-data /a b t1",
+                Some(("file-read-data", "/a b")),
+            ),
+            (
+                "Sandbox: sh(2) deny(1) process-fork t1",
+                Some(("process-fork", "")),
+            ),
+            (
+                "Sandbox: sh(2) deny(1) file-read-data /a t1\n",
+                Some(("file-read-data", "/a")),
+            ),
+            ("Sandbox: sh(2) deny(1) file-read-data /at1", None),
+            ("Sandbox: sh(2) deny(1) file-read-data /a t2", None),
+            ("Sandbox: sh(2) deny(1) file-read-data /a", None),
+            ("t1", None),
+            (" t1", None),
+        ];
+        for (line, want) in cases {
+            let got = parse_tagged_violation_line(line, "t1");
+            let got = got.as_ref().map(|v| (v.action.as_str(), v.target.as_str()));
+            assert_eq!(got, want, "{line:?}");
+        }
+        assert!(parse_tagged_violation_line("Sandbox: sh(2) deny(1) x ", "").is_none());
     }
 
     #[test]

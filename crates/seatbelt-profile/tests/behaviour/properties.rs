@@ -133,6 +133,24 @@ fn check(c: &Case) -> Result<(), TestCaseError> {
     // Read back: the same rules come out.
     let back = read_profile(rendered.text(), &rendered.params_map()).unwrap();
     prop_assert!(back.rules().eq(profile.rules()), "read-back rules differ");
+    // Tagged denials: the same rules read back, each deny rule carrying
+    // the tag once, and the tag read back as the profile's.
+    let mut tagged = profile.clone();
+    tagged.tag_denials("agent-sandbox-t1").unwrap();
+    let tr = tagged.render().unwrap();
+    let tback = read_profile(tr.text(), &tr.params_map()).unwrap();
+    prop_assert!(tback.rules().eq(profile.rules()), "tagged rules differ");
+    prop_assert_eq!(tback.denial_tag(), Some("agent-sandbox-t1"));
+    let denies = profile
+        .rules()
+        .filter(|r| r.action == seatbelt_profile::Action::Deny)
+        .count();
+    prop_assert_eq!(
+        tr.text()
+            .matches("(with message \"agent-sandbox-t1\")")
+            .count(),
+        denies
+    );
     for p in &c.spec.protected_paths {
         prop_assert!(
             !rendered.text().contains(p.as_str()),
@@ -795,4 +813,43 @@ fn one_spec_renders_the_same_profile_on_a_linux_and_a_macos_host() {
         decide(Operation::FileWriteUnlink, "/private/tmp/wt/secret"),
         Decision::Deny
     );
+}
+
+#[test]
+fn a_denial_tag_reads_back_only_when_every_deny_rule_has_the_same_one() {
+    let ok = "(version 1)\n(deny default (with message \"t1\"))\n(allow file-read*)\n\
+              (deny file-read* (literal \"/s\") (with message \"t1\"))\n";
+    let p = read_profile(ok, &Default::default()).unwrap();
+    assert_eq!(p.denial_tag(), Some("t1"));
+    let again = p.render().unwrap();
+    assert_eq!(read_profile(again.text(), &again.params_map()).unwrap(), p);
+    let refused = [
+        (
+            "two tags",
+            "(version 1)\n(deny default (with message \"t1\"))\n(deny file-read* (with message \"t2\"))\n",
+        ),
+        (
+            "one deny rule untagged",
+            "(version 1)\n(deny default (with message \"t1\"))\n(deny file-read* (literal \"/s\"))\n",
+        ),
+        (
+            "a tag on an allow rule",
+            "(version 1)\n(allow file-read* (with message \"t1\"))\n",
+        ),
+        (
+            "another modifier",
+            "(version 1)\n(deny default (with send-signal SIGKILL))\n",
+        ),
+        (
+            "a filter after the modifier",
+            "(version 1)\n(deny file-read* (with message \"t1\") (literal \"/s\"))\n",
+        ),
+        (
+            "a tag that could not be set",
+            "(version 1)\n(deny default (with message \"a b\"))\n",
+        ),
+    ];
+    for (intent, text) in refused {
+        assert!(read_profile(text, &Default::default()).is_err(), "{intent}");
+    }
 }
