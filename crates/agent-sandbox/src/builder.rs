@@ -55,6 +55,7 @@ pub struct ManagerBuilder {
     temp_dir: Option<PathBuf>,
     log: Option<LogSink>,
     inner_bridge: InnerBridge,
+    seatbelt_log_program: PathBuf,
     broker: Option<BrokerSettings>,
     cgroups: Cgroups,
 }
@@ -90,6 +91,7 @@ impl ManagerBuilder {
             temp_dir: None,
             log: None,
             inner_bridge: InnerBridge::HostSideListeners,
+            seatbelt_log_program: crate::backend::seatbelt_log::default_program(),
             broker: None,
             cgroups: Cgroups::none(),
         }
@@ -197,6 +199,17 @@ impl ManagerBuilder {
         self.inner_bridge = bridge;
         self
     }
+
+    /// The program a Seatbelt session streams its denials from (macOS's
+    /// `log`, `/usr/bin/log` by default):
+    /// run as `PROGRAM stream --style ndjson --predicate ...` for the life
+    /// of each session. If it cannot start or ends early, a log line says
+    /// so and the session's denials go unreported; the launch goes on.
+    pub fn seatbelt_log_program(&mut self, program: impl Into<PathBuf>) -> &mut Self {
+        self.seatbelt_log_program = program.into();
+        self
+    }
+
     /// Where commands' cgroups are made for their limits (default none: a
     /// command with a limit is refused).
     pub fn cgroups(&mut self, cgroups: Cgroups) -> &mut Self {
@@ -251,6 +264,7 @@ impl ManagerBuilder {
             BackendChoice::Unavailable(reason) => Backend::Unavailable(reason),
             BackendChoice::Seatbelt => Backend::Seatbelt(seatbelt::Config {
                 temp_dir: temp_dir()?,
+                log_program: self.seatbelt_log_program.clone(),
             }),
             #[cfg(target_os = "linux")]
             BackendChoice::Bubblewrap { bwrap, socat } => {

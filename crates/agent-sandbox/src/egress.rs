@@ -153,6 +153,7 @@ impl Egress {
                 .as_ref()
                 .map(|b| b.broker.subscribe_violations()),
             guard,
+            system_log: None,
         }
     }
 

@@ -11,24 +11,32 @@ pub(crate) struct Violations {
     pub(crate) broker: Option<tokio::sync::broadcast::Receiver<SandboxViolation>>,
     /// The name guard's refusals.
     pub(crate) guard: Option<ReportReader>,
+    /// Seatbelt's denials from the system log.
+    pub(crate) system_log: Option<tokio::sync::broadcast::Receiver<SandboxViolation>>,
+}
+
+/// The next message of a broadcast source; never ready once it is closed
+/// (or when there is none). A lagging receiver skips what it missed.
+async fn next_broadcast(
+    rx: Option<&mut tokio::sync::broadcast::Receiver<SandboxViolation>>,
+) -> Option<SandboxViolation> {
+    use tokio::sync::broadcast::error::RecvError;
+    match rx {
+        Some(b) => loop {
+            match b.recv().await {
+                Ok(v) => break Some(v),
+                Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Closed) => std::future::pending::<()>().await,
+            }
+        },
+        None => std::future::pending().await,
+    }
 }
 
 impl Violations {
     pub(crate) async fn recv(&mut self) -> Option<SandboxViolation> {
-        let broker = async {
-            match self.broker.as_mut() {
-                Some(b) => loop {
-                    match b.recv().await {
-                        Ok(v) => break Some(v),
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                            std::future::pending::<()>().await;
-                        }
-                    }
-                },
-                None => std::future::pending().await,
-            }
-        };
+        let broker = next_broadcast(self.broker.as_mut());
+        let system_log = next_broadcast(self.system_log.as_mut());
         let proxy = async {
             match self.proxy.as_mut() {
                 Some(p) => match p.recv().await {
@@ -52,6 +60,7 @@ impl Violations {
             v = proxy => v,
             v = broker => v,
             v = guard => v,
+            v = system_log => v,
         }
     }
 
@@ -88,12 +97,21 @@ impl Violations {
         if let Some(v) = self.proxy.as_mut().and_then(|p| p.try_recv()) {
             return Some(v);
         }
-        loop {
-            match self.broker.as_mut()?.try_recv() {
-                Ok(v) => return Some(v),
-                Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => continue,
-                Err(_) => return None,
-            }
+        try_broadcast(self.broker.as_mut()).or_else(|| try_broadcast(self.system_log.as_mut()))
+    }
+}
+
+/// What a broadcast source holds now, skipping what a lagging receiver
+/// missed.
+fn try_broadcast(
+    rx: Option<&mut tokio::sync::broadcast::Receiver<SandboxViolation>>,
+) -> Option<SandboxViolation> {
+    let rx = rx?;
+    loop {
+        match rx.try_recv() {
+            Ok(v) => return Some(v),
+            Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => continue,
+            Err(_) => return None,
         }
     }
 }

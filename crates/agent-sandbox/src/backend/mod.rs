@@ -9,6 +9,7 @@ pub(crate) mod bubblewrap;
 pub(crate) use bubblewrap::ReportReader;
 pub(crate) mod none;
 pub(crate) mod seatbelt;
+pub(crate) mod seatbelt_log;
 
 use crate::builder::Settings;
 use crate::running::CommandIo;

@@ -4,12 +4,16 @@
 //! session's credentials) and a profile that lets it reach only them; a
 //! terminal gets the fixed terminal profile and the host network. The
 //! profile is built and rendered here on any OS (tested on Linux with the
-//! seatbelt-profile evaluator); only running it needs macOS.
+//! seatbelt-profile evaluator); only running it needs macOS. Every deny
+//! rule carries the session's tag, and the session's denials come from the
+//! system log as `violation` events ([`seatbelt_log`]).
 
+use super::seatbelt_log::{self, SystemLog};
 use super::{BackendSession, CommandTask, ExecRequest, Launched};
 use crate::builder::Settings;
 use crate::egress::{Egress, Listen, plain_env};
 use crate::running::{CommandIo, run_child, spawn_direct};
+use crate::violations::Violations;
 use crate::{Error, ErrorKind};
 use connect_proxy::ProxyCredentials;
 use sandbox_core::{SandboxSpec, Surface};
@@ -20,12 +24,34 @@ use std::path::PathBuf;
 pub(crate) struct Config {
     /// Where session directories are made.
     pub(crate) temp_dir: PathBuf,
+    /// The `log` program the session's denials are streamed from.
+    pub(crate) log_program: PathBuf,
 }
 
-/// A Seatbelt session: the rendered profile and, for a dispatch, its egress.
+/// A Seatbelt session: the rendered profile (every denial tagged with the
+/// session's tag), for a dispatch its egress, and the system log stream of
+/// its denials (none when `log` could not start: a note said so).
 pub(crate) struct Session {
     profile: RenderedProfile,
     egress: Option<Egress>,
+    system_log: Option<SystemLog>,
+}
+
+/// Tags `profile`'s denials for this session, renders it and starts the
+/// session's log stream.
+fn tagged(
+    config: &Config,
+    settings: &Settings,
+    profile: Result<seatbelt_profile::Profile, seatbelt_profile::Error>,
+) -> Result<(RenderedProfile, Option<SystemLog>), Error> {
+    let tag = seatbelt_log::session_tag();
+    let mut profile = profile.map_err(seatbelt_err)?;
+    let rendered = profile
+        .tag_denials(&tag)
+        .and_then(|p| p.render())
+        .map_err(seatbelt_err)?;
+    let log = seatbelt_log::start_or_note(&config.log_program, &tag, &settings.log);
+    Ok((rendered, log))
 }
 
 fn seatbelt_err(e: seatbelt_profile::Error) -> Error {
@@ -45,14 +71,12 @@ pub(crate) async fn launch(
         if let Some(w) = &spec.guest_workdir {
             b.workdir(w);
         }
-        let profile = b
-            .build(host)
-            .and_then(|p| p.render())
-            .map_err(seatbelt_err)?;
+        let (profile, system_log) = tagged(config, settings, b.build(host))?;
         return Ok(Launched {
             session: BackendSession::Seatbelt(Box::new(Session {
                 profile,
                 egress: None,
+                system_log,
             })),
             env: plain_env(settings)?,
             details: Vec::new(),
@@ -78,10 +102,7 @@ pub(crate) async fn launch(
         .http_proxy_port(http.port())
         .socks_proxy_port(socks.port())
         .temp_dir(egress.dir().to_string_lossy());
-    let profile = b
-        .build(host)
-        .and_then(|p| p.render())
-        .map_err(seatbelt_err)?;
+    let (profile, system_log) = tagged(config, settings, b.build(host))?;
     // No bridges: the run reaches the proxies on their own ports, and the
     // CA bundle at its host path.
     let env = egress.env(
@@ -95,6 +116,7 @@ pub(crate) async fn launch(
         session: BackendSession::Seatbelt(Box::new(Session {
             profile,
             egress: Some(egress),
+            system_log,
         })),
         env,
         details: vec![
@@ -117,13 +139,25 @@ impl Session {
         let full = seatbelt_profile::launcher_argv(&self.profile, request.argv.iter().cloned())
             .map_err(seatbelt_err)?;
         let child = spawn_direct(&full, &request, &mut io)?;
-        let violations = self.egress.as_ref().map(|e| e.violations(None));
-        Ok(Box::pin(run_child(child, io, violations, Vec::new())))
+        let mut violations = match &self.egress {
+            Some(e) => e.violations(None),
+            None => Violations {
+                proxy: None,
+                broker: None,
+                guard: None,
+                system_log: None,
+            },
+        };
+        violations.system_log = self.system_log.as_ref().map(SystemLog::subscribe);
+        Ok(Box::pin(run_child(child, io, Some(violations), Vec::new())))
     }
 
     pub(crate) async fn destroy(self) {
         if let Some(e) = &self.egress {
             e.shutdown().await;
+        }
+        if let Some(log) = self.system_log {
+            log.stop().await;
         }
     }
 }

@@ -859,3 +859,108 @@ async fn repositories_made_inside_are_named_at_destroy() {
         named[0]
     );
 }
+
+/// A stand-in for macOS's `log` in `dir`: records its arguments and pid,
+/// then waits to be stopped.
+fn stand_in_log(dir: &Path) -> PathBuf {
+    let p = dir.join("log");
+    let script = format!(
+        "#!/bin/sh\nprintf '%s\\n' \"$@\" > {d}/args\necho $$ > {d}/pid\nexec sleep 60\n",
+        d = dir.display()
+    );
+    std::fs::write(&p, script).unwrap();
+    std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    p
+}
+
+fn running(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+#[tokio::test]
+async fn a_seatbelt_session_streams_its_tagged_denials_from_launch_to_destroy() {
+    let t = Tree::new("seatbelt-log");
+    let dir = PathBuf::from(t.p("sockets"));
+    let program = stand_in_log(&dir);
+    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    let m = SandboxManager::builder(macos_probe(), real_paths())
+        .home(t.p("home"))
+        .temp_dir(t.p("sockets"))
+        .seatbelt_log_program(&program)
+        .log(Arc::new(move |l: &str| {
+            sink.lock().unwrap().push(l.to_string())
+        }))
+        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())])
+        .build()
+        .unwrap();
+    let mut h = m.launch(t.spec("seatbelt-log")).await.unwrap();
+    let mut args = String::new();
+    for _ in 0..100 {
+        args = std::fs::read_to_string(dir.join("args")).unwrap_or_default();
+        if args.lines().count() == 5 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let args: Vec<&str> = args.lines().collect();
+    assert_eq!(
+        args[..4],
+        ["stream", "--style", "ndjson", "--predicate"],
+        "{args:?}"
+    );
+    // The predicate names the tag every deny rule of the profile carries.
+    let tag = args[4]
+        .strip_prefix("eventMessage ENDSWITH \"")
+        .and_then(|r| r.strip_suffix('"'))
+        .unwrap();
+    let profile = m.seatbelt_profile(&h).unwrap();
+    let denies = profile.text().matches("(deny ").count();
+    assert!(denies > 0);
+    assert_eq!(
+        profile
+            .text()
+            .matches(&format!("(with message \"{tag}\")"))
+            .count(),
+        denies
+    );
+    let pid = std::fs::read_to_string(dir.join("pid")).unwrap();
+    let pid = pid.trim().to_owned();
+    assert!(running(&pid));
+    m.destroy(&mut h).await.unwrap();
+    assert!(!running(&pid), "the log stream outlived its session");
+    // A second session gets a tag of its own.
+    let mut h2 = m.launch(t.spec("seatbelt-log")).await.unwrap();
+    let other = m.seatbelt_profile(&h2).unwrap();
+    assert!(!other.text().contains(&format!("\"{tag}\"")));
+    m.destroy(&mut h2).await.unwrap();
+    assert!(
+        lines
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|l| !l.contains("system log"))
+    );
+
+    // Without a `log` to run, the launch goes on and a line says why.
+    let m = SandboxManager::builder(macos_probe(), real_paths())
+        .home(t.p("home"))
+        .temp_dir(t.p("sockets"))
+        .seatbelt_log_program(dir.join("no-such-log"))
+        .log({
+            let sink = lines.clone();
+            Arc::new(move |l: &str| sink.lock().unwrap().push(l.to_string()))
+        })
+        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())])
+        .build()
+        .unwrap();
+    let mut h = m.launch(t.spec("seatbelt-log")).await.unwrap();
+    m.destroy(&mut h).await.unwrap();
+    let lines = lines.lock().unwrap();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("no violations from the system log")),
+        "{lines:#?}"
+    );
+}

@@ -290,6 +290,7 @@ impl Session {
                         proxy: None,
                         broker: None,
                         guard: Some(reader),
+                        system_log: None,
                     })
                 }
                 None => None,
