@@ -5,6 +5,8 @@ use crate::sys::SockFilter;
 use crate::syscalls::{Abi, ArgTest, Role};
 
 #[cfg(test)]
+mod interpreter;
+#[cfg(test)]
 mod tests;
 
 const LD_W_ABS: u16 = 0x20;
