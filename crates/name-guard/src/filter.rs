@@ -7,6 +7,8 @@ use crate::syscalls::{Abi, ArgTest, Role};
 #[cfg(test)]
 mod interpreter;
 #[cfg(test)]
+mod kernel_tests;
+#[cfg(test)]
 mod tests;
 
 const LD_W_ABS: u16 = 0x20;
