@@ -40,8 +40,9 @@ pub enum ErrorKind {
         /// The limit.
         limit: usize,
     },
-    /// The guard supports x86-64 Linux only.
-    #[error("the name guard supports x86-64 Linux only")]
+    /// The guard runs on Linux on x86-64 and aarch64 only (the
+    /// architectures it has a system call table for).
+    #[error("the name guard runs on Linux on x86-64 and aarch64 only")]
     UnsupportedPlatform,
     /// Starting the guarded command failed (fork, filter, listener).
     #[error("cannot start the guarded command (errno {errno})")]

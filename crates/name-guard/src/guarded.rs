@@ -3,6 +3,7 @@
 //! exits.
 
 use crate::launch::Outcome;
+use crate::syscalls::{self, Abi};
 use crate::{Error, ErrorKind, Invocation, Rules, filter, supervisor, sys};
 use sandbox_core::InvocationProblem;
 use std::ffi::CString;
@@ -11,9 +12,9 @@ use std::os::unix::ffi::OsStrExt;
 
 /// See [`crate::run`].
 pub(crate) fn run(inv: &Invocation) -> Result<Outcome, Error> {
-    if !cfg!(target_arch = "x86_64") {
+    let Some(abi) = syscalls::NATIVE else {
         return Err(ErrorKind::UnsupportedPlatform.into());
-    }
+    };
     let argv: Vec<CString> = inv
         .command
         .iter()
@@ -36,7 +37,7 @@ pub(crate) fn run(inv: &Invocation) -> Result<Outcome, Error> {
     sys::ignore_signal(libc::SIGPIPE);
     // The supervisor and the command run with no capability at all.
     sys::drop_all_capabilities().map_err(|errno| ErrorKind::Supervise { errno })?;
-    let prog = filter::program(sys::getpid());
+    let prog = filter::program(abi, sys::getpid());
     let (child, listener) =
         sys::spawn_filtered(&prog, &argv).map_err(|errno| ErrorKind::Spawn { errno })?;
     sys::ignore_signal(libc::SIGINT);
@@ -46,10 +47,11 @@ pub(crate) fn run(inv: &Invocation) -> Result<Outcome, Error> {
         let _ = sys::wait_child(child);
         return Err(ErrorKind::Supervise { errno }.into());
     }
-    supervise(listener, child, &inv.rules, inv.report_fd)
+    supervise(abi, listener, child, &inv.rules, inv.report_fd)
 }
 
 fn supervise(
+    abi: &'static Abi,
     listener: OwnedFd,
     child: i32,
     rules: &Rules,
@@ -57,7 +59,7 @@ fn supervise(
 ) -> Result<Outcome, Error> {
     let sup_err = |errno| Error::from(ErrorKind::Supervise { errno });
     let pidfd = sys::pidfd_open(child).map_err(sup_err)?;
-    let mut sup = supervisor::Supervisor::new(listener.as_raw_fd(), rules, report_fd);
+    let mut sup = supervisor::Supervisor::new(abi, listener.as_raw_fd(), rules, report_fd);
     let mut listener = Some(listener);
     loop {
         let lfd = listener.as_ref().map(AsRawFd::as_raw_fd);

@@ -46,7 +46,7 @@ pub struct Outcome {
 ///
 /// Must be called from a single-threaded process (it forks), inside the
 /// sandbox. Errors are setup failures; once the command runs, the outcome is
-/// its exit status. Off x86-64 Linux it fails with
+/// its exit status. Off Linux on x86-64 or aarch64 it fails with
 /// [`crate::ErrorKind::UnsupportedPlatform`].
 pub fn run(inv: &Invocation) -> Result<Outcome, Error> {
     crate::guarded::run(inv)

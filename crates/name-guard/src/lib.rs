@@ -15,7 +15,10 @@
 //!   `open`/`openat` whose flags hold `O_CREAT` or `O_TMPFILE` (tested in the
 //!   filter), `creat`, every `openat2`, `mknod`/`mknodat`,
 //!   `rename`/`renameat`/`renameat2`, `link`/`linkat`,
-//!   `symlink`/`symlinkat`, `mkdir`/`mkdirat` and `bind` (a Unix socket
+//!   `symlink`/`symlinkat`, `mkdir`/`mkdirat` (aarch64 has only the `*at`
+//!   forms; each architecture's calls and numbers are one table, the
+//!   `syscalls` module, from which the filter is built and by which the
+//!   supervisor reads a call's arguments) and `bind` (a Unix socket
 //!   bound to a path creates a name; every bind is performed on a copy of
 //!   the address). It refuses with `EPERM`
 //!   the calls that would go around the supervisor: `io_uring_setup`,
@@ -24,7 +27,9 @@
 //!   its own listener, new mount or user namespaces (`unshare` and `clone`
 //!   with `CLONE_NEWNS` or `CLONE_NEWUSER`), every mount call and `setns`
 //!   (an overlay mount makes a file appear on a plain write), every
-//!   non-x86-64 system call ABI; `clone3`, whose flags it cannot read,
+//!   system call ABI but the native one (on x86-64 the x32 ABI and i386
+//!   `int 0x80`, on aarch64 32-bit compat calls); `clone3`, whose flags it
+//!   cannot read,
 //!   answers `ENOSYS` (the C library falls back to `clone`).
 //!   `prctl(PR_SET_DUMPABLE, 0)` answers 0 and changes nothing: the
 //!   supervisor, without capabilities, could not read a non-dumpable
@@ -132,7 +137,8 @@
 //! command arguments, none longer than
 //! [`sandbox_core::NameGuardInvocation::MAX_ARG_BYTES`] or holding a NUL.
 //!
-//! Limits: x86-64 only; an `openat2` with `resolve` flags is answered
+//! Limits: x86-64 and aarch64 only (elsewhere [`run`] fails with
+//! [`ErrorKind::UnsupportedPlatform`]); an `openat2` with `resolve` flags is answered
 //! `ENOSYS` (callers fall back to `openat`); `bind` is performed on the
 //! caller's socket taken with `pidfd_getfd`, so a caller the supervisor may
 //! not trace (one running an unreadable binary, or, where Yama restricts
@@ -182,6 +188,8 @@ mod guarded;
 mod supervisor;
 #[cfg(target_os = "linux")]
 mod sys;
+#[cfg(target_os = "linux")]
+mod syscalls;
 
 pub use error::{Error, ErrorKind};
 pub use invocation::{Invocation, MAX_COMMAND_ARGS};

@@ -1,5 +1,6 @@
-//! Each notified system call: its arguments decoded, its paths read once
-//! and checked, and the call performed on the checked parent directory.
+//! Each notified system call: its arguments decoded by the native table's
+//! [`Args`], its paths read once and checked, and the call performed on the
+//! checked parent directory.
 
 use super::{
     AT_FDCWD, MAX_OPEN_HOW, OPEN_HOW_SIZE, RENAME_EXCHANGE, RENAME_WHITEOUT, Reply, Res, Supervisor,
@@ -8,205 +9,271 @@ use crate::report::DeniedCall;
 use crate::supervisor::resolve::{Resolved, cstring};
 use crate::supervisor::target::{Target, read_c_string};
 use crate::sys::{self, Notif};
+use crate::syscalls::{Args, Dir, Role};
 use std::os::fd::AsRawFd;
+
+/// A notification's arguments, read by index.
+#[derive(Clone, Copy)]
+struct Raw([u64; 6]);
+
+impl Raw {
+    fn get(self, i: u8) -> u64 {
+        self.0.get(usize::from(i)).copied().unwrap_or(0)
+    }
+
+    /// Argument `i` as the C `int` the call takes.
+    fn int(self, i: u8) -> i32 {
+        self.get(i) as i32
+    }
+
+    /// The directory descriptor a path is relative to.
+    fn dir(self, d: Dir) -> i32 {
+        match d {
+            Dir::Cwd => AT_FDCWD,
+            Dir::Arg(i) => self.int(i),
+        }
+    }
+
+    /// An optional flags argument (0 for a call without one).
+    fn flags(self, i: Option<u8>) -> u64 {
+        i.map_or(0, |i| self.get(i))
+    }
+}
 
 impl Supervisor<'_> {
     pub(super) fn dispatch(&self, n: &Notif, t: &mut Target) -> Res {
-        let a = n.args;
-        let fd = |i: usize| a[i] as i32;
-        let nr = n.nr;
-        if nr == libc::SYS_open || nr == libc::SYS_openat || nr == libc::SYS_creat {
-            let (dirfd, p, flags, mode) = match nr {
-                libc::SYS_open => (AT_FDCWD, a[0], a[1] as i32, a[2] as u32),
-                libc::SYS_openat => (fd(0), a[1], a[2] as i32, a[3] as u32),
-                _ => (
-                    AT_FDCWD,
-                    a[0],
-                    libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
-                    a[1] as u32,
-                ),
-            };
-            let call = if nr == libc::SYS_creat {
-                DeniedCall::Creat
-            } else {
-                DeniedCall::Open
-            };
-            let path = self.read_path(t, p)?;
-            self.valid(n)?;
-            return self.open(n.id, t, self.anchor(t, dirfd, path)?, flags, mode, call);
+        let a = Raw(n.args);
+        match self.abi.role(n.nr) {
+            Some(Role::OpenIfCreating(o)) => {
+                let path = self.read_path(t, a.get(o.path))?;
+                self.valid(n)?;
+                let anchor = self.anchor(t, a.dir(o.dir), path)?;
+                let (flags, mode) = (a.int(o.flags), a.get(o.mode) as u32);
+                self.open(n.id, t, anchor, flags, mode, DeniedCall::Open)
+            }
+            Some(&Role::Notified(args)) => self.notified(n, t, a, args),
+            // Not a call the filter sends here.
+            _ => Err(libc::ENOSYS),
         }
-        if nr == libc::SYS_openat2 {
-            let path = self.read_path(t, a[1])?;
-            let size = a[3] as usize;
-            if size < OPEN_HOW_SIZE {
-                return Err(libc::EINVAL);
+    }
+
+    fn notified(&self, n: &Notif, t: &mut Target, a: Raw, args: Args) -> Res {
+        match args {
+            Args::Creat { path, mode } => {
+                let p = self.read_path(t, a.get(path))?;
+                self.valid(n)?;
+                let anchor = self.anchor(t, AT_FDCWD, p)?;
+                let flags = libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC;
+                let mode = a.get(mode) as u32;
+                self.open(n.id, t, anchor, flags, mode, DeniedCall::Creat)
             }
-            if size > MAX_OPEN_HOW {
-                return Err(libc::E2BIG);
-            }
-            let how = sys::read_target(n.pid, a[2], size)?;
-            if how[OPEN_HOW_SIZE..].iter().any(|&b| b != 0) {
-                return Err(libc::E2BIG);
-            }
-            let word = |i: usize| {
-                let mut w = [0u8; 8];
-                w.copy_from_slice(&how[i * 8..i * 8 + 8]);
-                u64::from_ne_bytes(w)
-            };
-            let (flags, mode, resolve) = (word(0), word(1), word(2));
-            if mode & !0o7777 != 0 {
-                return Err(libc::EINVAL);
-            }
-            self.valid(n)?;
-            if resolve != 0 {
-                // Resolve restrictions apply to the whole path as the
-                // caller's kernel walk would see it, which the supervisor's
-                // own walk cannot reproduce: not performed here; callers
-                // fall back to openat.
-                return Err(libc::ENOSYS);
-            }
-            // Every openat2 comes here (its flags are in memory the filter
-            // cannot read), creating or not: the same checked open, which
-            // also keeps the supervisor's own /proc entries out of reach.
-            let flags = i32::try_from(flags).map_err(|_| libc::EINVAL)?;
-            let anchor = self.anchor(t, fd(0), path)?;
-            return self.open(n.id, t, anchor, flags, mode as u32, DeniedCall::Open);
-        }
-        if nr == libc::SYS_mknod || nr == libc::SYS_mknodat {
-            let (dirfd, p, mode, dev) = if nr == libc::SYS_mknod {
-                (AT_FDCWD, a[0], a[1] as u32, a[2] & 0xffff_ffff)
-            } else {
-                (fd(0), a[1], a[2] as u32, a[3] & 0xffff_ffff)
-            };
-            let path = self.read_path(t, p)?;
-            self.valid(n)?;
-            let r = self.resolve(t, &self.anchor(t, dirfd, path)?)?;
-            if self.denied(&r) {
-                return Err(self.refuse_new(DeniedCall::Mknod, &r));
-            }
-            let old = sys::umask(t.umask()?);
-            let res = sys::mknodat(r.parent.as_raw_fd(), &r.call_name, mode, dev);
-            sys::umask(old);
-            return res.map(|()| Reply::Val(0));
-        }
-        if nr == libc::SYS_rename || nr == libc::SYS_renameat || nr == libc::SYS_renameat2 {
-            let (od, op, nd, np, flags) = match nr {
-                libc::SYS_rename => (AT_FDCWD, a[0], AT_FDCWD, a[1], 0),
-                libc::SYS_renameat => (fd(0), a[1], fd(2), a[3], 0),
-                _ => (fd(0), a[1], fd(2), a[3], a[4] as u32),
-            };
-            let old = self.read_path(t, op)?;
-            let new = self.read_path(t, np)?;
-            self.valid(n)?;
-            let o = self.resolve(t, &self.anchor(t, od, old)?)?;
-            let r = self.resolve(t, &self.anchor(t, nd, new)?)?;
-            if self.denied_with_below(&r) {
-                return Err(self.refuse(DeniedCall::Rename, &r));
-            }
-            // An exchange gives the old name the new one's content, and a
-            // whiteout leaves a device node under it: both create the old
-            // name too.
-            if flags & (RENAME_EXCHANGE | RENAME_WHITEOUT) != 0 && self.denied_with_below(&o) {
-                return Err(self.refuse(DeniedCall::Rename, &o));
-            }
-            return sys::renameat2(
-                o.parent.as_raw_fd(),
-                &o.call_name,
-                r.parent.as_raw_fd(),
-                &r.call_name,
-                flags,
-            )
-            .map(|()| Reply::Val(0));
-        }
-        if nr == libc::SYS_link || nr == libc::SYS_linkat {
-            let (od, op, nd, np, flags) = if nr == libc::SYS_link {
-                (AT_FDCWD, a[0], AT_FDCWD, a[1], 0)
-            } else {
-                (fd(0), a[1], fd(2), a[3], a[4] as i32)
-            };
-            if flags & !(libc::AT_SYMLINK_FOLLOW | libc::AT_EMPTY_PATH) != 0 {
-                return Err(libc::EINVAL);
-            }
-            let old = self.read_path(t, op)?;
-            let new = self.read_path(t, np)?;
-            self.valid(n)?;
-            let r = self.resolve(t, &self.anchor(t, nd, new)?)?;
-            if self.denied_with_below(&r) {
-                return Err(self.refuse_new(DeniedCall::Link, &r));
-            }
-            let follow = flags & libc::AT_SYMLINK_FOLLOW;
-            if old.is_empty() {
-                if flags & libc::AT_EMPTY_PATH == 0 {
-                    return Err(libc::ENOENT);
+            Args::Openat2 {
+                dirfd,
+                path,
+                how,
+                size,
+            } => self.openat2(n, t, a.int(dirfd), a.get(path), a.get(how), a.get(size)),
+            Args::Mknod {
+                dir,
+                path,
+                mode,
+                dev,
+            } => {
+                let p = self.read_path(t, a.get(path))?;
+                self.valid(n)?;
+                let r = self.resolve(t, &self.anchor(t, a.dir(dir), p)?)?;
+                if self.denied(&r) {
+                    return Err(self.refuse_new(DeniedCall::Mknod, &r));
                 }
-                // The caller's descriptor itself, through its /proc link.
-                let src = if od == AT_FDCWD {
-                    format!("/proc/{}/cwd", t.tid)
-                } else if od < 0 {
-                    return Err(libc::EBADF);
-                } else {
-                    format!("/proc/{}/fd/{od}", t.tid)
-                };
-                return sys::linkat(
-                    AT_FDCWD,
-                    &cstring(src.as_bytes())?,
-                    r.parent.as_raw_fd(),
-                    &r.call_name,
-                    libc::AT_SYMLINK_FOLLOW,
-                )
-                .map(|()| Reply::Val(0));
+                let (mode, dev) = (a.get(mode) as u32, a.get(dev) & 0xffff_ffff);
+                let old = sys::umask(t.umask()?);
+                let res = sys::mknodat(r.parent.as_raw_fd(), &r.call_name, mode, dev);
+                sys::umask(old);
+                res.map(|()| Reply::Val(0))
             }
-            let o = self.resolve(t, &self.anchor(t, od, old)?)?;
+            Args::Rename {
+                old_dir,
+                old,
+                new_dir,
+                new,
+                flags,
+            } => {
+                let (od, nd) = (a.dir(old_dir), a.dir(new_dir));
+                let flags = a.flags(flags) as u32;
+                self.rename(n, t, (od, a.get(old)), (nd, a.get(new)), flags)
+            }
+            Args::Link {
+                old_dir,
+                old,
+                new_dir,
+                new,
+                flags,
+            } => {
+                let (od, nd) = (a.dir(old_dir), a.dir(new_dir));
+                let flags = a.flags(flags) as i32;
+                self.link(n, t, (od, a.get(old)), (nd, a.get(new)), flags)
+            }
+            Args::Symlink {
+                target,
+                new_dir,
+                new,
+            } => {
+                // The link's content is data, not a name: read it unrewritten.
+                let target = read_c_string(t.tid, a.get(target))?;
+                let new = self.read_path(t, a.get(new))?;
+                self.valid(n)?;
+                let r = self.resolve(t, &self.anchor(t, a.dir(new_dir), new)?)?;
+                if self.denied_with_below(&r) {
+                    return Err(self.refuse_new(DeniedCall::Symlink, &r));
+                }
+                sys::symlinkat(&cstring(&target)?, r.parent.as_raw_fd(), &r.call_name)
+                    .map(|()| Reply::Val(0))
+            }
+            Args::Mkdir { dir, path, mode } => {
+                let p = self.read_path(t, a.get(path))?;
+                self.valid(n)?;
+                // A trailing slash is kept for the kernel; the decision is on
+                // the component without it.
+                let r = self.resolve(t, &self.anchor(t, a.dir(dir), p)?)?;
+                if self.denied(&r) {
+                    return Err(self.refuse_new(DeniedCall::Mkdir, &r));
+                }
+                let mode = a.get(mode) as u32 & 0o7777;
+                let old = sys::umask(t.umask()?);
+                let res = sys::mkdirat(r.parent.as_raw_fd(), &r.call_name, mode);
+                sys::umask(old);
+                res.map(|()| Reply::Val(0))
+            }
+            Args::Bind { fd, addr, len } => self.bind(n, t, a.get(fd), a.get(addr), a.get(len)),
+        }
+    }
+
+    /// `openat2(dirfd, path, how, size)`.
+    fn openat2(
+        &self,
+        n: &Notif,
+        t: &mut Target,
+        dirfd: i32,
+        path: u64,
+        how: u64,
+        size: u64,
+    ) -> Res {
+        let path = self.read_path(t, path)?;
+        let size = size as usize;
+        if size < OPEN_HOW_SIZE {
+            return Err(libc::EINVAL);
+        }
+        if size > MAX_OPEN_HOW {
+            return Err(libc::E2BIG);
+        }
+        let how = sys::read_target(n.pid, how, size)?;
+        if how[OPEN_HOW_SIZE..].iter().any(|&b| b != 0) {
+            return Err(libc::E2BIG);
+        }
+        let word = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&how[i * 8..i * 8 + 8]);
+            u64::from_ne_bytes(w)
+        };
+        let (flags, mode, resolve) = (word(0), word(1), word(2));
+        if mode & !0o7777 != 0 {
+            return Err(libc::EINVAL);
+        }
+        self.valid(n)?;
+        if resolve != 0 {
+            // Resolve restrictions apply to the whole path as the
+            // caller's kernel walk would see it, which the supervisor's
+            // own walk cannot reproduce: not performed here; callers
+            // fall back to openat.
+            return Err(libc::ENOSYS);
+        }
+        // Every openat2 comes here (its flags are in memory the filter
+        // cannot read), creating or not: the same checked open, which
+        // also keeps the supervisor's own /proc entries out of reach.
+        let flags = i32::try_from(flags).map_err(|_| libc::EINVAL)?;
+        let anchor = self.anchor(t, dirfd, path)?;
+        self.open(n.id, t, anchor, flags, mode as u32, DeniedCall::Open)
+    }
+
+    /// `rename`, `renameat`, `renameat2`: each name as (directory, path
+    /// address).
+    fn rename(
+        &self,
+        n: &Notif,
+        t: &mut Target,
+        old: (i32, u64),
+        new: (i32, u64),
+        flags: u32,
+    ) -> Res {
+        let ((od, op), (nd, np)) = (old, new);
+        let old = self.read_path(t, op)?;
+        let new = self.read_path(t, np)?;
+        self.valid(n)?;
+        let o = self.resolve(t, &self.anchor(t, od, old)?)?;
+        let r = self.resolve(t, &self.anchor(t, nd, new)?)?;
+        if self.denied_with_below(&r) {
+            return Err(self.refuse(DeniedCall::Rename, &r));
+        }
+        // An exchange gives the old name the new one's content, and a
+        // whiteout leaves a device node under it: both create the old
+        // name too.
+        if flags & (RENAME_EXCHANGE | RENAME_WHITEOUT) != 0 && self.denied_with_below(&o) {
+            return Err(self.refuse(DeniedCall::Rename, &o));
+        }
+        sys::renameat2(
+            o.parent.as_raw_fd(),
+            &o.call_name,
+            r.parent.as_raw_fd(),
+            &r.call_name,
+            flags,
+        )
+        .map(|()| Reply::Val(0))
+    }
+
+    /// `link`, `linkat`: each name as (directory, path address).
+    fn link(&self, n: &Notif, t: &mut Target, old: (i32, u64), new: (i32, u64), flags: i32) -> Res {
+        let ((od, op), (nd, np)) = (old, new);
+        if flags & !(libc::AT_SYMLINK_FOLLOW | libc::AT_EMPTY_PATH) != 0 {
+            return Err(libc::EINVAL);
+        }
+        let old = self.read_path(t, op)?;
+        let new = self.read_path(t, np)?;
+        self.valid(n)?;
+        let r = self.resolve(t, &self.anchor(t, nd, new)?)?;
+        if self.denied_with_below(&r) {
+            return Err(self.refuse_new(DeniedCall::Link, &r));
+        }
+        let follow = flags & libc::AT_SYMLINK_FOLLOW;
+        if old.is_empty() {
+            if flags & libc::AT_EMPTY_PATH == 0 {
+                return Err(libc::ENOENT);
+            }
+            // The caller's descriptor itself, through its /proc link.
+            let src = if od == AT_FDCWD {
+                format!("/proc/{}/cwd", t.tid)
+            } else if od < 0 {
+                return Err(libc::EBADF);
+            } else {
+                format!("/proc/{}/fd/{od}", t.tid)
+            };
             return sys::linkat(
-                o.parent.as_raw_fd(),
-                &o.call_name,
+                AT_FDCWD,
+                &cstring(src.as_bytes())?,
                 r.parent.as_raw_fd(),
                 &r.call_name,
-                follow,
+                libc::AT_SYMLINK_FOLLOW,
             )
             .map(|()| Reply::Val(0));
         }
-        if nr == libc::SYS_symlink || nr == libc::SYS_symlinkat {
-            let (target_p, nd, np) = if nr == libc::SYS_symlink {
-                (a[0], AT_FDCWD, a[1])
-            } else {
-                (a[0], fd(1), a[2])
-            };
-            // The link's content is data, not a name: read it unrewritten.
-            let target = read_c_string(t.tid, target_p)?;
-            let new = self.read_path(t, np)?;
-            self.valid(n)?;
-            let r = self.resolve(t, &self.anchor(t, nd, new)?)?;
-            if self.denied_with_below(&r) {
-                return Err(self.refuse_new(DeniedCall::Symlink, &r));
-            }
-            return sys::symlinkat(&cstring(&target)?, r.parent.as_raw_fd(), &r.call_name)
-                .map(|()| Reply::Val(0));
-        }
-        if nr == libc::SYS_mkdir || nr == libc::SYS_mkdirat {
-            let (dirfd, p, mode) = if nr == libc::SYS_mkdir {
-                (AT_FDCWD, a[0], a[1] as u32)
-            } else {
-                (fd(0), a[1], a[2] as u32)
-            };
-            let path = self.read_path(t, p)?;
-            self.valid(n)?;
-            // A trailing slash is kept for the kernel; the decision is on
-            // the component without it.
-            let r = self.resolve(t, &self.anchor(t, dirfd, path)?)?;
-            if self.denied(&r) {
-                return Err(self.refuse_new(DeniedCall::Mkdir, &r));
-            }
-            let old = sys::umask(t.umask()?);
-            let res = sys::mkdirat(r.parent.as_raw_fd(), &r.call_name, mode & 0o7777);
-            sys::umask(old);
-            return res.map(|()| Reply::Val(0));
-        }
-        if nr == libc::SYS_bind {
-            return self.bind(n, t);
-        }
-        // Not a call the filter sends here.
-        Err(libc::ENOSYS)
+        let o = self.resolve(t, &self.anchor(t, od, old)?)?;
+        sys::linkat(
+            o.parent.as_raw_fd(),
+            &o.call_name,
+            r.parent.as_raw_fd(),
+            &r.call_name,
+            follow,
+        )
+        .map(|()| Reply::Val(0))
     }
 
     /// `bind(fd, addr, len)`. Only a Unix socket bound to a path creates a
@@ -217,15 +284,15 @@ impl Supervisor<'_> {
     /// rewrites the address nor a symbolic link resolved differently can
     /// change what is bound. A caller the supervisor may not trace (one that
     /// runs an unreadable binary) gets `EPERM`.
-    pub(super) fn bind(&self, n: &Notif, t: &mut Target) -> Res {
+    fn bind(&self, n: &Notif, t: &mut Target, fd: u64, addr: u64, len: u64) -> Res {
         const SUN_PATH: usize = 108;
         const SUN_OFFSET: usize = 2;
-        let len = usize::try_from(n.args[2]).map_err(|_| libc::EINVAL)?;
+        let len = usize::try_from(len).map_err(|_| libc::EINVAL)?;
         if len > 128 {
             return Err(libc::EINVAL);
         }
-        let addr = sys::read_target(n.pid, n.args[1], len)?;
-        let sockfd = i32::try_from(n.args[0] as i64).map_err(|_| libc::EBADF)?;
+        let addr = sys::read_target(n.pid, addr, len)?;
+        let sockfd = i32::try_from(fd as i64).map_err(|_| libc::EBADF)?;
         let family = if addr.len() >= SUN_OFFSET {
             i32::from(u16::from_ne_bytes([addr[0], addr[1]]))
         } else {

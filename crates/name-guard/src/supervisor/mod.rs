@@ -19,6 +19,7 @@ use crate::Stats;
 use crate::report::DeniedCall;
 use crate::rules::Rules;
 use crate::sys::{self, Notif};
+use crate::syscalls::Abi;
 use fifo::FifoWait;
 use resolve::Resolved;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -47,6 +48,9 @@ type Res = Result<Reply, i32>;
 
 /// The guard's state for one guarded process tree.
 pub(crate) struct Supervisor<'a> {
+    /// The table the filter was built from: a notification's number is
+    /// decoded by it.
+    abi: &'static Abi,
     listener: RawFd,
     rules: &'a Rules,
     pub(crate) stats: Stats,
@@ -63,8 +67,14 @@ pub(crate) struct Supervisor<'a> {
 }
 
 impl<'a> Supervisor<'a> {
-    pub(crate) fn new(listener: RawFd, rules: &'a Rules, report_fd: Option<RawFd>) -> Self {
+    pub(crate) fn new(
+        abi: &'static Abi,
+        listener: RawFd,
+        rules: &'a Rules,
+        report_fd: Option<RawFd>,
+    ) -> Self {
         Supervisor {
+            abi,
             listener,
             rules,
             stats: Stats::default(),
