@@ -166,8 +166,10 @@ pub fn kernel_runs_name_guard(release: &str) -> bool {
 /// Whether a Linux release can run the name guard on this build's
 /// architecture.
 fn name_guard_support(release: &str) -> FilenameRuleSupport {
-    if !cfg!(target_arch = "x86_64") {
-        return FilenameRuleSupport::Unavailable("the name guard supports x86-64 only".to_string());
+    if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        return FilenameRuleSupport::Unavailable(
+            "the name guard has system call tables for x86-64 and aarch64 only".to_string(),
+        );
     }
     if kernel_runs_name_guard(release) {
         return FilenameRuleSupport::NameGuard;
