@@ -115,7 +115,8 @@ impl BrokerSettings {
         self
     }
 
-    /// Chooses the upstream trust (default: public roots plus extra roots).
+    /// Chooses the upstream trust (default: the platform's trust plus extra
+    /// roots, [`UpstreamRoots::PlatformAndExtra`]).
     pub fn upstream_roots(&mut self, roots: UpstreamRoots) -> &mut BrokerSettings {
         self.roots = roots;
         self

@@ -40,9 +40,18 @@ pub const DEFAULT_VIOLATION_CAPACITY: usize = 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum UpstreamRoots {
-    /// The bundled public web roots plus any extra roots (the default).
+    /// The platform's trust (the default), plus any extra roots: on macOS
+    /// the Keychain and its trust settings, on Windows the system's
+    /// certificate store, on Linux the system store (`SSL_CERT_FILE` and
+    /// `SSL_CERT_DIR` when set, else the distribution's bundle), through
+    /// `rustls-platform-verifier`. A corporate root the host trusts works
+    /// without flags. A Linux host with no roots at all and no extra root
+    /// is refused at build.
     #[default]
-    WebPkiAndExtra,
+    PlatformAndExtra,
+    /// The public web roots bundled into this build (`webpki-roots`), plus
+    /// any extra roots: the host's own trust is not consulted.
+    BundledWebPkiAndExtra,
     /// Only the extra roots given to the builder.
     ExtraOnly,
 }
@@ -257,6 +266,30 @@ impl BrokerBuilder {
         self
     }
 
+    /// Trusts every certificate of a PEM bundle (`-----BEGIN
+    /// CERTIFICATE-----` blocks; other blocks are skipped) for upstream
+    /// connections. A bundle with no certificate, or one that does not
+    /// parse, is an error.
+    pub fn extra_roots_pem(&mut self, pem: &[u8]) -> Result<&mut BrokerBuilder, Error> {
+        use rustls::pki_types::pem::PemObject;
+        let bad = |value: String| {
+            Error::from(ErrorKind::InvalidConfig {
+                name: "extra roots",
+                value,
+                reason: "give PEM with at least one CERTIFICATE block",
+            })
+        };
+        let mut found = Vec::new();
+        for cert in CertificateDer::pem_slice_iter(pem) {
+            found.push(cert.map_err(|e| bad(e.to_string()))?.to_vec());
+        }
+        if found.is_empty() {
+            return Err(bad("no certificate".to_owned()));
+        }
+        self.extra_roots.extend(found);
+        Ok(self)
+    }
+
     /// Chooses where upstream trust comes from.
     pub fn upstream_roots(&mut self, roots: UpstreamRoots) -> &mut BrokerBuilder {
         self.roots = roots;
@@ -352,7 +385,7 @@ impl BrokerBuilder {
             }
         };
         let mut roots = RootCertStore::empty();
-        if self.roots == UpstreamRoots::WebPkiAndExtra {
+        if self.roots == UpstreamRoots::BundledWebPkiAndExtra {
             roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         }
         for der in &self.extra_roots {
@@ -364,17 +397,26 @@ impl BrokerBuilder {
                 })
             })?;
         }
-        if roots.is_empty() {
-            return Err(ErrorKind::InvalidConfig {
-                name: "upstream roots",
-                value: "none".to_owned(),
-                reason: "give at least one root certificate",
-            }
-            .into());
-        }
         let provider = tls::provider();
+        let trust = match self.roots {
+            UpstreamRoots::PlatformAndExtra => tls::UpstreamTrust::Platform(
+                self.extra_roots
+                    .iter()
+                    .map(|d| CertificateDer::from(d.clone()))
+                    .collect(),
+            ),
+            _ if roots.is_empty() => {
+                return Err(ErrorKind::InvalidConfig {
+                    name: "upstream roots",
+                    value: "none".to_owned(),
+                    reason: "give at least one root certificate",
+                }
+                .into());
+            }
+            _ => tls::UpstreamTrust::Roots(roots),
+        };
         let leaf_key = tls::signing_key(&provider, self.ca.leaf_key_pkcs8_der())?;
-        let client_config = tls::client_config(&provider, roots)?;
+        let client_config = tls::client_config(&provider, trust)?;
         let (violations, _) = broadcast::channel(self.violation_capacity);
         let mut classifiers: Vec<Arc<dyn RequestClassifier>> = Vec::new();
         #[cfg(feature = "git")]

@@ -57,8 +57,10 @@
 //!   the `CONNECT` target, the rules must allow, the lease must be active;
 //!   the re-framed request with the real credential goes over one upstream
 //!   TLS connection per client connection, dialed at the address the proxy
-//!   vetted and verified for the `CONNECT` host (bundled web roots plus
-//!   extra roots, or [`UpstreamRoots::ExtraOnly`]); a failed verification
+//!   vetted and verified for the `CONNECT` host (by default the platform's
+//!   trust plus extra roots, [`UpstreamRoots::PlatformAndExtra`]; or the
+//!   bundled web roots, [`UpstreamRoots::BundledWebPkiAndExtra`]; or only
+//!   the extra roots, [`UpstreamRoots::ExtraOnly`]); a failed verification
 //!   is 502, never a bypass. Responses stream back by their own framing
 //!   (length, chunked or close-delimited), never buffered whole. Refusals
 //!   are 403 on the same connection (a denied rule, a `Host` mismatch, a

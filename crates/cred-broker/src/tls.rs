@@ -77,16 +77,42 @@ pub(crate) fn server_config(
     Ok(Arc::new(config))
 }
 
-/// The upstream client configuration: the given roots, ALPN `http/1.1`.
+/// What verifies an upstream's certificate.
+pub(crate) enum UpstreamTrust {
+    /// The platform's verifier, with these extra roots.
+    Platform(Vec<rustls::pki_types::CertificateDer<'static>>),
+    /// Exactly these roots.
+    Roots(RootCertStore),
+}
+
+/// The upstream client configuration: the given trust, ALPN `http/1.1`.
 pub(crate) fn client_config(
     provider: &Arc<CryptoProvider>,
-    roots: RootCertStore,
+    trust: UpstreamTrust,
 ) -> Result<Arc<ClientConfig>, Error> {
-    let mut config = ClientConfig::builder_with_provider(Arc::clone(provider))
+    let builder = ClientConfig::builder_with_provider(Arc::clone(provider))
         .with_safe_default_protocol_versions()
-        .map_err(|e| config_error("tls versions", e))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .map_err(|e| config_error("tls versions", e))?;
+    let mut config = match trust {
+        UpstreamTrust::Roots(roots) => builder.with_root_certificates(roots),
+        UpstreamTrust::Platform(extra) => {
+            let verifier = rustls_platform_verifier::Verifier::new_with_extra_roots(
+                extra,
+                Arc::clone(provider),
+            )
+            .map_err(|e| {
+                Error::from(ErrorKind::InvalidConfig {
+                    name: "upstream roots",
+                    value: e.to_string(),
+                    reason: "the platform's trust store gave no usable root; install the system's CA bundle, set SSL_CERT_FILE, or give extra roots",
+                })
+            })?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(verifier))
+        }
+    }
+    .with_no_client_auth();
     config.alpn_protocols = vec![HTTP11.to_vec()];
     Ok(Arc::new(config))
 }

@@ -555,3 +555,109 @@ async fn only_http11_is_spoken() {
     assert_eq!(tls.get_ref().1.alpn_protocol(), None);
     assert!(seen_by(&s.origin).is_empty());
 }
+
+/// Set (to `trusted` or `untrusted`) in the process
+/// [`upstream_trust_comes_from_the_platform_store`] starts.
+const PLATFORM_MODE: &str = "CRED_BROKER_TEST_PLATFORM_TRUST";
+
+/// The default trust is the platform's: on Linux the system store, which
+/// `SSL_CERT_FILE` names when set. The store is read when the broker is
+/// built, from the environment of the process, so each case runs in a
+/// process of its own (this test binary again, with `SSL_CERT_FILE` set
+/// and only [`platform_trust_case`] selected).
+#[test]
+fn upstream_trust_comes_from_the_platform_store() {
+    let dir = std::env::temp_dir().join(format!("cred-broker-platform-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for mode in ["trusted", "untrusted"] {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "tls::platform_trust_case", "--ignored"])
+            .env(PLATFORM_MODE, mode)
+            .env("SSL_CERT_FILE", dir.join(format!("{mode}.pem")))
+            .env("SSL_CERT_DIR", dir.join("no-such-dir"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "{mode}:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One case of [`upstream_trust_comes_from_the_platform_store`]: writes the
+/// origin's CA (trusted) or an unrelated CA (untrusted) to the file
+/// `SSL_CERT_FILE` names, builds a broker with the default trust and no
+/// extra root, and asks the origin through it: 200, or 502 and nothing sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "one case of upstream_trust_comes_from_the_platform_store, run by it in a process of its own"]
+async fn platform_trust_case() {
+    let mode = std::env::var(PLATFORM_MODE).expect("started by the platform trust test");
+    let store = std::env::var("SSL_CERT_FILE").expect("SSL_CERT_FILE set");
+    let pki = TestPki::new(&[HOST, "127.0.0.1"]);
+    let other = TestPki::new(&[HOST, "127.0.0.1"]);
+    let in_store = if mode == "trusted" { &pki } else { &other };
+    std::fs::write(&store, &in_store.ca_pem).unwrap();
+    let origin = origin(&pki).await;
+    let ca = Arc::new(SessionCa::builder("s-tls").build().unwrap());
+    let engine = RuleEngine::builder()
+        .rules(RuleFile::from_toml(RULES).unwrap())
+        .build()
+        .unwrap();
+    let cred = credential();
+    let lease = Lease::builder("s-tls", &cred).build().unwrap();
+    // No upstream_roots call: the default is the platform's trust.
+    let broker = Broker::builder(ca.clone(), engine)
+        .grant(cred, lease.clone())
+        .build()
+        .unwrap();
+    let broker = Arc::new(broker);
+    let s = Setup {
+        violations: broker.subscribe_violations(),
+        origin,
+        ca,
+        broker,
+        lease,
+    };
+    let port = s.origin.addr().port();
+    let (addr, _) = broker_listener(&s).await;
+    let mut tls = client(addr, &s.ca, HOST).await.unwrap();
+    let mut buf = Vec::new();
+    let (status, _, body) = exchange(&mut tls, &mut buf, &with_port(get("/user", ""), port)).await;
+    if mode == "trusted" {
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(seen_by(&s.origin).len(), 1);
+    } else {
+        assert_eq!(status, 502, "{body}");
+        assert!(body.contains("certificate"), "{body}");
+        assert!(seen_by(&s.origin).is_empty());
+    }
+}
+
+#[test]
+fn extra_roots_come_as_pem_bundles_and_a_bundle_without_one_is_refused() {
+    let a = TestPki::new(&[HOST]);
+    let b = TestPki::new(&[HOST]);
+    let bundle = format!("{}\n# a comment line\n{}", a.ca_pem, b.ca_pem);
+    let engine = || {
+        RuleEngine::builder()
+            .rules(RuleFile::from_toml(RULES).unwrap())
+            .build()
+            .unwrap()
+    };
+    let ca = Arc::new(SessionCa::builder("s-pem").build().unwrap());
+    let mut builder = Broker::builder(ca.clone(), engine());
+    builder.upstream_roots(UpstreamRoots::ExtraOnly);
+    builder.extra_roots_pem(bundle.as_bytes()).unwrap();
+    assert!(builder.build().is_ok());
+    for bad in ["", "not pem at all", "-----BEGIN CERTIFICATE-----\nAAA\n"] {
+        let mut builder = Broker::builder(ca.clone(), engine());
+        assert!(builder.extra_roots_pem(bad.as_bytes()).is_err(), "{bad:?}");
+    }
+    // Only the extra roots, and none given: refused at build.
+    let mut builder = Broker::builder(ca, engine());
+    builder.upstream_roots(UpstreamRoots::ExtraOnly);
+    assert!(builder.build().is_err());
+}
