@@ -215,6 +215,16 @@ impl CredentialBuilder {
         self
     }
 
+    /// Sets the secret to what `source` reads now (an environment
+    /// variable, the macOS Keychain, a source of the host program's own).
+    pub fn secret_from(
+        &mut self,
+        source: &dyn crate::SecretSource,
+    ) -> Result<&mut CredentialBuilder, Error> {
+        self.secret = Some(source.read_secret()?);
+        Ok(self)
+    }
+
     /// Adds a host pattern the credential may be sent to (a
     /// [`HostPattern`] without a port; [`CredentialBuilder::build`] checks
     /// it).

@@ -274,6 +274,7 @@ mod reframe;
 mod response;
 mod rules;
 mod secret;
+mod secret_source;
 mod streamed;
 mod tls;
 
@@ -322,6 +323,9 @@ pub use streamed::{BodyReader, HeldBody, Judgement};
 pub use credential::{Credential, CredentialBuilder, HeaderTemplate};
 pub use lease::{Lease, LeaseBuilder, LeaseState, PHANTOM_BYTES, PhantomToken};
 pub use secret::{MAX_SECRET_LEN, Secret};
+#[cfg(target_os = "macos")]
+pub use secret_source::KeychainSecret;
+pub use secret_source::{AmbientEnvSecret, SecretSource};
 // Errors.
 pub use error::{
     Error, ErrorKind, HttpErrorKind, LeaseErrorKind, Response, RulesErrorKind, TlsErrorKind,

@@ -72,6 +72,14 @@ pub enum ErrorKind {
     #[cfg(feature = "git")]
     #[error(transparent)]
     Push(push_rule::ErrorKind),
+    /// A credential's secret could not be read from its source.
+    #[error("the secret from {from} could not be read: {reason}")]
+    SecretUnavailable {
+        /// Where it was to come from (never the value).
+        from: String,
+        /// Why not.
+        reason: String,
+    },
     /// A configuration value out of its accepted range.
     #[error("configuration value {name} = {value} is refused: {reason}")]
     InvalidConfig {
@@ -116,7 +124,9 @@ impl Error {
             ErrorKind::Push(k) if k.is_config() => Response::NotARequest,
             #[cfg(feature = "git")]
             ErrorKind::Push(_) => Response::BadRequestAndClose,
-            ErrorKind::InvalidConfig { .. } => Response::NotARequest,
+            ErrorKind::InvalidConfig { .. } | ErrorKind::SecretUnavailable { .. } => {
+                Response::NotARequest
+            }
         }
     }
 }

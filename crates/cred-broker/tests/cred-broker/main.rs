@@ -16,6 +16,7 @@ mod git_tables;
 mod graphql;
 #[cfg(feature = "git")]
 mod push_wire;
+mod secret_sources;
 mod support;
 mod testdata;
 mod tls;
