@@ -82,7 +82,39 @@ pub trait HostView {
         let _ = path;
         false
     }
+
+    /// Starts the bubblewrap at `bwrap` once, with the namespaces a real
+    /// launch uses, running `true` ([`BWRAP_TRY_ARGS`]), and says whether it
+    /// worked: `Err` carries what bubblewrap said. A host where bubblewrap
+    /// is installed but cannot make namespaces (no user namespaces for
+    /// this user, a container without the capability) fails here, so the
+    /// probe never offers it. The provided implementation answers `Err`
+    /// (fail closed): a view that cannot run programs cannot vouch for one.
+    fn try_bubblewrap(&self, bwrap: &Path) -> Result<(), String> {
+        let _ = bwrap;
+        Err("this host view cannot start bubblewrap to try it".to_owned())
+    }
 }
+
+/// The arguments of the probe's one bubblewrap launch
+/// ([`HostView::try_bubblewrap`]): every namespace a dispatch launch
+/// unshares, a read-only root, `/proc` and `/dev`, and `true`.
+pub const BWRAP_TRY_ARGS: &[&str] = &[
+    "--unshare-all",
+    "--die-with-parent",
+    "--ro-bind",
+    "/",
+    "/",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--",
+    "true",
+];
+
+/// The longest part of bubblewrap's error kept for the probe's reason.
+const TRY_ERROR_LIMIT: usize = 300;
 
 /// How much of a small file [`HostView::read_small_file`] reads.
 pub const SMALL_FILE_LIMIT: u64 = 4096;
@@ -213,6 +245,34 @@ impl HostView for AmbientHost {
     fn is_file(&self, path: &Path) -> bool {
         let path = path.to_path_buf();
         self.call(move || path.is_file()).unwrap_or(false)
+    }
+
+    fn try_bubblewrap(&self, bwrap: &Path) -> Result<(), String> {
+        let bwrap = bwrap.to_path_buf();
+        // Its own limit (namespaces can be slow to make on a loaded host);
+        // the ambient probe as a whole is bounded too.
+        run_with_timeout(Duration::from_secs(3), move || {
+            let out = std::process::Command::new(&bwrap)
+                .args(BWRAP_TRY_ARGS)
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .output()
+                .map_err(|e| format!("starting {} failed: {e}", bwrap.display()))?;
+            if out.status.success() {
+                return Ok(());
+            }
+            let said = String::from_utf8_lossy(&out.stderr);
+            let said: String = said.trim().chars().take(TRY_ERROR_LIMIT).collect();
+            Err(if said.is_empty() {
+                format!("bubblewrap exited with {}", out.status)
+            } else {
+                said
+            })
+        })
+        .unwrap_or_else(|| Err("a trial launch did not finish within 3 s".to_owned()))
     }
 }
 

@@ -135,7 +135,7 @@ pub use error::{Error, ErrorKind};
 pub use event::{KillReason, SandboxEvent, SandboxViolation};
 pub use git::linked_git_dir_entries;
 pub use handle::SandboxHandle;
-pub use host::{AmbientHost, FakeHost, HostView, Os, find_on_path};
+pub use host::{AmbientHost, BWRAP_TRY_ARGS, FakeHost, HostView, Os, find_on_path};
 pub use mode::{Access, Mode};
 pub use name_guard_invocation::{InvocationProblem, NAME_GUARD_USAGE, NameGuardInvocation};
 pub use paths::{PathEntry, PathSet, expand_tilde, is_glob};

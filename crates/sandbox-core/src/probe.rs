@@ -269,7 +269,27 @@ impl ProbeReport {
                         None => missing.push(tool.package.to_string()),
                     }
                 }
-                if missing.is_empty() {
+                // Installed is not enough: one trial launch shows whether
+                // this host lets bubblewrap make its namespaces.
+                let tried = match tools.iter().find(|(name, _)| name == "bwrap") {
+                    Some((_, bwrap)) if missing.is_empty() => host.try_bubblewrap(bwrap),
+                    _ => Ok(()),
+                };
+                if let Err(why) = tried {
+                    let hint = format!(
+                        "bwrap is installed but cannot make its namespaces on this host ({why}); user namespaces may be disabled or restricted here"
+                    );
+                    NativeProbe {
+                        available: false,
+                        mechanism: None,
+                        tools,
+                        note: None,
+                        requires_install: false,
+                        missing_packages: Vec::new(),
+                        hint: Some(hint),
+                        filename_rules,
+                    }
+                } else if missing.is_empty() {
                     let note = match &filename_rules {
                         FilenameRuleSupport::NameGuard => {
                             format!("{NOTE_BUBBLEWRAP}; {NOTE_NAME_GUARD}")

@@ -50,6 +50,9 @@ impl<H: HostView + ?Sized> HostView for MacTarget<'_, H> {
     fn exists(&self, path: &Path) -> bool {
         self.0.exists(&through_firmlinks(path))
     }
+    fn try_bubblewrap(&self, bwrap: &Path) -> Result<(), String> {
+        self.0.try_bubblewrap(bwrap)
+    }
     fn canonicalize(&self, path: &Path) -> Option<PathBuf> {
         let firm = through_firmlinks(path);
         // The kernel resolves a firmlink whether or not what lies below it

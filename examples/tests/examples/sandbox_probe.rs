@@ -32,7 +32,10 @@ fn real_host_line() {
         // The note says whether the kernel can run the name guard.
         let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
         let suffix = match sandbox_core::kernel_version(&release) {
-            Some(v) if v >= sandbox_core::NAME_GUARD_MIN_KERNEL && cfg!(target_arch = "x86_64") => {
+            Some(v)
+                if v >= sandbox_core::NAME_GUARD_MIN_KERNEL
+                    && cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) =>
+            {
                 "; filename rules at creation by name-guard (seccomp)"
             }
             _ => "; filename rules not enforceable (",
@@ -120,4 +123,46 @@ fn bad_switch_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("\"on\"") && err.contains("\"off\""), "{err}");
+}
+
+/// Where bubblewrap is installed but cannot make namespaces (here: root of
+/// a user namespace with `user.max_user_namespaces = 0` and no
+/// capabilities, as in an unprivileged container), the probe's trial launch
+/// fails and no native sandbox is offered; the line gives bubblewrap's own
+/// error. Never "bubblewrap" on such a host.
+#[test]
+fn a_host_where_bubblewrap_cannot_make_namespaces_is_not_offered_bubblewrap() {
+    if bwrap().is_none()
+        || test_support::tool("unshare", "apt-get install util-linux").is_none()
+        || test_support::tool("setpriv", "apt-get install util-linux").is_none()
+    {
+        return;
+    }
+    let script = format!(
+        "echo 0 > /proc/sys/user/max_user_namespaces && exec setpriv --bounding-set=-all --inh-caps=-all -- {BIN}"
+    );
+    let out = Command::new("unshare")
+        .args(["--user", "--map-root-user", "sh", "-c", &script])
+        .env_remove("CC_SERVER_SANDBOX")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines = stdout.lines();
+    let first = lines.next().unwrap_or_default();
+    assert!(
+        first.starts_with(
+            "no OS-native agent sandbox on this host: bwrap is installed but cannot make its namespaces on this host (bwrap: "
+        ),
+        "{stdout}"
+    );
+    assert_eq!(
+        lines.next(),
+        Some("dispatch backend: none (none: not sandboxed, runs on the host)"),
+        "{stdout}"
+    );
 }

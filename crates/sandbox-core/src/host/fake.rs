@@ -28,6 +28,8 @@ pub struct FakeHost {
     executables: BTreeSet<PathBuf>,
     symlinks: BTreeMap<PathBuf, PathBuf>,
     contents: BTreeMap<PathBuf, String>,
+    /// What a trial bubblewrap launch gives (`Ok` unless told otherwise).
+    bubblewrap_try: Result<(), String>,
 }
 
 impl FakeHost {
@@ -44,6 +46,7 @@ impl FakeHost {
             executables: BTreeSet::new(),
             symlinks: BTreeMap::new(),
             contents: BTreeMap::new(),
+            bubblewrap_try: Ok(()),
         }
     }
 
@@ -79,6 +82,13 @@ impl FakeHost {
         let path = self.abs(path.into());
         self.files.insert(path.clone());
         self.dirs.insert(path);
+        self
+    }
+
+    /// Makes a trial bubblewrap launch fail with `error` (what bubblewrap
+    /// says where it cannot make namespaces).
+    pub fn bubblewrap_fails(&mut self, error: impl Into<String>) -> &mut FakeHost {
+        self.bubblewrap_try = Err(error.into());
         self
     }
 
@@ -193,6 +203,14 @@ impl HostView for FakeHost {
 
     fn canonicalize(&self, path: &Path) -> Option<PathBuf> {
         self.resolve(path)
+    }
+
+    fn try_bubblewrap(&self, bwrap: &Path) -> Result<(), String> {
+        if self.is_executable_file(bwrap) {
+            self.bubblewrap_try.clone()
+        } else {
+            Err(format!("{} is not an executable file", bwrap.display()))
+        }
     }
 
     fn is_dir(&self, path: &Path) -> bool {

@@ -93,6 +93,8 @@ struct HostDesc {
     osrelease: Option<String>,
     #[serde(default)]
     dev_kvm: bool,
+    /// What bubblewrap says when the probe's trial launch fails.
+    bwrap_fails: Option<String>,
 }
 
 fn fake_host(d: &HostDesc) -> FakeHost {
@@ -111,6 +113,9 @@ fn fake_host(d: &HostDesc) -> FakeHost {
     }
     if d.dev_kvm {
         host.file("/dev/kvm");
+    }
+    if let Some(e) = &d.bwrap_fails {
+        host.bubblewrap_fails(e.clone());
     }
     host
 }
