@@ -205,13 +205,19 @@ pub(crate) fn allow_entry(host: &Host) -> String {
     }
 }
 
+/// Writes `bytes` to a new file at `path` (never over an existing one),
+/// mode 0444 on Unix. On Windows there is no POSIX mode: the file (the CA
+/// bundle, certificates only) is created in the session's private
+/// directory with the access that directory gives its new files.
 fn write_read_only(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     use std::io::Write;
+    #[cfg(unix)]
     use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o444)
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    options.mode(0o444);
+    let mut f = options
         .open(path)
         .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
     f.write_all(bytes)

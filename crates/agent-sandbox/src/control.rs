@@ -12,6 +12,11 @@
 //! reaches its foreground group) and `Kill` ends the first process, which
 //! takes the namespace with it. Otherwise (the `none` and Seatbelt
 //! backends, where the command is the child itself) they go to the child.
+//!
+//! Windows has no signals. There `Kill` is handed to the runner task, which
+//! ends the child through its handle (as `destroy` does) and reports it as
+//! `killed` (manual); `Interrupt` and `Terminate` are
+//! [`ControlError::SignalUnavailable`] and nothing is sent.
 
 use crate::pty::PtyMaster;
 use sandbox_core::{CommandControl, CommandSignal, ControlError, ControlFuture, PtySize};
@@ -28,6 +33,10 @@ pub(crate) struct ControlState {
     target: Mutex<Target>,
     /// The host sent `Kill`: the command ends as `killed` (manual).
     killed: AtomicBool,
+    /// Where the controls cannot signal the process (Windows): the host's
+    /// `Kill`, for the runner task to carry out on the child.
+    #[cfg(not(unix))]
+    kill_request: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -49,6 +58,13 @@ enum Target {
     #[default]
     NotStarted,
     /// The command is this process.
+    #[cfg_attr(
+        not(unix),
+        allow(
+            dead_code,
+            reason = "off Unix the runner task ends the child by its handle"
+        )
+    )]
     Child(u32),
     #[cfg_attr(
         not(target_os = "linux"),
@@ -73,7 +89,18 @@ impl ControlState {
             }),
             target: Mutex::new(Target::NotStarted),
             killed: AtomicBool::new(false),
+            #[cfg(not(unix))]
+            kill_request: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Ready once the host's `Kill` is for the runner task to carry out
+    /// (Windows); never on Unix, where the controls signal the process.
+    pub(crate) async fn kill_requested(&self) {
+        #[cfg(unix)]
+        std::future::pending::<()>().await;
+        #[cfg(not(unix))]
+        self.kill_request.notified().await;
     }
 
     /// Whether the host killed the command through its controls.
@@ -253,31 +280,66 @@ impl CommandControl for Control {
             }
             return Ok(());
         }
-        let sig = match signal {
-            CommandSignal::Interrupt => rustix::process::Signal::INT,
-            CommandSignal::Terminate => rustix::process::Signal::TERM,
-            _ => rustix::process::Signal::KILL,
-        };
-        if sig == rustix::process::Signal::KILL
-            && matches!(target, Target::Child(_) | Target::Namespace { .. })
-        {
-            self.0.killed.store(true, Ordering::SeqCst);
+        deliver(&self.0, target, signal)
+    }
+}
+
+/// Sends `signal` to the command's process (or its namespace).
+#[cfg(unix)]
+fn deliver(
+    state: &ControlState,
+    target: Target,
+    signal: CommandSignal,
+) -> Result<(), ControlError> {
+    let sig = match signal {
+        CommandSignal::Interrupt => rustix::process::Signal::INT,
+        CommandSignal::Terminate => rustix::process::Signal::TERM,
+        _ => rustix::process::Signal::KILL,
+    };
+    if sig == rustix::process::Signal::KILL
+        && matches!(target, Target::Child(_) | Target::Namespace { .. })
+    {
+        state.killed.store(true, Ordering::SeqCst);
+    }
+    match target {
+        Target::NotStarted | Target::Finished => Ok(()),
+        Target::Child(pid) => {
+            send(pid, sig);
+            Ok(())
         }
-        match target {
-            Target::NotStarted | Target::Finished => Ok(()),
-            Target::Child(pid) => {
-                send(pid, sig);
-                Ok(())
-            }
-            Target::Namespace { init } if sig == rustix::process::Signal::KILL => {
-                send(init, sig);
-                Ok(())
-            }
-            Target::Namespace { init } => signal_namespace(init, sig),
+        Target::Namespace { init } if sig == rustix::process::Signal::KILL => {
+            send(init, sig);
+            Ok(())
+        }
+        Target::Namespace { init } => signal_namespace(init, sig),
+    }
+}
+
+/// Hands a `Kill` to the runner task, which ends the child through its
+/// handle; Windows has no interrupt or terminate to send.
+#[cfg(not(unix))]
+fn deliver(
+    state: &ControlState,
+    target: Target,
+    signal: CommandSignal,
+) -> Result<(), ControlError> {
+    match (target, signal) {
+        (Target::NotStarted | Target::Finished, _) => Ok(()),
+        (_, CommandSignal::Interrupt) => Err(ControlError::SignalUnavailable {
+            signal: "an interrupt",
+        }),
+        (_, CommandSignal::Terminate) => Err(ControlError::SignalUnavailable {
+            signal: "a termination request",
+        }),
+        (Target::Child(_) | Target::Namespace { .. }, _) => {
+            state.killed.store(true, Ordering::SeqCst);
+            state.kill_request.notify_one();
+            Ok(())
         }
     }
 }
 
+#[cfg(unix)]
 /// Sends `sig` to `pid`; a process that is already gone is not an error.
 fn send(pid: u32, sig: rustix::process::Signal) {
     if let Some(pid) = i32::try_from(pid)
@@ -288,6 +350,7 @@ fn send(pid: u32, sig: rustix::process::Signal) {
     }
 }
 
+#[cfg(unix)]
 /// Sends `sig` to every process in the pid namespace of `init` except
 /// `init` itself.
 fn signal_namespace(init: u32, sig: rustix::process::Signal) -> Result<(), ControlError> {

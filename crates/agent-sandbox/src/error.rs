@@ -59,6 +59,13 @@ pub enum ErrorKind {
         /// What was asked for.
         what: &'static str,
     },
+    /// The command asks for something this platform does not have (a
+    /// terminal on Windows); refused before anything runs.
+    #[error("{what} is not available on this platform; the command was not run")]
+    NotOnThisPlatform {
+        /// What was asked for.
+        what: &'static str,
+    },
     /// A resource limit was asked for that no cgroup here can enforce.
     #[error("the {limit} limit cannot be enforced here: {reason}; the command was not run")]
     LimitUnavailable {

@@ -35,6 +35,14 @@
 //! With `none` nothing is confined, but the command still starts with the
 //! sanitised environment (R-DISPATCH-2).
 //!
+//! Windows has no native sandbox (R-BACKEND-4) and runs `none`. What it
+//! cannot do is refused, never weakened: a command asking for a terminal
+//! is [`ErrorKind::NotOnThisPlatform`] before anything runs, a limit is
+//! [`ErrorKind::LimitUnavailable`] (there are no cgroups), and of the
+//! signals only kill can be sent (interrupt and terminate are
+//! [`sandbox_core::ControlError::SignalUnavailable`]). The session
+//! directory and the CA bundle get no POSIX mode there.
+//!
 //! # Commands
 //!
 //! Every backend runs a [`sandbox_core::SandboxCommand`] the same way (one
@@ -110,6 +118,7 @@ mod error;
 mod events;
 mod inner_bridge;
 mod manager;
+#[cfg(unix)]
 mod process_fds;
 mod pty;
 mod running;

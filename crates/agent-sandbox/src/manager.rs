@@ -29,6 +29,11 @@ use tokio::task::JoinHandle;
 /// as `killed`, destroy) and everything it started. Each command may have
 /// piped stdin or a terminal, its own variables, a timeout and limits; the
 /// returned [`RunningCommand`] streams its events and carries its controls.
+///
+/// On Windows (the `none` backend) a command asking for a terminal is
+/// refused with [`ErrorKind::NotOnThisPlatform`], a limit with
+/// [`ErrorKind::LimitUnavailable`] (there are no cgroups), and of the
+/// signals only `Kill` can be sent.
 #[derive(Clone)]
 pub struct SandboxManager {
     inner: Arc<Inner>,
@@ -165,6 +170,12 @@ impl SandboxPort for SandboxManager {
         command: SandboxCommand,
     ) -> Result<RunningCommand, Error> {
         command.validate()?;
+        // Terminals are Unix's: elsewhere the request is refused here,
+        // before anything runs.
+        #[cfg(not(unix))]
+        if matches!(command.terminal, Terminal::Pty(_)) {
+            return Err(ErrorKind::NotOnThisPlatform { what: "a terminal" }.into());
+        }
         let mut sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
         let session = sessions.get_mut(&handle.session_id).ok_or_else(|| {
             Error::from(ErrorKind::UnknownSession {

@@ -5,6 +5,12 @@
 //! Only `pre_exec` is unsafe here: the closures run between fork and exec,
 //! so they make only async-signal-safe system calls on values prepared
 //! before the fork and do not allocate.
+//!
+//! Unix only. On Windows there is nothing of this to do: the standard
+//! library and tokio open every handle non-inheritable, so a child gets
+//! only the standard handles its spawn sets, and no cgroup exists to join
+//! (a limit was refused with [`crate::ErrorKind::LimitUnavailable`] before
+//! the spawn).
 
 use rustix::fd::{BorrowedFd, RawFd};
 

@@ -12,10 +12,17 @@
 //! (bubblewrap's `--new-session` leaves the session to the sandbox's first
 //! process), so job control works. Elsewhere the pair is made on the host. Never is the host's own terminal given
 //! to the command.
+//!
+//! Terminals are Unix's: on other platforms (Windows) a command asking for
+//! one is refused before it runs
+//! ([`crate::ErrorKind::NotOnThisPlatform`]), and [`PtyMaster`] is a type
+//! with no value.
 
+#[cfg(unix)]
 use rustix::fd::{AsFd, OwnedFd};
 use sandbox_core::PtySize;
 use std::io;
+#[cfg(unix)]
 use tokio::io::unix::AsyncFd;
 
 #[cfg(target_os = "linux")]
@@ -27,6 +34,7 @@ pub(crate) const SANDBOX_SLAVE: &str = "/dev/pts/0";
 /// sandbox: `sh -c SCRIPT /dev/pts/0 CMD...`.
 pub(crate) const ATTACH_SCRIPT: &str = r#"exec 0<>"$0" 1>&0 2>&0 && exec setsid -w -c "$@""#;
 
+#[cfg(unix)]
 fn winsize(size: PtySize) -> rustix::termios::Winsize {
     rustix::termios::Winsize {
         ws_row: size.rows(),
@@ -36,6 +44,7 @@ fn winsize(size: PtySize) -> rustix::termios::Winsize {
     }
 }
 
+#[cfg(unix)]
 /// A fresh master, close-on-exec (set at open where the system allows it).
 fn open_master() -> io::Result<OwnedFd> {
     use rustix::pty::OpenptFlags;
@@ -51,6 +60,7 @@ fn open_master() -> io::Result<OwnedFd> {
     Ok(master)
 }
 
+#[cfg(unix)]
 /// A pair on the host: (master, slave).
 pub(crate) fn open_on_host(size: PtySize) -> io::Result<(OwnedFd, OwnedFd)> {
     let master = open_master()?;
@@ -102,10 +112,12 @@ pub(crate) async fn open_in_sandbox(pid: u32, size: PtySize) -> io::Result<Owned
 }
 
 /// The host's end of a command's terminal.
+#[cfg(unix)]
 pub(crate) struct PtyMaster {
     fd: AsyncFd<OwnedFd>,
 }
 
+#[cfg(unix)]
 impl PtyMaster {
     /// Wraps a master (made non-blocking). Must run inside the runtime.
     pub(crate) fn new(fd: OwnedFd) -> io::Result<PtyMaster> {
@@ -165,5 +177,29 @@ impl PtyMaster {
     /// Sets the terminal's size; the foreground job gets `SIGWINCH`.
     pub(crate) fn resize(&self, size: PtySize) -> io::Result<()> {
         rustix::termios::tcsetwinsize(self.fd.get_ref(), winsize(size)).map_err(io::Error::from)
+    }
+}
+
+/// The host's end of a command's terminal: without terminals (Windows)
+/// there is never one (the type has no value).
+#[cfg(not(unix))]
+pub(crate) enum PtyMaster {}
+
+#[cfg(not(unix))]
+impl PtyMaster {
+    pub(crate) async fn read(&self, _buf: &mut [u8]) -> io::Result<usize> {
+        match *self {}
+    }
+
+    pub(crate) async fn write_all(&self, _data: &[u8]) -> io::Result<()> {
+        match *self {}
+    }
+
+    pub(crate) fn try_type(&self, _byte: u8) -> bool {
+        match *self {}
+    }
+
+    pub(crate) fn resize(&self, _size: PtySize) -> io::Result<()> {
+        match *self {}
     }
 }

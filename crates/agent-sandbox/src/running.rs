@@ -61,13 +61,17 @@ impl CommandIo {
 /// when piped, else `/dev/null`), moves the child into the command's
 /// cgroup and keeps every other inherited descriptor from it (descriptors
 /// the sandbox needs are passed on after this, with
-/// `process_fds::inherit_fds`).
+/// `process_fds::inherit_fds`). On Windows handles are not inherited
+/// unless asked for and there are no cgroups (see `process_fds`).
 pub(crate) fn prepare<'c>(
     cmd: &'c mut tokio::process::Command,
     request: &ExecRequest<'_>,
 ) -> &'c mut tokio::process::Command {
-    crate::process_fds::close_inherited_fds(cmd);
-    crate::process_fds::join_cgroups(cmd, request.cgroup_procs.clone());
+    #[cfg(unix)]
+    {
+        crate::process_fds::close_inherited_fds(cmd);
+        crate::process_fds::join_cgroups(cmd, request.cgroup_procs.clone());
+    }
     let env = request.env;
     let stdin = match request.stdin {
         sandbox_core::Stdin::Piped => Stdio::piped(),
@@ -83,7 +87,7 @@ pub(crate) fn prepare<'c>(
 
 /// Spawns `argv` itself (the `none` backend; Seatbelt's `sandbox-exec`
 /// line) in the request's working directory, prepared, on a host terminal
-/// when the request asks for one.
+/// when the request asks for one (refused where there are no terminals).
 pub(crate) fn spawn_direct(
     argv: &[std::ffi::OsString],
     request: &ExecRequest<'_>,
@@ -107,6 +111,7 @@ pub(crate) fn spawn_direct(
 /// the host (the `none` and Seatbelt backends): the slave becomes its
 /// stdin, stdout, stderr and controlling terminal; the master is returned.
 /// Call after [`prepare`], whose pipes this replaces.
+#[cfg(unix)]
 pub(crate) fn attach_host_terminal(
     cmd: &mut tokio::process::Command,
     size: sandbox_core::PtySize,
@@ -119,6 +124,15 @@ pub(crate) fn attach_host_terminal(
         .stderr(Stdio::from(slave));
     crate::process_fds::own_terminal_session(cmd);
     Ok(Arc::new(PtyMaster::new(master).map_err(err)?))
+}
+
+/// Without terminals (Windows): a command asking for one is refused.
+#[cfg(not(unix))]
+pub(crate) fn attach_host_terminal(
+    _cmd: &mut tokio::process::Command,
+    _size: sandbox_core::PtySize,
+) -> Result<Arc<PtyMaster>, crate::Error> {
+    Err(crate::ErrorKind::NotOnThisPlatform { what: "a terminal" }.into())
 }
 
 /// One of a command's two output streams.
@@ -256,6 +270,11 @@ pub(crate) async fn run_child(
                 let mut shown = tbuf.get(..n).map(<[u8]>::to_vec).unwrap_or_default();
                 forward(r, &mut terminal, &mut shown, Stream::Stdout, &tx, &mut violations).await;
             }
+            // Where the controls cannot signal the process themselves
+            // (Windows), their kill is carried out here, on the child.
+            () = control.kill_requested(), if killed.is_none() && status.is_none() => {
+                let _ = child.start_kill();
+            }
             _ = &mut kill_rx, if killed.is_none() && status.is_none() => {
                 killed = Some(KillReason::Destroy);
                 let _ = child.start_kill();
@@ -281,16 +300,26 @@ pub(crate) async fn run_child(
         }
     }
     let ev = match status {
-        Ok(st) => {
-            use std::os::unix::process::ExitStatusExt;
-            exit_event(st.code(), st.signal(), killed)
-        }
+        Ok(st) => exit_event(st.code(), exit_signal(&st), killed),
         Err(_) => SandboxEvent::Killed {
             reason: None,
             signal: None,
         },
     };
     let _ = tx.send(ev).await;
+}
+
+/// The signal that ended the process, if one did (Unix).
+#[cfg(unix)]
+fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal()
+}
+
+/// Windows has no signals: a process always ends with a code.
+#[cfg(not(unix))]
+fn exit_signal(_status: &std::process::ExitStatus) -> Option<i32> {
+    None
 }
 
 /// The last event of a command from how it ended: its exit code, unless

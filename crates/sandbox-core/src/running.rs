@@ -42,6 +42,13 @@ pub enum ControlError {
     /// A resize for a command without a terminal.
     #[error("the command has no terminal to resize")]
     NoTerminal,
+    /// The signal has no equivalent on this platform (on Windows only
+    /// [`CommandSignal::Kill`] can be delivered); nothing was sent.
+    #[error("{signal} cannot be sent to a command on this platform; only a kill can end it")]
+    SignalUnavailable {
+        /// The signal, as a reader names it ("an interrupt", "a terminate").
+        signal: &'static str,
+    },
     /// The operating system refused the control.
     #[error("{what}: {source}")]
     Io {
@@ -65,7 +72,8 @@ pub trait CommandControl: Send + Sync {
     fn close_stdin(&self) -> ControlFuture<'_>;
     /// Resizes the terminal; the command gets `SIGWINCH`.
     fn resize(&self, size: PtySize) -> Result<(), ControlError>;
-    /// Sends `signal`.
+    /// Sends `signal`. Where the platform has no such signal (Windows has
+    /// only [`CommandSignal::Kill`]), it is [`ControlError::SignalUnavailable`].
     fn signal(&self, signal: CommandSignal) -> Result<(), ControlError>;
 }
 

@@ -139,10 +139,18 @@ pub fn require_fd_limit(n: u64) -> bool {
     )
 }
 
-/// Whether `p` exists as an executable file.
+/// Whether `p` exists as an executable file (on Unix, with an execute bit).
+#[cfg(unix)]
 fn executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Whether `p` exists as a file: Windows has no execute bit, so any file
+/// found counts.
+#[cfg(not(unix))]
+fn executable(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file())
 }
 
 #[cfg(test)]

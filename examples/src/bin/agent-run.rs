@@ -8,7 +8,9 @@
 //! Stdin passes through to CMD when it is not a terminal. When it is, CMD
 //! runs on a terminal of its own inside the sandbox (never this one): this
 //! terminal goes to raw mode (restored on every exit), keys and Ctrl-C go
-//! to CMD's foreground job, and resizes follow. `--memory`,
+//! to CMD's foreground job, and resizes follow (on Unix; on Windows CMD
+//! always runs with this program's stdin piped to it and no terminal).
+//! `--memory`,
 //! `--pids` and `--cpus` limit CMD through a cgroup; where none can be
 //! made, the run is refused.
 //!
@@ -212,14 +214,24 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
 }
 
 /// The host terminal's size (stdin's), if it has one.
+#[cfg(unix)]
 fn host_size() -> Option<PtySize> {
     let ws = rustix::termios::tcgetwinsize(std::io::stdin()).ok()?;
     PtySize::new(ws.ws_row, ws.ws_col).or(PtySize::new(24, 80))
 }
 
+/// Without terminals for commands (Windows) there is no size to give one:
+/// the command runs with stdin piped.
+#[cfg(not(unix))]
+fn host_size() -> Option<PtySize> {
+    None
+}
+
 /// The host terminal in raw mode; the saved mode comes back on drop.
+#[cfg(unix)]
 struct RawMode(rustix::termios::Termios);
 
+#[cfg(unix)]
 impl RawMode {
     fn enter() -> std::io::Result<RawMode> {
         let saved = rustix::termios::tcgetattr(std::io::stdin())?;
@@ -232,8 +244,26 @@ impl RawMode {
         )?;
         Ok(RawMode(saved))
     }
+
+    /// Each `SIGWINCH` of the host terminal becomes a resize of the
+    /// command's.
+    fn forward_resizes(&self, control: Arc<dyn CommandControl>) {
+        let Ok(mut winch) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change())
+        else {
+            return;
+        };
+        tokio::spawn(async move {
+            while winch.recv().await.is_some() {
+                if let Some(size) = host_size() {
+                    let _ = control.resize(size);
+                }
+            }
+        });
+    }
 }
 
+#[cfg(unix)]
 impl Drop for RawMode {
     fn drop(&mut self) {
         let _ = rustix::termios::tcsetattr(
@@ -244,20 +274,23 @@ impl Drop for RawMode {
     }
 }
 
-/// Each `SIGWINCH` of the host terminal becomes a resize of the command's.
-fn forward_resizes(control: Arc<dyn CommandControl>) {
-    let Ok(mut winch) =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change())
-    else {
-        return;
-    };
-    tokio::spawn(async move {
-        while winch.recv().await.is_some() {
-            if let Some(size) = host_size() {
-                let _ = control.resize(size);
-            }
-        }
-    });
+/// Raw mode of the host terminal: only for a command on a terminal of its
+/// own, which Windows does not give (the type has no value there).
+#[cfg(not(unix))]
+enum RawMode {}
+
+#[cfg(not(unix))]
+impl RawMode {
+    fn enter() -> std::io::Result<RawMode> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "terminals are not available on this platform",
+        ))
+    }
+
+    fn forward_resizes(&self, _control: Arc<dyn CommandControl>) {
+        match *self {}
+    }
 }
 
 /// A byte count with an optional K, M or G suffix (powers of 1024).
@@ -509,15 +542,15 @@ async fn run(o: Options) -> Result<u8, String> {
     };
     // Raw mode from here until the end (restored on every way out of this
     // function): each key goes to the command as typed, Ctrl-C included.
-    let _raw = match size {
+    let raw = match size {
         Some(_) => {
             Some(RawMode::enter().map_err(|e| format!("setting the terminal to raw mode: {e}"))?)
         }
         None => None,
     };
     forward_stdin(events.control());
-    if size.is_some() {
-        forward_resizes(events.control());
+    if let Some(raw) = &raw {
+        raw.forward_resizes(events.control());
     }
     let mut code = 1u8;
     // The command's output goes to our stdout as it comes, unbuffered: a
@@ -567,9 +600,20 @@ async fn run(o: Options) -> Result<u8, String> {
 
 /// Our stdout as a file of its own (a duplicate of descriptor 1), written
 /// without a buffer.
+#[cfg(unix)]
 fn raw_stdout() -> std::io::Result<std::fs::File> {
     use std::os::fd::AsFd;
     Ok(std::fs::File::from(
         std::io::stdout().as_fd().try_clone_to_owned()?,
+    ))
+}
+
+/// Our stdout as a file of its own (a duplicate of the standard output
+/// handle), written without a buffer.
+#[cfg(windows)]
+fn raw_stdout() -> std::io::Result<std::fs::File> {
+    use std::os::windows::io::AsHandle;
+    Ok(std::fs::File::from(
+        std::io::stdout().as_handle().try_clone_to_owned()?,
     ))
 }

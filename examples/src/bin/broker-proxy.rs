@@ -4,7 +4,7 @@
 //! credential broker on the chosen hosts. Writes the session CA to
 //! `--ca-out`, prints one JSON line `{"http":..,"socks":..,"httpUrl":..,
 //! "socksUrl":..,"ca":..,"phantom":..}` and runs until stdin closes or
-//! SIGINT/SIGTERM. Refusals are logged on stderr. The real credential is read
+//! SIGINT/SIGTERM (Ctrl-C on Windows). Refusals are logged on stderr. The real credential is read
 //! from the named variable of this process's environment. The proxies listen
 //! on loopback, where any local process can connect, so they serve only
 //! clients that present this run's secret (carried in `httpUrl` and
@@ -165,15 +165,22 @@ async fn run(o: Options) -> Result<(), String> {
         let mut sink = Vec::new();
         let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
     });
+    #[cfg(unix)]
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| s(&e))?;
+    #[cfg(unix)]
+    let terminated = term.recv();
+    // Windows has no SIGTERM: Ctrl-C or stdin closing.
+    #[cfg(not(unix))]
+    let terminated = std::future::pending::<Option<()>>();
     tokio::pin!(stdin_closed);
+    tokio::pin!(terminated);
     loop {
         tokio::select! {
             Some(v) = proxy_v.recv() => eprintln!("denied: {} {}", v.action, v.target),
             Ok(v) = broker_v.recv() => eprintln!("denied: {} {}", v.action, v.target),
             _ = tokio::signal::ctrl_c() => break,
-            _ = term.recv() => break,
+            _ = &mut terminated => break,
             _ = &mut stdin_closed => break,
         }
     }

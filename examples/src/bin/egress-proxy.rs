@@ -5,7 +5,7 @@
 //! resolver, prints `{"http":"127.0.0.1:P","socks":"127.0.0.1:Q",
 //! "httpUrl":"http://session:SECRET@...","socksUrl":"socks5h://..."}` on
 //! stdout, logs each decision on stderr, and exits cleanly on SIGINT,
-//! SIGTERM or when stdin closes.
+//! SIGTERM (Ctrl-C on Windows) or when stdin closes.
 //!
 //! Any local process can connect to a loopback port, so the proxies require
 //! a fresh per-run secret (in the printed URLs); `--no-proxy-auth` is the
@@ -18,6 +18,7 @@ use connect_proxy::{
 use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
+#[cfg(unix)]
 use tokio::signal::unix::{SignalKind, signal};
 
 const USAGE: &str = "usage: egress-proxy [--allow ENTRY]... [--deny ENTRY]... \
@@ -159,11 +160,23 @@ async fn run(args: Args) -> Result<(), String> {
         while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
         let _ = stdin_tx.send(());
     });
-    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    #[cfg(unix)]
+    let why = {
+        let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+        let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+        tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+            _ = stdin_rx => "stdin closed",
+        }
+    };
+    // Windows has no SIGTERM: Ctrl-C or stdin closing.
+    #[cfg(not(unix))]
     let why = tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
+        r = tokio::signal::ctrl_c() => {
+            r.map_err(|e| e.to_string())?;
+            "Ctrl-C"
+        }
         _ = stdin_rx => "stdin closed",
     };
     eprintln!("egress-proxy: {why}; shutting down");

@@ -79,6 +79,10 @@ pub(crate) struct ExecRequest<'a> {
     /// A terminal of this size, when the command runs on one.
     pub(crate) terminal: Option<sandbox_core::PtySize>,
     /// The `cgroup.procs` files the command joins before it runs.
+    #[cfg_attr(
+        not(unix),
+        allow(dead_code, reason = "no cgroup is ever made off Linux")
+    )]
     pub(crate) cgroup_procs: Vec<std::ffi::CString>,
 }
 

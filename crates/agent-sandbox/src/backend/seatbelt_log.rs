@@ -91,6 +91,7 @@ impl SystemLog {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
+        #[cfg(unix)]
         crate::process_fds::close_inherited_fds(&mut cmd);
         let mut child = cmd.spawn()?;
         let (tx, _) = broadcast::channel(QUEUE);
@@ -224,6 +225,7 @@ pub(crate) fn default_program() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use std::sync::{Arc, Mutex};
 
     const TAG: &str = "agent-sandbox-77-0";
@@ -302,6 +304,7 @@ mod tests {
 
     /// A stand-in `log`: records its arguments and pid, prints recorded
     /// lines, then waits to be stopped.
+    #[cfg(unix)]
     fn stand_in(dir: &Path) -> PathBuf {
         let p = dir.join("log");
         let script = format!(
@@ -316,6 +319,7 @@ mod tests {
         p
     }
 
+    #[cfg(unix)]
     fn alive(pid: &str) -> bool {
         // A zombie is gone for this purpose: it runs nothing.
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -323,6 +327,7 @@ mod tests {
             .unwrap_or(false)
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn the_stream_runs_from_start_to_stop_and_reports_the_sessions_denials() {
         let dir = tempfile::tempdir().unwrap();
@@ -357,6 +362,7 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn a_missing_or_refusing_log_is_a_note() {
         let notes = Arc::new(Mutex::new(Vec::<String>::new()));

@@ -6,7 +6,12 @@
 //! [`Cgroups::from_ambient`] reads where this process's cgroups are and
 //! which of them it may write; a limit no cgroup here can enforce is an
 //! error at `exec`, never dropped.
+//!
+//! cgroups are Linux's: elsewhere [`Cgroups::from_ambient`] finds none, so
+//! no command cgroup is ever made and every limit is
+//! [`ErrorKind::LimitUnavailable`].
 
+#[cfg(target_os = "linux")]
 mod detect;
 
 use crate::{Error, ErrorKind};
@@ -43,7 +48,9 @@ impl Cgroups {
     /// `/proc/self/mountinfo`) and keeps, per controller (memory, pids,
     /// cpu), a directory this process may create cgroups in: the unified
     /// hierarchy when it delegates the controller (`cgroup.subtree_control`
-    /// lists it), else the v1 hierarchy of the controller.
+    /// lists it), else the v1 hierarchy of the controller. Off Linux there
+    /// are none ([`Cgroups::none`]).
+    #[cfg(target_os = "linux")]
     pub fn from_ambient() -> Cgroups {
         let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
         let hierarchies =
@@ -77,6 +84,12 @@ impl Cgroups {
             pids: place("pids"),
             cpu: place("cpu"),
         }
+    }
+
+    /// No cgroups off Linux: any limit is refused.
+    #[cfg(not(target_os = "linux"))]
+    pub fn from_ambient() -> Cgroups {
+        Cgroups::none()
     }
 
     /// One line for the log and the handle: which limits apply and how.
@@ -220,7 +233,10 @@ impl CommandCgroup {
         }
     }
 
+    /// Kills every process in it. (Off Linux no cgroup is ever made, so
+    /// there is none to kill.)
     fn kill_all(&self) {
+        #[cfg(target_os = "linux")]
         for (dir, _) in &self.dirs {
             let Ok(text) = std::fs::read_to_string(dir.join("cgroup.procs")) else {
                 continue;
