@@ -9,5 +9,7 @@
 )]
 
 mod argv;
+// Escape attempts under the real bubblewrap: Linux only.
+#[cfg(target_os = "linux")]
 mod escape;
 mod properties;

@@ -761,6 +761,7 @@ async fn an_upstream_reset_reaches_the_client_as_a_reset_not_a_clean_end() {
     f.pair.shutdown().await;
 }
 
+#[cfg(unix)]
 /// A service with no listener of its own, serving a Unix socket whose
 /// peers must have `uid`.
 async fn unix_service(uid: u32) -> (connect_proxy::ProxyService, std::path::PathBuf) {
@@ -790,11 +791,13 @@ async fn unix_service(uid: u32) -> (connect_proxy::ProxyService, std::path::Path
     (service, sock)
 }
 
+#[cfg(unix)]
 fn own_uid() -> u32 {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").unwrap().uid()
 }
 
+#[cfg(unix)]
 #[tokio::test]
 async fn a_unix_socket_serves_the_sessions_uid_only() {
     // The session's own uid: served like any client (here a policy 403).

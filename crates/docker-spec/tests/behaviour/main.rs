@@ -8,6 +8,8 @@
 )]
 
 mod csv;
+// The docker client against a fake engine on a Unix socket.
+#[cfg(unix)]
 mod fake_engine;
 mod mandatory;
 mod props;

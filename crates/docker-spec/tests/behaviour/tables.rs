@@ -223,9 +223,12 @@ fn argv_table() {
             assert!(!argv.contains(not), "{intent}: unexpected {not}");
         }
         if let Some(file) = env_file {
-            use std::os::unix::fs::PermissionsExt;
-            let meta = std::fs::metadata(file.path()).unwrap();
-            assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{intent}");
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let meta = std::fs::metadata(file.path()).unwrap();
+                assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{intent}");
+            }
             let flag = format!("--env-file={}", file.path().display());
             assert!(argv.contains(&flag), "{intent}");
             let text = std::fs::read_to_string(file.path()).unwrap();

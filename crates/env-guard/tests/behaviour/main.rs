@@ -7,5 +7,8 @@
 )]
 
 mod by_use;
+// Environment values as raw bytes (Unix's `OsString`).
+#[cfg(unix)]
 mod props;
+#[cfg(unix)]
 mod tables;

@@ -10,6 +10,7 @@
     reason = "test and bench code: a failed unwrap is a failed run"
 )]
 
+#[cfg(target_os = "linux")]
 mod properties;
 #[cfg(target_os = "linux")]
 mod support;
