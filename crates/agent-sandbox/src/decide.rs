@@ -120,7 +120,8 @@ pub(crate) fn filename_rules(
         match (rules, &blocker) {
             (FilenameRules::DropFilenameGlobDenies, _) => Some(
                 "filename-glob write denies (.env, *.key, *.pem) are DROPPED for this host: \
-                 bubblewrap cannot refuse new names (opt-out --no-filename-rules)"
+                 bubblewrap cannot refuse new names, and Unix sockets that host processes \
+                 make in the writable mounts stay reachable (opt-out --no-filename-rules)"
                     .to_string(),
             ),
             (FilenameRules::EnforcedByNameGuard, _) => Some(

@@ -18,9 +18,15 @@
 //!   `symlink`/`symlinkat`, `mkdir`/`mkdirat` (aarch64 has only the `*at`
 //!   forms; each architecture's calls and numbers are one table, the
 //!   `syscalls` module, from which the filter is built and by which the
-//!   supervisor reads a call's arguments) and `bind` (a Unix socket
+//!   supervisor reads a call's arguments), `bind` (a Unix socket
 //!   bound to a path creates a name; every bind is performed on a copy of
-//!   the address). It refuses with `EPERM`
+//!   the address) and `connect` (by path, only a Unix socket the guarded
+//!   tree bound itself may be reached: a socket a host process makes in a
+//!   writable mount is refused with `EACCES` and reported as a `connect`
+//!   denial, `network-outbound` for a host; every connect is performed on
+//!   a copy of the address, a path through an `O_PATH` descriptor of the
+//!   checked socket, a blocking one on a worker thread). It refuses with
+//!   `EPERM`
 //!   the calls that would go around the supervisor: `io_uring_setup`,
 //!   `open_by_handle_at`, `name_to_handle_at`, `pidfd_getfd`, `ptrace` and
 //!   `process_vm_writev` aimed at the supervisor, a nested filter asking for
@@ -139,11 +145,16 @@
 //!
 //! Limits: x86-64 and aarch64 only (elsewhere [`run`] fails with
 //! [`ErrorKind::UnsupportedPlatform`]); an `openat2` with `resolve` flags is answered
-//! `ENOSYS` (callers fall back to `openat`); `bind` is performed on the
-//! caller's socket taken with `pidfd_getfd`, so a caller the supervisor may
-//! not trace (one running an unreadable binary, or, where Yama restricts
-//! tracing to descendants, a daemon that left the guarded tree) cannot
-//! bind; symbolic links in the middle
+//! `ENOSYS` (callers fall back to `openat`); `bind` and `connect` are
+//! performed on the caller's socket taken with `pidfd_getfd`, so a caller
+//! the supervisor may not trace (one running an unreadable binary, or,
+//! where Yama restricts tracing to descendants, a daemon that left the
+//! guarded tree) cannot bind or connect, and the peer of such a connect
+//! sees the supervisor's pid in `SO_PEERCRED` (the same user); Unix
+//! datagrams sent with an address (`sendto`, `sendmsg`) are not judged;
+//! a socket the tree bound is known by device and inode, so a host
+//! socket that later reuses the inode of a deleted one would pass;
+//! symbolic links in the middle
 //! of a path are resolved by the kernel for the supervisor (the same mount
 //! namespace, since the command cannot make another), so one pointing into
 //! `/proc/self` reaches the supervisor's entries and is refused; the

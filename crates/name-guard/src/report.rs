@@ -19,8 +19,9 @@ use crate::{Error, ErrorKind};
 /// Longest report line, in bytes, trailing newline included.
 pub const MAX_REPORT_LINE: usize = 4 * PATH_MAX + 16;
 
-/// The name of the violation a denial stands for, for a host that records
-/// violations by action.
+/// The name of the violation a refused name stands for, for a host that
+/// records violations by action ([`DeniedCall::violation_action`] gives it
+/// per call).
 pub const VIOLATION_ACTION: &str = "file-write-create";
 
 /// The kind of call that was refused.
@@ -43,9 +44,11 @@ pub enum DeniedCall {
     Mkdir,
     /// `bind` of a Unix socket to a path.
     Bind,
+    /// `connect` to a Unix socket the guarded tree did not bind.
+    Connect,
 }
 
-const CALLS: [DeniedCall; 8] = [
+const CALLS: [DeniedCall; 9] = [
     DeniedCall::Open,
     DeniedCall::Creat,
     DeniedCall::Mknod,
@@ -54,6 +57,7 @@ const CALLS: [DeniedCall; 8] = [
     DeniedCall::Symlink,
     DeniedCall::Mkdir,
     DeniedCall::Bind,
+    DeniedCall::Connect,
 ];
 
 impl DeniedCall {
@@ -68,6 +72,17 @@ impl DeniedCall {
             DeniedCall::Symlink => "symlink",
             DeniedCall::Mkdir => "mkdir",
             DeniedCall::Bind => "bind",
+            DeniedCall::Connect => "connect",
+        }
+    }
+
+    /// The name of the violation this denial stands for: a refused
+    /// connect is `network-outbound` (its target the socket's path), every
+    /// other refusal [`VIOLATION_ACTION`] (`file-write-create`).
+    pub fn violation_action(self) -> &'static str {
+        match self {
+            DeniedCall::Connect => "network-outbound",
+            _ => VIOLATION_ACTION,
         }
     }
 

@@ -617,6 +617,51 @@ async fn an_old_kernel_keeps_the_fail_closed_refusal() {
     );
 }
 
+/// A Unix socket that a host process makes inside the worktree after launch
+/// is not reachable from the sandbox under the name guard (only sockets the
+/// command's own tree bound are), and the refusal is a `network-outbound`
+/// violation naming the socket.
+#[tokio::test]
+async fn a_host_unix_socket_in_the_worktree_is_unreachable_and_reported() {
+    if !native_available()
+        || !test_support::require(
+            probe_ambient().native.filename_rules.is_enforceable(),
+            "a kernel that can run the name guard (Linux 5.19 or later, x86-64 or aarch64)",
+            "run the tests on such a kernel",
+        )
+        || test_support::tool("python3", "apt-get install python3").is_none()
+    {
+        return;
+    }
+    let t = Tree::new("hostsock");
+    let m = guarded_manager(&t, InnerBridge::HostSideListeners, probe_ambient().clone());
+    let mut h = m.launch(t.spec("hostsock")).await.unwrap();
+    let sock = t.p("ws/host.sock");
+    let host = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    host.set_nonblocking(true).unwrap();
+    let r = run(
+        &m,
+        &h,
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); print('host', s.connect_ex('host.sock'))\"; \
+         python3 -c \"import socket; l = socket.socket(socket.AF_UNIX); l.bind('own.sock'); l.listen(1); c = socket.socket(socket.AF_UNIX); print('own', c.connect_ex('own.sock'))\"",
+    )
+    .await;
+    assert!(r.stdout.contains("host 13\n"), "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("own 0\n"), "{}{}", r.stdout, r.stderr);
+    assert!(
+        matches!(host.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the host socket was reached"
+    );
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| *v == format!("network-outbound {sock}")),
+        "{:?}",
+        r.violations
+    );
+    m.destroy(&mut h).await.unwrap();
+}
+
 #[tokio::test]
 async fn descriptors_the_host_leaks_never_reach_the_sandbox() {
     if !native_available() {

@@ -145,6 +145,9 @@ impl Supervisor<'_> {
                 res.map(|()| Reply::Val(0))
             }
             Args::Bind { fd, addr, len } => self.bind(n, t, a.get(fd), a.get(addr), a.get(len)),
+            Args::Connect { fd, addr, len } => {
+                self.connect(n, t, a.get(fd), a.get(addr), a.get(len))
+            }
         }
     }
 
@@ -336,6 +339,10 @@ impl Supervisor<'_> {
         let old = sys::umask(t.umask()?);
         let res = sys::bind_raw(sock.as_raw_fd(), &addr);
         sys::umask(old);
+        if let (Ok(()), Some(r)) = (&res, &checked) {
+            // The guarded tree may connect to what it bound.
+            self.record_bound(r);
+        }
         // The checked parent stays open until the bind has gone through it.
         drop(checked);
         res.map(|()| Reply::Val(0))

@@ -5,10 +5,12 @@
 //! its `/proc` facts), [`resolve`] finds the parent directory a name is
 //! created in, [`calls`] decodes each notified system call and performs it,
 //! [`open`] is the creating open (symbolic links followed here), [`fifo`]
-//! waits for FIFOs on worker threads, and [`reports`] writes denial lines.
+//! waits for FIFOs on worker threads, [`connect`] decides which Unix
+//! sockets may be reached, and [`reports`] writes denial lines.
 //! This module holds the state and the decisions.
 
 mod calls;
+mod connect;
 mod fifo;
 mod open;
 mod reports;
@@ -64,6 +66,9 @@ pub(crate) struct Supervisor<'a> {
     waiting: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// The same opens, to release those whose caller is gone.
     fifo_waits: std::sync::Arc<std::sync::Mutex<Vec<FifoWait>>>,
+    /// The Unix sockets the guarded tree bound (device, inode): the only
+    /// ones it may connect to by path.
+    bound: std::cell::RefCell<std::collections::HashSet<(u64, u64)>>,
 }
 
 impl<'a> Supervisor<'a> {
@@ -84,6 +89,7 @@ impl<'a> Supervisor<'a> {
             dropped: std::cell::Cell::new(0),
             waiting: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             fifo_waits: std::sync::Arc::new(std::sync::Mutex::new(Vec::new())),
+            bound: std::cell::RefCell::new(std::collections::HashSet::new()),
         }
     }
 

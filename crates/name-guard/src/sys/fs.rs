@@ -138,6 +138,57 @@ pub(crate) fn umask(mask: u32) -> u32 {
     unsafe { libc::umask(mask & 0o777) }
 }
 
+/// `connect(2)` of `sock` to the raw address bytes `addr`.
+pub(crate) fn connect_raw(sock: RawFd, addr: &[u8]) -> Result<(), i32> {
+    let len = libc::socklen_t::try_from(addr.len()).map_err(|_| libc::EINVAL)?;
+    // SAFETY: `addr` is valid for `len` bytes for the call; the kernel copies
+    // it and checks its family and length itself.
+    check(unsafe { libc::connect(sock, addr.as_ptr().cast(), len) }).map(|_| ())
+}
+
+/// Whether the open file description of `fd` is non-blocking.
+pub(crate) fn is_nonblocking(fd: RawFd) -> Result<bool, i32> {
+    // SAFETY: F_GETFL takes no argument and touches no memory of ours.
+    let flags = check(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    Ok(flags & libc::O_NONBLOCK != 0)
+}
+
+/// The device and inode of what `name` in `dir` names (symbolic links
+/// followed, as `connect` follows them), which must be a socket: another
+/// kind of file is `ECONNREFUSED`, as `connect` answers for it; a missing
+/// one the lookup's error.
+pub(crate) fn socket_id(dir: RawFd, name: &CStr) -> Result<(u64, u64), i32> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `name` is NUL-terminated, `st` is valid for one `struct stat`,
+    // which the kernel fills on success.
+    check(unsafe { libc::fstatat(dir, name.as_ptr(), st.as_mut_ptr(), 0) })?;
+    // SAFETY: fstatat returned 0, so it filled `st`.
+    socket_of(unsafe { st.assume_init() })
+}
+
+/// The socket `name` in `dir` (symbolic links followed) held open as an
+/// `O_PATH` descriptor, with its device and inode: connecting through
+/// `/proc/self/fd/N` of that descriptor reaches exactly the socket that
+/// was checked, whatever is renamed or relinked meanwhile.
+pub(crate) fn open_socket(dir: RawFd, name: &CStr) -> Result<(OwnedFd, (u64, u64)), i32> {
+    // SAFETY: `name` is NUL-terminated; the result is checked.
+    let fd = owned(unsafe { libc::openat(dir, name.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) })?;
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `fd` is open, `st` is valid for one `struct stat`, which the
+    // kernel fills on success.
+    check(unsafe { libc::fstat(std::os::fd::AsRawFd::as_raw_fd(&fd), st.as_mut_ptr()) })?;
+    // SAFETY: fstat returned 0, so it filled `st`.
+    let id = socket_of(unsafe { st.assume_init() })?;
+    Ok((fd, id))
+}
+
+fn socket_of(st: libc::stat) -> Result<(u64, u64), i32> {
+    if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+        return Err(libc::ECONNREFUSED);
+    }
+    Ok((st.st_dev, st.st_ino))
+}
+
 /// `bind(2)` of `sock` to the raw address bytes `addr`.
 pub(crate) fn bind_raw(sock: RawFd, addr: &[u8]) -> Result<(), i32> {
     let len = libc::socklen_t::try_from(addr.len()).map_err(|_| libc::EINVAL)?;

@@ -3,7 +3,7 @@
 //! `rename`, `link`, `symlink` or `mkdir`: only their `*at` forms. 32-bit
 //! compat calls (`AUDIT_ARCH_ARM`) are refused.
 
-use super::Args::{Bind, Link, Mkdir, Mknod, Openat2, Rename, Symlink};
+use super::Args::{Bind, Connect, Link, Mkdir, Mknod, Openat2, Rename, Symlink};
 use super::Dir::Arg;
 use super::Role::{KeepDumpable, NoSys, Notified, OpenIfCreating, Refused, RefusedWhen};
 use super::{Abi, ArgTest, NEW_NAMESPACE_BITS, OpenArgs, Syscall};
@@ -38,6 +38,9 @@ const CALLS: &[Syscall] = &[
     Syscall { name: "symlinkat", nr: 36, role: Notified(Symlink { target: 0, new_dir: Arg(1), new: 2 }) },
     Syscall { name: "mkdirat", nr: 34, role: Notified(Mkdir { dir: Arg(0), path: 1, mode: 2 }) },
     Syscall { name: "bind", nr: 200, role: Notified(Bind { fd: 0, addr: 1, len: 2 }) },
+    // A connect is checked (a Unix socket must be one the guarded tree
+    // bound) and performed by the supervisor.
+    Syscall { name: "connect", nr: 203, role: Notified(Connect { fd: 0, addr: 1, len: 2 }) },
     // Ways around the supervisor: EPERM.
     Syscall { name: "io_uring_setup", nr: 425, role: Refused },
     Syscall { name: "open_by_handle_at", nr: 265, role: Refused },

@@ -231,6 +231,15 @@ pub(crate) enum Args {
         /// The address's length.
         len: u8,
     },
+    /// `connect(fd, addr, len)`.
+    Connect {
+        /// The socket.
+        fd: u8,
+        /// The address.
+        addr: u8,
+        /// The address's length.
+        len: u8,
+    },
 }
 
 /// `CLONE_NEWNS | CLONE_NEWUSER`: new mount or user namespaces, refused in

@@ -133,7 +133,9 @@ fn argument_indexes_are_arguments() {
                         new,
                     } => [vec![target], dir(new_dir), vec![new]].concat(),
                     Args::Mkdir { dir: d, path, mode } => [dir(d), vec![path, mode]].concat(),
-                    Args::Bind { fd, addr, len } => vec![fd, addr, len],
+                    Args::Bind { fd, addr, len } | Args::Connect { fd, addr, len } => {
+                        vec![fd, addr, len]
+                    }
                 },
                 Role::RefusedWhen { arg, .. } => vec![arg],
                 Role::Refused | Role::NoSys | Role::KeepDumpable => Vec::new(),
@@ -166,6 +168,7 @@ const LIBC: &[(&str, libc::c_long)] = &[
     ("mkdir", libc::SYS_mkdir),
     ("mkdirat", libc::SYS_mkdirat),
     ("bind", libc::SYS_bind),
+    ("connect", libc::SYS_connect),
     ("io_uring_setup", libc::SYS_io_uring_setup),
     ("open_by_handle_at", libc::SYS_open_by_handle_at),
     ("name_to_handle_at", libc::SYS_name_to_handle_at),
@@ -203,6 +206,7 @@ const LIBC: &[(&str, libc::c_long)] = &[
     ("symlinkat", libc::SYS_symlinkat),
     ("mkdirat", libc::SYS_mkdirat),
     ("bind", libc::SYS_bind),
+    ("connect", libc::SYS_connect),
     ("io_uring_setup", libc::SYS_io_uring_setup),
     ("open_by_handle_at", libc::SYS_open_by_handle_at),
     ("name_to_handle_at", libc::SYS_name_to_handle_at),

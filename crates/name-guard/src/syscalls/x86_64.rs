@@ -1,7 +1,7 @@
 //! x86-64: the numbers of `arch/x86/entry/syscalls/syscall_64.tbl` (the
 //! 64-bit ABI; x32 numbers carry bit 30 and are refused).
 
-use super::Args::{Bind, Creat, Link, Mkdir, Mknod, Openat2, Rename, Symlink};
+use super::Args::{Bind, Connect, Creat, Link, Mkdir, Mknod, Openat2, Rename, Symlink};
 use super::Dir::{Arg, Cwd};
 use super::Role::{KeepDumpable, NoSys, Notified, OpenIfCreating, Refused, RefusedWhen};
 use super::{Abi, ArgTest, NEW_NAMESPACE_BITS, OpenArgs, Syscall};
@@ -44,6 +44,9 @@ const CALLS: &[Syscall] = &[
     Syscall { name: "mkdir", nr: 83, role: Notified(Mkdir { dir: Cwd, path: 0, mode: 1 }) },
     Syscall { name: "mkdirat", nr: 258, role: Notified(Mkdir { dir: Arg(0), path: 1, mode: 2 }) },
     Syscall { name: "bind", nr: 49, role: Notified(Bind { fd: 0, addr: 1, len: 2 }) },
+    // A connect is checked (a Unix socket must be one the guarded tree
+    // bound) and performed by the supervisor.
+    Syscall { name: "connect", nr: 42, role: Notified(Connect { fd: 0, addr: 1, len: 2 }) },
     // Ways around the supervisor: EPERM.
     Syscall { name: "io_uring_setup", nr: 425, role: Refused },
     Syscall { name: "open_by_handle_at", nr: 304, role: Refused },

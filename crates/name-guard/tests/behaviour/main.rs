@@ -13,6 +13,8 @@
 #[cfg(target_os = "linux")]
 mod properties;
 #[cfg(target_os = "linux")]
+mod sockets;
+#[cfg(target_os = "linux")]
 mod support;
 #[cfg(target_os = "linux")]
 mod under_bwrap;

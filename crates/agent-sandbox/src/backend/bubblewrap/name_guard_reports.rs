@@ -157,7 +157,7 @@ impl ReportLines {
 pub(crate) fn violation_of(line: &[u8]) -> Option<SandboxViolation> {
     let denial = name_guard::parse_denial_line(line).ok()?;
     let raw = String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap_or(line)).into_owned();
-    let mut v = SandboxViolation::new(name_guard::VIOLATION_ACTION, denial.path);
+    let mut v = SandboxViolation::new(denial.call.violation_action(), denial.path);
     v.raw = Some(raw);
     Some(v)
 }

@@ -209,6 +209,80 @@ int main(int argc, char **argv) {
     printf("held %d\n", iters);
     return 0;
   }
+  if (!strcmp(m, "connect_unix")) {
+    /* connect_unix PATH: connect a new stream socket to PATH. */
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    strncpy(a.sun_path, argv[2], sizeof a.sun_path - 1);
+    return report(connect(s, (struct sockaddr *)&a, sizeof a));
+  }
+  if (!strcmp(m, "connect_unix_nonblock")) {
+    /* connect_unix_nonblock PATH: the same with a non-blocking socket. */
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    strncpy(a.sun_path, argv[2], sizeof a.sun_path - 1);
+    return report(connect(s, (struct sockaddr *)&a, sizeof a));
+  }
+  if (!strcmp(m, "serve_connect")) {
+    /* serve_connect PATH: bind and listen on PATH, connect to it, accept,
+       and pass a byte through. */
+    int l = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    strncpy(a.sun_path, argv[2], sizeof a.sun_path - 1);
+    if (bind(l, (struct sockaddr *)&a, sizeof a) < 0 || listen(l, 4) < 0) return report(-1);
+    int c = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (connect(c, (struct sockaddr *)&a, sizeof a) < 0) return report(-1);
+    int s = accept(l, NULL, NULL);
+    if (s < 0 || write(c, "x", 1) != 1) return report(-1);
+    char b;
+    return report(read(s, &b, 1) == 1 && b == 'x' ? 0 : -1);
+  }
+  if (!strcmp(m, "connect_tcp")) {
+    /* connect_tcp PORT: connect to 127.0.0.1:PORT. */
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)atoi(argv[2]));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return report(connect(s, (struct sockaddr *)&a, sizeof a));
+  }
+  if (!strcmp(m, "connect_race")) {
+    /* connect_race GOOD BAD ITER: listen on GOOD (bound here, so allowed),
+       then connect fresh sockets while a second thread rewrites the
+       address's path between GOOD and BAD. */
+    good = argv[2];
+    bad = argv[3];
+    int iters = atoi(argv[4]);
+    static struct sockaddr_un shared;
+    memset(&shared, 0, sizeof shared);
+    shared.sun_family = AF_UNIX;
+    strcpy(shared.sun_path, good);
+    int l = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (bind(l, (struct sockaddr *)&shared, sizeof shared) < 0 || listen(l, 128) < 0)
+      return report(-1);
+    pthread_t t;
+    pthread_create(&t, NULL, flipper_addr, &shared);
+    int connected = 0, refused = 0;
+    for (int i = 0; i < iters; i++) {
+      int s = socket(AF_UNIX, SOCK_STREAM, 0);
+      if (connect(s, (struct sockaddr *)&shared, sizeof shared) == 0) connected++;
+      else refused++;
+      close(s);
+      int a2;
+      while ((a2 = accept(l, NULL, NULL)) >= 0) close(a2);
+    }
+    stop = 1;
+    pthread_join(t, NULL);
+    printf("connected %d refused %d\n", connected, refused);
+    return 0;
+  }
   if (!strcmp(m, "nondumpable_create")) {
     /* nondumpable_create NAME: make this process non-dumpable, then create
        NAME. */

@@ -1,0 +1,122 @@
+//! `connect`: which Unix sockets the guarded tree may reach, and every
+//! connect performed here on the caller's socket.
+//!
+//! A Unix socket reached by path must be one the guarded tree bound itself
+//! (the supervisor performs every bind and records the socket it made, by
+//! device and inode). Any other socket file, in particular one a host
+//! process creates in a writable mount after launch, is refused with
+//! `EACCES` and reported as a `connect` denial. Abstract and unnamed Unix
+//! addresses and every other family (`AF_INET`, `AF_INET6`) are not
+//! judged here: the sandbox's network namespace decides what they reach.
+//!
+//! As for `bind`, the call is never left to the kernel after the check: the
+//! caller's socket is taken with `pidfd_getfd` and connected to the address
+//! as read, a path through an `O_PATH` descriptor of the very socket that
+//! was checked, so neither a thread that rewrites the address nor a name
+//! relinked between the check and the call changes what is reached.
+//! A blocking socket is connected on a worker thread (a connect may wait
+//! for a long time, and the supervisor must not); a non-blocking one here.
+
+use super::{AT_FDCWD, DENIED, Reply, Res, Supervisor};
+use crate::report::DeniedCall;
+use crate::supervisor::resolve::Resolved;
+use crate::supervisor::target::Target;
+use crate::sys::{self, Notif};
+use std::os::fd::{AsRawFd, OwnedFd};
+
+const SUN_PATH: usize = 108;
+const SUN_OFFSET: usize = 2;
+/// `sizeof(struct sockaddr_storage)`: no address is longer.
+const MAX_ADDR: usize = 128;
+
+impl Supervisor<'_> {
+    /// Records the socket a performed bind made at `r`, so that the guarded
+    /// tree may connect to it.
+    pub(super) fn record_bound(&self, r: &Resolved) {
+        if let Ok(id) = sys::socket_id(r.parent.as_raw_fd(), &r.call_name) {
+            self.bound.borrow_mut().insert(id);
+        }
+    }
+
+    /// `connect(fd, addr, len)`.
+    pub(super) fn connect(&self, n: &Notif, t: &mut Target, fd: u64, addr: u64, len: u64) -> Res {
+        let len = usize::try_from(len).map_err(|_| libc::EINVAL)?;
+        if len > MAX_ADDR {
+            return Err(libc::EINVAL);
+        }
+        let mut addr = sys::read_target(n.pid, addr, len)?;
+        let sockfd = i32::try_from(fd as i64).map_err(|_| libc::EBADF)?;
+        let family = if addr.len() >= SUN_OFFSET {
+            i32::from(u16::from_ne_bytes([addr[0], addr[1]]))
+        } else {
+            -1
+        };
+        let by_path = family == libc::AF_UNIX && addr.len() > SUN_OFFSET && addr[SUN_OFFSET] != 0;
+        let mut checked: Option<OwnedFd> = None;
+        if by_path {
+            let raw = &addr[SUN_OFFSET..];
+            let path = raw[..raw.iter().position(|&c| c == 0).unwrap_or(raw.len())].to_vec();
+            let path = t.rewrite(path)?;
+            self.valid(n)?;
+            let r = self.resolve(t, &self.anchor(t, AT_FDCWD, path)?)?;
+            if r.caller_proc {
+                return Err(libc::EACCES);
+            }
+            // What the kernel would answer for a missing name or a file
+            // that is not a socket comes from the lookup itself.
+            let (socket, id) = sys::open_socket(r.parent.as_raw_fd(), &r.call_name)?;
+            if !self.bound.borrow().contains(&id) {
+                return Err(self.refuse(DeniedCall::Connect, &r));
+            }
+            // Through the descriptor of the socket that was checked.
+            let via = format!("/proc/self/fd/{}", socket.as_raw_fd()).into_bytes();
+            if via.len() >= SUN_PATH {
+                return Err(libc::ENAMETOOLONG);
+            }
+            addr.truncate(SUN_OFFSET);
+            addr.extend_from_slice(&via);
+            addr.push(0);
+            checked = Some(socket);
+        } else {
+            self.valid(n)?;
+        }
+        let tgid = t.status()?.0;
+        let pidfd = sys::pidfd_open(i32::try_from(tgid).map_err(|_| libc::ESRCH)?)?;
+        let sock = sys::pidfd_getfd(pidfd.as_raw_fd(), sockfd)?;
+        if sys::is_nonblocking(sock.as_raw_fd())? {
+            let res = sys::connect_raw(sock.as_raw_fd(), &addr);
+            // The checked socket stays open until the connect has gone
+            // through it.
+            drop(checked);
+            return res.map(|()| Reply::Val(0));
+        }
+        self.connect_elsewhere(n.id, sock, addr, checked)
+    }
+
+    /// Connects the blocking socket `sock` to `addr` on a worker thread,
+    /// which answers the notification `id` itself. `checked` (the socket a
+    /// path goes through) stays open until then.
+    fn connect_elsewhere(
+        &self,
+        id: u64,
+        sock: OwnedFd,
+        addr: Vec<u8>,
+        checked: Option<OwnedFd>,
+    ) -> Res {
+        let listener = sys::dup_cloexec(self.listener)?;
+        let spawned = std::thread::Builder::new()
+            .name("name-guard-connect".into())
+            .spawn(move || {
+                let res = sys::connect_raw(sock.as_raw_fd(), &addr).map(|()| 0);
+                drop(checked);
+                let _ = sys::notif_send(listener.as_raw_fd(), id, res);
+            });
+        match spawned {
+            Ok(_) => Ok(Reply::Deferred),
+            Err(_) => Err(libc::EAGAIN),
+        }
+    }
+}
+
+/// `DENIED` is what a refused connect answers, as for a refused name.
+const _: () = assert!(DENIED == libc::EACCES);
