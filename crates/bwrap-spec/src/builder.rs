@@ -51,6 +51,7 @@ pub struct BwrapBuilder {
     profile: Profile,
     launcher: Option<NameGuardLauncher>,
     delivery: ArgvDelivery,
+    unix_sockets: Vec<String>,
 }
 
 impl BwrapBuilder {
@@ -69,7 +70,18 @@ impl BwrapBuilder {
             profile: Profile::Dispatch,
             launcher: None,
             delivery: ArgvDelivery::CommandLine,
+            unix_sockets: Vec::new(),
         }
+    }
+
+    /// Grants the sandbox the Unix socket at `path` (absolute, on the host):
+    /// it is bound read-only into the sandbox at the same path, nothing else
+    /// of its directory, and under the name guard it is the one host
+    /// socket the command may connect to besides its own. Which sockets
+    /// are safe to grant is the caller's decision.
+    pub fn allow_unix_socket(&mut self, path: impl Into<String>) -> &mut BwrapBuilder {
+        self.unix_sockets.push(path.into());
+        self
     }
 
     /// How the caller will pass the options (default
@@ -366,6 +378,20 @@ impl BwrapBuilder {
             Some(l)
         };
 
+        for s in &self.unix_sockets {
+            if !s.starts_with('/') {
+                return Err(ErrorKind::BadPath {
+                    path: s.clone(),
+                    reason: "a granted Unix socket must be an absolute path",
+                }
+                .into());
+            }
+            // After every other mount (a secret directory is an empty
+            // tmpfs by now): only the socket itself appears, and nothing
+            // covers it.
+            a.triple("--ro-bind", s, s);
+        }
+
         a.pair("--chdir", &workdir);
         a.flag("--");
 
@@ -388,6 +414,7 @@ impl BwrapBuilder {
             dropped_filename_globs: dropped,
             name_guard_globs: guard_globs,
             launcher,
+            unix_sockets: self.unix_sockets.clone(),
         })
     }
 }

@@ -64,6 +64,7 @@ impl NameGuardLauncher {
 pub(crate) fn guarded_argv<I, S>(
     launcher: &NameGuardLauncher,
     rules: &[String],
+    unix_sockets: &[String],
     report_fd: Option<i32>,
     command: I,
 ) -> Vec<OsString>
@@ -74,6 +75,7 @@ where
     let invocation = NameGuardInvocation {
         report_fd,
         deny_globs: rules.to_vec(),
+        unix_sockets: unix_sockets.iter().map(Into::into).collect(),
         command: command.into_iter().map(Into::into).collect(),
     };
     let mut out: Vec<OsString> = Vec::with_capacity(rules.len() * 2 + 8);

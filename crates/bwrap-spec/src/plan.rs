@@ -69,6 +69,8 @@ pub struct BwrapPlan {
     pub(crate) dropped_filename_globs: Vec<String>,
     pub(crate) name_guard_globs: Vec<String>,
     pub(crate) launcher: Option<NameGuardLauncher>,
+    /// The granted Unix sockets (paths inside, the same as on the host).
+    pub(crate) unix_sockets: Vec<String>,
 }
 
 impl BwrapPlan {
@@ -103,9 +105,13 @@ impl BwrapPlan {
         S: Into<OsString>,
     {
         match &self.launcher {
-            Some(l) if !self.name_guard_globs.is_empty() => {
-                guarded_argv(l, &self.name_guard_globs, report_fd, command)
-            }
+            Some(l) if !self.name_guard_globs.is_empty() => guarded_argv(
+                l,
+                &self.name_guard_globs,
+                &self.unix_sockets,
+                report_fd,
+                command,
+            ),
             _ => command.into_iter().map(Into::into).collect(),
         }
     }

@@ -4,7 +4,7 @@
 
 use crate::launch::Outcome;
 use crate::syscalls::{self, Abi};
-use crate::{Error, ErrorKind, Invocation, Rules, filter, supervisor, sys};
+use crate::{Error, ErrorKind, Invocation, filter, supervisor, sys};
 use sandbox_core::InvocationProblem;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -47,19 +47,19 @@ pub(crate) fn run(inv: &Invocation) -> Result<Outcome, Error> {
         let _ = sys::wait_child(child);
         return Err(ErrorKind::Supervise { errno }.into());
     }
-    supervise(abi, listener, child, &inv.rules, inv.report_fd)
+    supervise(abi, listener, child, inv)
 }
 
 fn supervise(
     abi: &'static Abi,
     listener: OwnedFd,
     child: i32,
-    rules: &Rules,
-    report_fd: Option<i32>,
+    inv: &Invocation,
 ) -> Result<Outcome, Error> {
     let sup_err = |errno| Error::from(ErrorKind::Supervise { errno });
     let pidfd = sys::pidfd_open(child).map_err(sup_err)?;
-    let mut sup = supervisor::Supervisor::new(abi, listener.as_raw_fd(), rules, report_fd);
+    let mut sup = supervisor::Supervisor::new(abi, listener.as_raw_fd(), &inv.rules, inv.report_fd);
+    sup.grant_sockets(&inv.unix_sockets);
     let mut listener = Some(listener);
     loop {
         let lfd = listener.as_ref().map(AsRawFd::as_raw_fd);
@@ -120,9 +120,10 @@ mod tests {
     #[test]
     fn a_nul_byte_in_a_command_built_in_code_is_a_usage_error() {
         let inv = Invocation {
-            rules: Rules::new([".env"]).unwrap(),
+            rules: crate::Rules::new([".env"]).unwrap(),
             command: vec!["a\0b".into()],
             report_fd: None,
+            unix_sockets: Vec::new(),
         };
         let e = run(&inv).unwrap_err();
         assert!(matches!(e.kind(), ErrorKind::Usage(_)), "{e}");

@@ -21,6 +21,10 @@ pub struct Invocation {
     /// The descriptor denial reports are written to (`--report-fd N`); see
     /// [`crate::report`].
     pub report_fd: Option<i32>,
+    /// The Unix sockets the command may connect to besides those its own
+    /// processes bind (`--allow-unix-socket PATH`): known by what each path
+    /// names when the command starts.
+    pub unix_sockets: Vec<OsString>,
 }
 
 impl Invocation {
@@ -43,6 +47,7 @@ impl Invocation {
             rules: Rules::new(&line.deny_globs)?,
             command: line.command,
             report_fd: line.report_fd,
+            unix_sockets: line.unix_sockets,
         })
     }
 }

@@ -1,7 +1,8 @@
 //! The name-guard launcher's command line as a value: built by the plan that
 //! puts the launcher in front of a command, parsed by the launcher.
 //!
-//! `[--report-fd N] --deny GLOB... -- CMD ARGS`: options come before `--`,
+//! `[--report-fd N] [--allow-unix-socket PATH]... --deny GLOB... -- CMD
+//! ARGS`: options come before `--`,
 //! each option's value is the next argument whatever it looks like (a glob
 //! may start with `-`), and everything after `--` is the command.
 
@@ -9,7 +10,8 @@ use crate::{Error, ErrorKind};
 use std::ffi::{OsStr, OsString};
 
 /// The usage line, for error messages.
-pub const NAME_GUARD_USAGE: &str = "name-guard-exec [--report-fd N] --deny GLOB... -- CMD ARGS";
+pub const NAME_GUARD_USAGE: &str =
+    "name-guard-exec [--report-fd N] [--allow-unix-socket PATH]... --deny GLOB... -- CMD ARGS";
 
 /// The arguments of the name-guard launcher, after its program name (and
 /// after any marker a multi-call program reads first).
@@ -27,6 +29,10 @@ pub struct NameGuardInvocation {
     /// final component, or absolute paths. What a rule may say is the
     /// guard's to decide; here each is an argument like any other.
     pub deny_globs: Vec<String>,
+    /// The Unix sockets the guarded tree may connect to besides those it
+    /// binds itself (`--allow-unix-socket PATH`, once each): absolute paths,
+    /// as they are inside the sandbox.
+    pub unix_sockets: Vec<OsString>,
     /// The command and its arguments (at least one element).
     pub command: Vec<OsString>,
 }
@@ -52,6 +58,18 @@ pub enum InvocationProblem {
     BadReportFd {
         /// The value (at most 32 characters of it).
         value: String,
+    },
+    /// An `--allow-unix-socket` path is not absolute.
+    #[error("--allow-unix-socket needs an absolute path, not {path:?}")]
+    RelativeSocketPath {
+        /// The path (at most 64 characters of it, lossy).
+        path: String,
+    },
+    /// More `--allow-unix-socket` paths than the limit.
+    #[error("more than {limit} --allow-unix-socket paths")]
+    TooManySockets {
+        /// The limit.
+        limit: usize,
     },
     /// An argument before `--` is not an option.
     #[error("unexpected argument {argument:?} before --")]
@@ -99,6 +117,8 @@ pub enum InvocationProblem {
 impl NameGuardInvocation {
     /// Most `--deny` rules.
     pub const MAX_DENY_GLOBS: usize = 4096;
+    /// Most `--allow-unix-socket` paths.
+    pub const MAX_UNIX_SOCKETS: usize = 64;
     /// Most arguments of the guarded command.
     pub const MAX_COMMAND_ARGS: usize = 4096;
     /// Longest single argument, in bytes (Linux passes no longer one to a
@@ -118,17 +138,23 @@ impl NameGuardInvocation {
         NameGuardInvocation {
             report_fd: None,
             deny_globs: deny_globs.into_iter().map(Into::into).collect(),
+            unix_sockets: Vec::new(),
             command: command.into_iter().map(Into::into).collect(),
         }
     }
 
-    /// The arguments, in the order `--report-fd N`, one `--deny GLOB` per
-    /// rule, `--`, the command.
+    /// The arguments, in the order `--report-fd N`, one
+    /// `--allow-unix-socket PATH` per socket, one `--deny GLOB` per rule,
+    /// `--`, the command.
     pub fn to_args(&self) -> Vec<OsString> {
         let mut out = Vec::with_capacity(self.deny_globs.len() * 2 + self.command.len() + 3);
         if let Some(fd) = self.report_fd {
             out.push("--report-fd".into());
             out.push(fd.to_string().into());
+        }
+        for s in &self.unix_sockets {
+            out.push("--allow-unix-socket".into());
+            out.push(s.clone());
         }
         for g in &self.deny_globs {
             out.push("--deny".into());
@@ -172,6 +198,17 @@ impl NameGuardInvocation {
                         index: inv.deny_globs.len(),
                     })?;
                 inv.deny_globs.push(v);
+            } else if a == "--allow-unix-socket" {
+                let v = it.next().ok_or(InvocationProblem::MissingValue {
+                    option: "--allow-unix-socket",
+                })?;
+                if inv.unix_sockets.len() >= Self::MAX_UNIX_SOCKETS {
+                    return Err(InvocationProblem::TooManySockets {
+                        limit: Self::MAX_UNIX_SOCKETS,
+                    }
+                    .into());
+                }
+                inv.unix_sockets.push(v);
             } else if a == "--report-fd" {
                 if seen_fd {
                     return Err(InvocationProblem::RepeatedReportFd.into());
@@ -214,6 +251,21 @@ impl NameGuardInvocation {
         }
         for g in &self.deny_globs {
             check_arg(OsStr::new(g))?;
+        }
+        if self.unix_sockets.len() > Self::MAX_UNIX_SOCKETS {
+            return Err(InvocationProblem::TooManySockets {
+                limit: Self::MAX_UNIX_SOCKETS,
+            }
+            .into());
+        }
+        for s in &self.unix_sockets {
+            check_arg(s)?;
+            if !s.as_encoded_bytes().starts_with(b"/") {
+                return Err(InvocationProblem::RelativeSocketPath {
+                    path: preview(s, 64),
+                }
+                .into());
+            }
         }
         if self.command.is_empty() {
             return Err(InvocationProblem::NoCommand.into());

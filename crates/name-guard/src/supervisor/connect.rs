@@ -38,6 +38,20 @@ impl Supervisor<'_> {
         }
     }
 
+    /// Lets the guarded tree connect to the sockets at `paths` too (what each
+    /// names now; a path that names no socket grants nothing).
+    pub(crate) fn grant_sockets(&self, paths: &[std::ffi::OsString]) {
+        use std::os::unix::ffi::OsStrExt;
+        for p in paths {
+            let Ok(c) = std::ffi::CString::new(p.as_bytes()) else {
+                continue;
+            };
+            if let Ok(id) = sys::socket_id(AT_FDCWD, &c) {
+                self.bound.borrow_mut().insert(id);
+            }
+        }
+    }
+
     /// `connect(fd, addr, len)`.
     pub(super) fn connect(&self, n: &Notif, t: &mut Target, fd: u64, addr: u64, len: u64) -> Res {
         let len = usize::try_from(len).map_err(|_| libc::EINVAL)?;

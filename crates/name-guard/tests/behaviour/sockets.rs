@@ -102,3 +102,26 @@ fn a_thread_rewriting_the_address_never_reaches_the_host_socket() {
     assert!(connected > 0 && refused > 0, "{race}");
     assert_eq!(accepted(&host), 0, "{race}");
 }
+
+#[test]
+fn a_granted_socket_is_reachable_and_its_neighbour_is_not() {
+    let Some(sb) = Sandbox::new() else { return };
+    let d = sb.path();
+    let granted = UnixListener::bind(d.join("granted.sock")).unwrap();
+    let neighbour = UnixListener::bind(d.join("neighbour.sock")).unwrap();
+    granted.set_nonblocking(true).unwrap();
+    neighbour.set_nonblocking(true).unwrap();
+    let path = d.join("granted.sock");
+    let script = "printf 'granted: '; \"$ATTACK\" connect_unix granted.sock; \
+                  printf 'neighbour: '; \"$ATTACK\" connect_unix neighbour.sock";
+    let c = sb.command(
+        Some(&DENY),
+        &["--allow-unix-socket", path.to_str().unwrap()],
+        script,
+    );
+    let got = results(&sb.output(c, script));
+    assert_eq!(get(&got, "granted"), "ok", "{got:?}");
+    assert_eq!(get(&got, "neighbour"), "err EACCES", "{got:?}");
+    assert_eq!(accepted(&granted), 1);
+    assert_eq!(accepted(&neighbour), 0);
+}

@@ -47,17 +47,30 @@ fn arg_without_nul() -> impl Strategy<Value = OsString> {
     ]
 }
 
+/// An absolute path without NUL (a granted socket).
+fn socket_path() -> impl Strategy<Value = OsString> {
+    arg_without_nul().prop_map(|a| {
+        let mut p = OsString::from("/");
+        p.push(a);
+        p
+    })
+}
+
 fn valid() -> impl Strategy<Value = NameGuardInvocation> {
     (
         prop::option::of(3i32..NameGuardInvocation::REPORT_FD_LIMIT),
         prop::collection::vec(glob(), 0..8),
+        prop::collection::vec(socket_path(), 0..3),
         prop::collection::vec(arg_without_nul(), 1..8),
     )
-        .prop_map(|(report_fd, deny_globs, command)| NameGuardInvocation {
-            report_fd,
-            deny_globs,
-            command,
-        })
+        .prop_map(
+            |(report_fd, deny_globs, unix_sockets, command)| NameGuardInvocation {
+                report_fd,
+                deny_globs,
+                unix_sockets,
+                command,
+            },
+        )
 }
 
 /// Values that may break a rule: any descriptor, NUL bytes, no command.
@@ -76,6 +89,7 @@ fn any_value() -> impl Strategy<Value = NameGuardInvocation> {
         .prop_map(|(report_fd, deny_globs, command)| NameGuardInvocation {
             report_fd,
             deny_globs,
+            unix_sockets: vec!["relative.sock".into(), "/abs.sock".into()],
             command,
         })
 }

@@ -410,6 +410,8 @@ struct InvocationCase {
     #[serde(default)]
     deny: Vec<String>,
     #[serde(default)]
+    sockets: Vec<String>,
+    #[serde(default)]
     command: Vec<String>,
     error: Option<String>,
 }
@@ -427,6 +429,8 @@ fn problem_name(p: &InvocationProblem) -> &'static str {
         InvocationProblem::TooManyCommandArgs { .. } => "TooManyCommandArgs",
         InvocationProblem::ArgumentTooLong { .. } => "ArgumentTooLong",
         InvocationProblem::NulByte { .. } => "NulByte",
+        InvocationProblem::RelativeSocketPath { .. } => "RelativeSocketPath",
+        InvocationProblem::TooManySockets { .. } => "TooManySockets",
         _ => "unknown",
     }
 }
@@ -441,6 +445,7 @@ fn name_guard_invocation_table() {
                 let want = NameGuardInvocation {
                     report_fd: c.report_fd,
                     deny_globs: c.deny.clone(),
+                    unix_sockets: c.sockets.iter().map(Into::into).collect(),
                     command: c.command.iter().map(Into::into).collect(),
                 };
                 assert_eq!(inv, want, "{}", c.intent);
