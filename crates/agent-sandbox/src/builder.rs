@@ -33,6 +33,8 @@ pub(crate) struct Settings {
     pub(crate) log: LogSink,
     pub(crate) egress: EgressSettings,
     pub(crate) cgroups: Cgroups,
+    /// The granted Unix sockets (checked at build).
+    pub(crate) unix_sockets: Vec<String>,
 }
 
 /// Builds a [`SandboxManager`]. [`ManagerBuilder::new`] takes the probe
@@ -56,6 +58,7 @@ pub struct ManagerBuilder {
     log: Option<LogSink>,
     inner_bridge: InnerBridge,
     seatbelt_log_program: PathBuf,
+    unix_sockets: Vec<crate::unix_sockets::Requested>,
     broker: Option<BrokerSettings>,
     cgroups: Cgroups,
 }
@@ -92,6 +95,7 @@ impl ManagerBuilder {
             log: None,
             inner_bridge: InnerBridge::HostSideListeners,
             seatbelt_log_program: crate::backend::seatbelt_log::default_program(),
+            unix_sockets: Vec::new(),
             broker: None,
             cgroups: Cgroups::none(),
         }
@@ -210,6 +214,34 @@ impl ManagerBuilder {
         self
     }
 
+    /// Lets every session connect to the Unix socket at `path` (absolute,
+    /// on the host): under bubblewrap that socket alone is bound into the
+    /// sandbox at its path and the name guard allows it; under Seatbelt the
+    /// profile allows connecting to exactly that path. `SSH_AUTH_SOCK`
+    /// passes into the sandbox when it names a granted socket. A socket
+    /// that gives control of the host ([`crate::ROOT_EQUIVALENT_SOCKETS`],
+    /// by path or through a link) is refused at build: see
+    /// [`ManagerBuilder::allow_root_equivalent_unix_socket`].
+    pub fn allow_unix_socket(&mut self, path: impl Into<String>) -> &mut Self {
+        self.unix_sockets.push(crate::unix_sockets::Requested {
+            path: path.into(),
+            root_equivalent_allowed: false,
+        });
+        self
+    }
+
+    /// Like [`ManagerBuilder::allow_unix_socket`], for a socket that gives
+    /// control of the host (a container engine's, the system bus): every
+    /// session may then act as root on the host through it. Logged as a
+    /// warning at build.
+    pub fn allow_root_equivalent_unix_socket(&mut self, path: impl Into<String>) -> &mut Self {
+        self.unix_sockets.push(crate::unix_sockets::Requested {
+            path: path.into(),
+            root_equivalent_allowed: true,
+        });
+        self
+    }
+
     /// Where commands' cgroups are made for their limits (default none: a
     /// command with a limit is refused).
     pub fn cgroups(&mut self, cgroups: Cgroups) -> &mut Self {
@@ -259,6 +291,10 @@ impl ManagerBuilder {
                 })
             })
         };
+        let (unix_sockets, warnings) = crate::unix_sockets::check(&self.unix_sockets, &*self.host)?;
+        for w in &warnings {
+            log(&format!("agent-sandbox: {w}"));
+        }
         let backend = match choice {
             BackendChoice::None => Backend::None,
             BackendChoice::Unavailable(reason) => Backend::Unavailable(reason),
@@ -297,6 +333,7 @@ impl ManagerBuilder {
                 broker: self.broker.clone(),
             },
             cgroups: self.cgroups.clone(),
+            unix_sockets,
         };
         Ok(SandboxManager::new(selection, settings, backend))
     }

@@ -74,6 +74,14 @@ pub enum ErrorKind {
         /// Why.
         reason: String,
     },
+    /// A Unix socket grant that cannot be made as asked.
+    #[error("the Unix socket {path} cannot be granted: {reason}")]
+    BadSocketGrant {
+        /// The socket's path.
+        path: String,
+        /// Why not, and what to do instead.
+        reason: &'static str,
+    },
     /// The builder lacks a setting the chosen backend needs.
     #[error("the sandbox manager needs {setting}: {why}")]
     MissingSetting {

@@ -123,6 +123,7 @@ mod process_fds;
 mod pty;
 mod running;
 mod session_dir;
+mod unix_sockets;
 mod violations;
 
 pub use broker::{
@@ -138,3 +139,4 @@ pub use error::{Error, ErrorKind};
 pub use events::next_event;
 pub use inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT, InnerBridge};
 pub use manager::SandboxManager;
+pub use unix_sockets::ROOT_EQUIVALENT_SOCKETS;

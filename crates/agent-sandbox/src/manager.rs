@@ -152,9 +152,18 @@ impl SandboxPort for SandboxManager {
             handle.details.insert(key.into(), value.into());
         }
         handle.transition(SandboxState::Warm)?;
+        let mut env = launched.env;
+        let settings = &self.inner.settings;
+        if let Some(var) =
+            crate::unix_sockets::ssh_auth_sock(&settings.base_env, &settings.unix_sockets)
+        {
+            // The agent's socket is granted: its variable goes in too.
+            env.retain(|(k, _)| *k != var.0);
+            env.push(var);
+        }
         let session = Session {
             spec,
-            env: launched.env,
+            env,
             backend: launched.session,
             running: None,
             runner: None,

@@ -70,6 +70,7 @@ pub struct DispatchProfileBuilder {
     socks_port: Option<u16>,
     temp_dirs: Vec<String>,
     dns_socket: String,
+    unix_sockets: Vec<String>,
 }
 
 impl DispatchProfileBuilder {
@@ -82,6 +83,7 @@ impl DispatchProfileBuilder {
             socks_port: None,
             temp_dirs: Vec::new(),
             dns_socket: DNS_SOCKET.to_owned(),
+            unix_sockets: Vec::new(),
         }
     }
 
@@ -112,6 +114,14 @@ impl DispatchProfileBuilder {
     /// Replaces the DNS socket path ([`DNS_SOCKET`] by default).
     pub fn dns_socket(&mut self, path: impl Into<String>) -> &mut DispatchProfileBuilder {
         self.dns_socket = path.into();
+        self
+    }
+
+    /// Allows connecting to the Unix socket at exactly `path` (a grant of
+    /// the host program's; which sockets are safe to grant is its
+    /// decision).
+    pub fn allow_unix_socket(&mut self, path: impl Into<String>) -> &mut DispatchProfileBuilder {
+        self.unix_sockets.push(path.into());
         self
     }
 
@@ -236,14 +246,20 @@ impl DispatchProfileBuilder {
             Operation::NetworkOutbound,
             Vec::new(),
         ));
+        let mut reachable = vec![
+            Filter::RemoteIp(RemoteHost::Localhost, RemotePort::Port(http)),
+            Filter::RemoteIp(RemoteHost::Localhost, RemotePort::Port(socks)),
+            Filter::RemoteUnixSocket(self.dns_socket.clone()),
+        ];
+        reachable.extend(
+            self.unix_sockets
+                .iter()
+                .map(|s| Filter::RemoteUnixSocket(s.clone())),
+        );
         p.rule(Rule::new(
             Action::Allow,
             Operation::NetworkOutbound,
-            vec![
-                Filter::RemoteIp(RemoteHost::Localhost, RemotePort::Port(http)),
-                Filter::RemoteIp(RemoteHost::Localhost, RemotePort::Port(socks)),
-                Filter::RemoteUnixSocket(self.dns_socket.clone()),
-            ],
+            reachable,
         ));
         Ok(p)
     }

@@ -102,6 +102,9 @@ pub(crate) async fn launch(
         .http_proxy_port(http.port())
         .socks_proxy_port(socks.port())
         .temp_dir(egress.dir().to_string_lossy());
+    for s in &settings.unix_sockets {
+        b.allow_unix_socket(s.clone());
+    }
     let (profile, system_log) = tagged(config, settings, b.build(host))?;
     // No bridges: the run reaches the proxies on their own ports, and the
     // CA bundle at its host path.

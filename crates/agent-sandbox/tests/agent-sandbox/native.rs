@@ -662,6 +662,108 @@ async fn a_host_unix_socket_in_the_worktree_is_unreachable_and_reported() {
     m.destroy(&mut h).await.unwrap();
 }
 
+/// A granted Unix socket (say, an SSH agent's) is reachable from inside,
+/// with `SSH_AUTH_SOCK` naming it; its neighbour in the same directory is
+/// not even visible; a socket that gives control of the host is refused
+/// unless granted with the louder call.
+#[tokio::test]
+async fn a_granted_unix_socket_is_reachable_and_nothing_else_of_its_directory() {
+    if !native_available()
+        || !test_support::require(
+            probe_ambient().native.filename_rules.is_enforceable(),
+            "a kernel that can run the name guard (Linux 5.19 or later, x86-64 or aarch64)",
+            "run the tests on such a kernel",
+        )
+        || test_support::tool("python3", "apt-get install python3").is_none()
+    {
+        return;
+    }
+    let t = Tree::new("grant");
+    let dir = t.0.join("agent");
+    std::fs::create_dir_all(&dir).unwrap();
+    let granted_path = dir.join("granted.sock").to_string_lossy().into_owned();
+    let granted = std::os::unix::net::UnixListener::bind(&granted_path).unwrap();
+    let neighbour = std::os::unix::net::UnixListener::bind(dir.join("neighbour.sock")).unwrap();
+    granted.set_nonblocking(true).unwrap();
+    neighbour.set_nonblocking(true).unwrap();
+    let build = |grant: bool| {
+        let mut b = SandboxManager::builder(probe_ambient().clone(), real_paths());
+        b.home(t.p("home"))
+            .temp_dir(t.p("sockets"))
+            .name_guard_launcher(agent_sandbox::NameGuardLauncher::new(GUARD))
+            .base_env(vec![
+                ("PATH".into(), "/usr/bin:/bin".into()),
+                ("SSH_AUTH_SOCK".into(), granted_path.clone().into()),
+            ]);
+        if grant {
+            b.allow_unix_socket(granted_path.clone());
+        }
+        b.build().unwrap()
+    };
+    let script = "python3 -c \"import socket, os; \
+        c = lambda p: socket.socket(socket.AF_UNIX).connect_ex(p); \
+        d = os.path.dirname(os.environ.get('SSH_AUTH_SOCK', '/none/x')); \
+        print('env', os.environ.get('SSH_AUTH_SOCK', '-')); \
+        print('granted', c(os.environ.get('SSH_AUTH_SOCK', '/none/x'))); \
+        print('neighbour', c(d + '/neighbour.sock'))\"";
+    let m = build(true);
+    let mut h = m.launch(t.spec("grant")).await.unwrap();
+    let r = run(&m, &h, script).await;
+    assert!(
+        r.stdout.contains(&format!("env {granted_path}\n")),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(r.stdout.contains("granted 0\n"), "{}{}", r.stdout, r.stderr);
+    // ENOENT: only the granted socket was bound into the sandbox.
+    assert!(
+        r.stdout.contains("neighbour 2\n"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(granted.accept().is_ok());
+    assert!(neighbour.accept().is_err());
+    m.destroy(&mut h).await.unwrap();
+
+    // Without the grant: no variable, no socket.
+    let m = build(false);
+    let mut h = m.launch(t.spec("grant")).await.unwrap();
+    let r = run(&m, &h, script).await;
+    assert!(r.stdout.contains("env -\n"), "{}{}", r.stdout, r.stderr);
+    m.destroy(&mut h).await.unwrap();
+
+    // The Docker socket needs the louder grant, which is logged.
+    let mut b = SandboxManager::builder(probe_ambient().clone(), real_paths());
+    b.home(t.p("home"))
+        .allow_unix_socket("/var/run/docker.sock");
+    let err = b.build().unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::BadSocketGrant { .. }),
+        "{err}"
+    );
+    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    let mut b = SandboxManager::builder(probe_ambient().clone(), real_paths());
+    b.home(t.p("home"))
+        .temp_dir(t.p("sockets"))
+        .log(Arc::new(move |l: &str| {
+            sink.lock().unwrap().push(l.to_string())
+        }))
+        .allow_root_equivalent_unix_socket("/var/run/docker.sock");
+    b.build().unwrap();
+    assert!(
+        lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("WARNING") && l.contains("/var/run/docker.sock")),
+        "{:?}",
+        lines.lock().unwrap()
+    );
+}
+
 #[tokio::test]
 async fn descriptors_the_host_leaks_never_reach_the_sandbox() {
     if !native_available() {
@@ -903,6 +1005,27 @@ async fn repositories_made_inside_are_named_at_destroy() {
         "{}",
         named[0]
     );
+}
+
+#[tokio::test]
+async fn on_macos_a_granted_socket_is_the_one_unix_socket_the_profile_reaches() {
+    use seatbelt_profile::{Evaluator, Operation, Target};
+    let t = Tree::new("seatbelt-grant");
+    let m = SandboxManager::builder(macos_probe(), real_paths())
+        .home(t.p("home"))
+        .temp_dir(t.p("sockets"))
+        .allow_unix_socket("/Users/u/.ssh/agent.sock")
+        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())])
+        .build()
+        .unwrap();
+    let mut h = m.launch(t.spec("seatbelt-grant")).await.unwrap();
+    let profile = m.seatbelt_profile(&h).unwrap();
+    let eval = Evaluator::from_sbpl(profile.text(), &profile.params_map()).unwrap();
+    let reach = |p: &str| eval.allows(Operation::NetworkOutbound, Target::UnixSocket(p));
+    assert!(reach("/Users/u/.ssh/agent.sock"));
+    assert!(!reach("/Users/u/.ssh/other.sock"));
+    assert!(!reach("/var/run/docker.sock"));
+    m.destroy(&mut h).await.unwrap();
 }
 
 /// A stand-in for macOS's `log` in `dir`: records its arguments and pid,

@@ -84,9 +84,12 @@ pub(crate) async fn launch(
     let host = &*settings.host;
     if settings.surface == Surface::Terminal {
         // The fixed terminal profile: host network, no proxies.
-        let plan = BwrapBuilder::new(spec, &settings.home)
-            .profile(Profile::Terminal)
-            .build(host)?;
+        let mut builder = BwrapBuilder::new(spec, &settings.home);
+        builder.profile(Profile::Terminal);
+        for s in &settings.unix_sockets {
+            builder.allow_unix_socket(s.clone());
+        }
+        let plan = builder.build(host)?;
         let placeholders = PlaceholderFiles::create_on_host(plan.placeholders())?;
         let session = Session {
             config: config.clone(),
@@ -131,6 +134,9 @@ pub(crate) async fn launch(
         .filename_rules(config.filename_rules)
         .argv_delivery(bwrap_spec::ArgvDelivery::ArgsFd)
         .bridges(bridges.clone());
+    for s in &settings.unix_sockets {
+        builder.allow_unix_socket(s.clone());
+    }
     if let Some(l) = &config.name_guard {
         builder.name_guard_launcher(l.clone());
     }
