@@ -12,7 +12,7 @@ use std::os::unix::ffi::OsStringExt;
 fuzz_target!(|data: &[u8]| {
     let _ = parse_denial_line(data);
     if let Some((&sel, rest)) = data.split_first() {
-        let call = match sel % 8 {
+        let call = match sel % 9 {
             0 => DeniedCall::Open,
             1 => DeniedCall::Creat,
             2 => DeniedCall::Mknod,
@@ -20,7 +20,8 @@ fuzz_target!(|data: &[u8]| {
             4 => DeniedCall::Link,
             5 => DeniedCall::Symlink,
             6 => DeniedCall::Mkdir,
-            _ => DeniedCall::Bind,
+            7 => DeniedCall::Bind,
+            _ => DeniedCall::Connect,
         };
         let line = format_denial_line(call, rest);
         assert!(line.len() <= name_guard::MAX_REPORT_LINE);

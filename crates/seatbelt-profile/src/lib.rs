@@ -23,7 +23,8 @@
 //!   `deny(N)` lines and the older `deny` lines without a count alike;
 //!   [`parse_tagged_violation_line`] for a profile whose denials carry a
 //!   tag ([`Profile::tag_denials`]), so one session's lines are told from
-//!   every other process's.
+//!   every other process's; [`parse_log_stream_line`] for one line of
+//!   `log stream --style ndjson`.
 //! - [`launcher_argv`] and [`launcher_command`]: the `sandbox-exec` argv and
 //!   an unstarted command for it, on every platform; `spawn` on macOS.
 //! - [`read_profile`] and [`Evaluator`] (feature `evaluator`): read the
@@ -128,4 +129,7 @@ pub use regex::{MAX_REGEX_DEPTH, MAX_STRING_LEN, SbplRegex, glob_to_regex};
 pub use render::{DEFAULT_RULE_BUDGET, RenderedProfile};
 pub use target_host::FIRMLINKS;
 pub use terminal::{TERMINAL_SECRET_DIRS, TerminalProfileBuilder};
-pub use violation::{MAX_LOG_LINE, parse_tagged_violation_line, parse_violation_line};
+pub use violation::{
+    MAX_LOG_LINE, MAX_LOG_STREAM_LINE, parse_log_stream_line, parse_tagged_violation_line,
+    parse_violation_line,
+};

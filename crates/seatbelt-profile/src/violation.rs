@@ -69,6 +69,34 @@ pub fn parse_tagged_violation_line(line: &str, tag: &str) -> Option<SandboxViola
     parse_violation_line(untagged).map(|v| v.with_raw(full))
 }
 
+/// Longest line of `log stream --style ndjson` that
+/// [`parse_log_stream_line`] reads, in bytes (the message is at most
+/// [`MAX_LOG_LINE`]; the rest is the entry's metadata).
+pub const MAX_LOG_STREAM_LINE: usize = 64 * 1024;
+
+/// Parses one line of `log stream --style ndjson`: a JSON object whose
+/// string `eventMessage` is a denial of the profile tagged `tag`
+/// ([`parse_tagged_violation_line`]). Lines over [`MAX_LOG_STREAM_LINE`]
+/// bytes, lines that are not a JSON object with a string `eventMessage`,
+/// and messages of other shapes or tags give `None`; JSON nesting is
+/// bounded by serde_json's recursion limit. Never panics.
+///
+/// ```
+/// use seatbelt_profile::parse_log_stream_line;
+/// let line = br#"{"eventMessage":"Sandbox: cat(9) deny(1) file-read-data /Users/x/.netrc t-1","processID":0}"#;
+/// let v = parse_log_stream_line(line, "t-1").unwrap();
+/// assert_eq!((v.action.as_str(), v.target.as_str()), ("file-read-data", "/Users/x/.netrc"));
+/// assert!(parse_log_stream_line(b"[1,2]", "t-1").is_none());
+/// ```
+pub fn parse_log_stream_line(line: &[u8], tag: &str) -> Option<SandboxViolation> {
+    if line.len() > MAX_LOG_STREAM_LINE {
+        return None;
+    }
+    let entry: serde_json::Value = serde_json::from_slice(line).ok()?;
+    let message = entry.as_object()?.get("eventMessage")?.as_str()?;
+    parse_tagged_violation_line(message, tag)
+}
+
 /// `NAME(PID) deny(N) ACTION TARGET` or `NAME(PID) deny ACTION TARGET`.
 ///
 /// The first `) deny` followed by `(` or a space ends the process column;

@@ -24,9 +24,8 @@ use tokio::sync::broadcast;
 /// Where `log` lives on every macOS.
 pub(crate) const LOG_PROGRAM: &str = "/usr/bin/log";
 
-/// Longest ndjson line read, in bytes (a log line's message is at most
-/// [`seatbelt_profile::MAX_LOG_LINE`]; the rest is the entry's metadata).
-pub(crate) const MAX_NDJSON_LINE: usize = 64 * 1024;
+/// Longest ndjson line read, in bytes.
+pub(crate) const MAX_NDJSON_LINE: usize = seatbelt_profile::MAX_LOG_STREAM_LINE;
 
 /// Denials queued for a command that has not read them yet.
 const QUEUE: usize = 1024;
@@ -53,20 +52,10 @@ pub(crate) fn stream_args(tag: &str) -> Vec<OsString> {
     .collect()
 }
 
-#[derive(serde::Deserialize)]
-struct Entry {
-    #[serde(rename = "eventMessage")]
-    event_message: Option<String>,
-}
-
 /// The denial one ndjson line of `log stream` reports, when it is one of
 /// the session tagged `tag`.
 pub(crate) fn violation_of_line(line: &[u8], tag: &str) -> Option<SandboxViolation> {
-    if line.len() > MAX_NDJSON_LINE {
-        return None;
-    }
-    let entry: Entry = serde_json::from_slice(line).ok()?;
-    seatbelt_profile::parse_tagged_violation_line(&entry.event_message?, tag)
+    seatbelt_profile::parse_log_stream_line(line, tag)
 }
 
 /// The running `log stream` of one session.

@@ -634,6 +634,31 @@ proptest! {
     }
 
     #[test]
+    fn log_stream_lines_never_panic_and_tagged_denials_read_back(
+        noise in prop::collection::vec(any::<u8>(), 0..256),
+        action in "[a-z][a-z0-9-]{0,24}",
+        target in "/[A-Za-z0-9 ._()\"\\\\-]{0,40}[A-Za-z0-9]",
+        extra in any::<String>(),
+        tag in "[A-Za-z0-9_-]{1,20}",
+    ) {
+        let _ = seatbelt_profile::parse_log_stream_line(&noise, &tag);
+        let entry = serde_json::json!({
+            "timestamp": "2026-12-01 10:00:00.000000+0000",
+            "eventMessage": format!("Sandbox: sh(7) deny(1) {action} {target} {tag}"),
+            "extra": extra,
+        });
+        let line = serde_json::to_vec(&entry).unwrap();
+        let v = seatbelt_profile::parse_log_stream_line(&line, &tag);
+        prop_assert!(v.is_some(), "{:?}", String::from_utf8_lossy(&line));
+        let v = v.unwrap();
+        prop_assert_eq!(v.action.as_str(), action.as_str());
+        prop_assert_eq!(v.target.as_str(), target.as_str());
+        // Another session's tag is not ours.
+        let other = format!("{tag}x");
+        prop_assert!(seatbelt_profile::parse_log_stream_line(&line, &other).is_none());
+    }
+
+    #[test]
     fn well_formed_violation_lines_round_trip(
         columns in prop_oneof![
             Just(String::new()),
