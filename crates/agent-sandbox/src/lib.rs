@@ -21,6 +21,13 @@
 //!   `file-write-create` violation with the path. Otherwise it is refused
 //!   (R-DISPATCH-3), unless the explicit opt-out
 //!   [`FilenameRules::DropFilenameGlobDenies`] was chosen, which is logged.
+//!   Under the guard a Unix socket is reached by path only when the
+//!   command's own processes bound it or it was granted
+//!   ([`ManagerBuilder::allow_unix_socket`]: that socket alone is bound into
+//!   the sandbox; one that gives control of the host needs
+//!   [`ManagerBuilder::allow_root_equivalent_unix_socket`]); any other, such
+//!   as one a host process makes in the worktree, is a `network-outbound`
+//!   violation with its path.
 //! - `exec` runs the command under bubblewrap. Inside, the proxies answer on
 //!   127.0.0.1:3128 (HTTP) and 127.0.0.1:1080 (SOCKS5) (R-BWRAP-2): by
 //!   default those listeners are bound in the sandbox's network namespace
