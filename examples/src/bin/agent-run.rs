@@ -5,6 +5,12 @@
 //! CMD's stdout and stderr through, prints each violation on stderr as
 //! `violation: ACTION TARGET`, and exits with CMD's status (128+signal when
 //! killed, 124 when `--timeout SECS` ran out, 137 when `--memory` did).
+//! At exit one line on stderr counts the violations by action
+//! (`agent-run: violations: network-outbound 2, file-write-create 1`, or
+//! `agent-run: no violations`). `--events json:FD` (a descriptor of 3 or
+//! above it was started with) or `--events json=FILE` (created or
+//! truncated) also writes every event, output included, as one JSON object
+//! per line: the serde form of `SandboxEvent`, from `starting` to `exit`.
 //! Stdin passes through to CMD when it is not a terminal. When it is, CMD
 //! runs on a terminal of its own inside the sandbox (never this one): this
 //! terminal goes to raw mode (restored on every exit), keys and Ctrl-C go
@@ -26,7 +32,9 @@
 //! way to run it unconfined.
 
 use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder, NameGuardLauncher, next_event};
+use agent_sandbox_examples::{EventLog, EventsTo, ViolationTally};
 use connect_proxy::{Cidr, IpPolicy};
+use cred_broker::HeaderTemplate;
 use sandbox_core::{
     Access, BackendRequest, CommandControl, DynSandboxPort, KillReason, Limits, Mode, PtySize,
     SANDBOX_SWITCH_ENV, SandboxBackend, SandboxBindMount, SandboxCommand, SandboxEvent,
@@ -43,9 +51,21 @@ const GUARD_MARKER: &str = "--as-name-guard-exec";
 const USAGE: &str = "usage: agent-run [--allow ENTRY]... [--allow-cidr CIDR]... [--no-filename-rules] [--no-name-guard] \
 [--network on|off] [--mode chat|review|plan|orchestrate] [--mount PATH[:ro]]... [--protect PATH]... \
 [--workdir DIR] [--timeout SECS] [--memory BYTES[K|M|G]] [--pids N] [--cpus N] [--sandbox on|off] [--backend native|none|microvm] [--terminal] \
+[--events json:FD|json=FILE] \
 [--broker HOST]... [--broker-rules FILE] [--broker-credential-env NAME] \
-[--broker-template bearer|token|git-basic] [--broker-push-rule FILE] [--upstream-ca FILE]... \
--- CMD [ARG...]";
+[--broker-template bearer|token|git-basic|header:NAME] [--broker-phantom-env NAME]... [--broker-port PORT]... \
+[--broker-push-rule FILE] [--upstream-ca FILE]... \
+-- CMD [ARG...]
+
+  --events json:FD|json=FILE     write every event as one JSON object per line to descriptor FD (3 or above,
+                                 e.g. json:3 with 3>events.jsonl) or to FILE (created or truncated)
+  --broker-template TEMPLATE     how the real credential is sent: bearer, token, git-basic, or header:NAME
+                                 for an API-key header such as header:x-api-key
+  --broker-phantom-env NAME      a variable that receives the phantom token instead of GH_TOKEN and
+                                 GITHUB_TOKEN (repeat for more)
+  --broker-port PORT             also broker the brokered hosts on PORT besides 443 (repeat for more)
+
+At exit a summary line on stderr counts the violations by action.";
 
 struct Options {
     allow: Vec<String>,
@@ -62,16 +82,20 @@ struct Options {
     switch: Option<String>,
     backend: Option<SandboxBackend>,
     terminal: bool,
+    events: Option<EventsTo>,
     broker_hosts: Vec<String>,
     broker_rules: Option<String>,
     broker_credential_env: Option<String>,
-    broker_template: String,
+    broker_template: HeaderTemplate,
+    broker_phantom_env: Vec<String>,
+    broker_ports: Vec<u16>,
     broker_push_rule: Option<String>,
     upstream_ca: Vec<String>,
     command: Vec<String>,
 }
 
 fn parse(args: Vec<String>) -> Result<Options, String> {
+    use agent_sandbox_examples::{env_name, header_template, port};
     let mut o = Options {
         allow: Vec::new(),
         cidrs: Vec::new(),
@@ -87,10 +111,13 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         switch: None,
         backend: None,
         terminal: false,
+        events: None,
         broker_hosts: Vec::new(),
         broker_rules: None,
         broker_credential_env: None,
-        broker_template: "bearer".into(),
+        broker_template: HeaderTemplate::Bearer,
+        broker_phantom_env: Vec::new(),
+        broker_ports: Vec::new(),
         broker_push_rule: None,
         upstream_ca: Vec::new(),
         command: Vec::new(),
@@ -200,7 +227,21 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
             "--broker-credential-env" => {
                 o.broker_credential_env = Some(value("--broker-credential-env")?)
             }
-            "--broker-template" => o.broker_template = value("--broker-template")?,
+            "--broker-template" => {
+                o.broker_template =
+                    header_template("--broker-template", &value("--broker-template")?)
+                        .map_err(|e| e.to_string())?
+            }
+            "--broker-phantom-env" => o.broker_phantom_env.push(
+                env_name("--broker-phantom-env", &value("--broker-phantom-env")?)
+                    .map_err(|e| e.to_string())?,
+            ),
+            "--broker-port" => o
+                .broker_ports
+                .push(port("--broker-port", &value("--broker-port")?).map_err(|e| e.to_string())?),
+            "--events" => {
+                o.events = Some(EventsTo::parse(&value("--events")?).map_err(|e| e.to_string())?)
+            }
             "--upstream-ca" => o.upstream_ca.push(value("--upstream-ca")?),
             "--broker-push-rule" => o.broker_push_rule = Some(value("--broker-push-rule")?),
             "-h" | "--help" => return Err(String::new()),
@@ -209,6 +250,14 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
     }
     if o.command.is_empty() {
         return Err("no command given after --".into());
+    }
+    if o.broker_hosts.is_empty() {
+        if !o.broker_phantom_env.is_empty() {
+            return Err("--broker-phantom-env needs --broker HOST".into());
+        }
+        if !o.broker_ports.is_empty() {
+            return Err("--broker-port needs --broker HOST".into());
+        }
     }
     Ok(o)
 }
@@ -358,6 +407,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Before the runtime opens descriptors of its own: `json:FD` must name
+    // one this program was started with.
+    let events = match opts.events.as_ref().map(EventsTo::open).transpose() {
+        Ok(log) => log,
+        Err(e) => {
+            eprintln!("agent-run: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -368,7 +426,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run(opts)) {
+    match runtime.block_on(run(opts, events)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("agent-run: {e}");
@@ -382,10 +440,7 @@ fn main() -> ExitCode {
 /// receives it (env-guard inherits only core variables, and it is removed
 /// from the base environment besides).
 fn broker_settings(o: &Options) -> Result<BrokerSettings, String> {
-    use agent_sandbox::{
-        credential_for_hosts, header_template_from_name, pem_certificates_from_file,
-        rule_engine_from_file,
-    };
+    use agent_sandbox::{credential_for_hosts, pem_certificates_from_file, rule_engine_from_file};
     let rules_path = o
         .broker_rules
         .as_deref()
@@ -397,22 +452,21 @@ fn broker_settings(o: &Options) -> Result<BrokerSettings, String> {
         .ok_or("--broker needs --broker-credential-env NAME")?;
     let value = std::env::var(env_name)
         .map_err(|_| format!("--broker-credential-env: {env_name} is not set"))?;
-    let template = header_template_from_name(&o.broker_template).ok_or_else(|| {
-        format!(
-            "--broker-template takes bearer, token or git-basic, not {:?}",
-            o.broker_template
-        )
-    })?;
-    let cred = credential_for_hosts(env_name, value, template, &o.broker_hosts)
+    let cred = credential_for_hosts(env_name, value, o.broker_template.clone(), &o.broker_hosts)
         .map_err(|e| e.to_string())?;
     let mut settings = BrokerSettings::new(engine, cred);
     for h in &o.broker_hosts {
         settings.host(h).map_err(|e| format!("--broker: {e}"))?;
     }
+    for port in &o.broker_ports {
+        settings.broker_port(*port);
+    }
+    if !o.broker_phantom_env.is_empty() {
+        settings.phantom_env(o.broker_phantom_env.iter().cloned());
+    }
     if let Some(path) = &o.broker_push_rule {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-        let spec: cred_broker::PushRuleSpec =
-            toml::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
+        let spec = agent_sandbox_examples::push_rule_file("--broker-push-rule", path)
+            .map_err(|e| e.to_string())?;
         settings.push_rule(spec);
     }
     for path in &o.upstream_ca {
@@ -423,7 +477,7 @@ fn broker_settings(o: &Options) -> Result<BrokerSettings, String> {
     Ok(settings)
 }
 
-async fn run(o: Options) -> Result<u8, String> {
+async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
     let env_switch = std::env::var_os(SANDBOX_SWITCH_ENV);
     let switch = SandboxSwitch::from_sources(o.switch.as_deref(), env_switch.as_deref())
         .map_err(|e| e.to_string())?;
@@ -558,7 +612,10 @@ async fn run(o: Options) -> Result<u8, String> {
     // every chunk for a newline).
     let mut out = raw_stdout().map_err(|e| format!("opening stdout: {e}"))?;
     let mut err = std::io::stderr();
+    let mut log = log;
+    let mut tally = ViolationTally::default();
     while let Some(ev) = next_event(&mut events).await {
+        write_event(&mut log, &ev);
         match ev {
             SandboxEvent::Stdout { data } => {
                 let _ = out.write_all(&data);
@@ -568,6 +625,7 @@ async fn run(o: Options) -> Result<u8, String> {
             }
             SandboxEvent::Violation { violation } => {
                 eprintln!("violation: {} {}", violation.action, violation.target);
+                tally.add(&violation.action);
             }
             SandboxEvent::Exit { exit_code } => code = u8::try_from(exit_code).unwrap_or(1),
             SandboxEvent::Killed {
@@ -592,10 +650,23 @@ async fn run(o: Options) -> Result<u8, String> {
             _ => {}
         }
     }
+    eprintln!("agent-run: {}", tally.summary());
     port.destroy_dyn(&mut handle)
         .await
         .map_err(|e| e.to_string())?;
     Ok(code)
+}
+
+/// Writes `event` to the `--events` log, if there is one. When a write
+/// fails (the reader went away), says so once and writes no more; the
+/// command runs on.
+fn write_event(log: &mut Option<EventLog>, event: &SandboxEvent) {
+    if let Some(l) = log
+        && let Err(e) = l.write(event)
+    {
+        eprintln!("agent-run: --events: {e}; no more events are written");
+        *log = None;
+    }
 }
 
 /// Our stdout as a file of its own (a duplicate of descriptor 1), written
@@ -616,4 +687,112 @@ fn raw_stdout() -> std::io::Result<std::fs::File> {
     Ok(std::fs::File::from(
         std::io::stdout().as_handle().try_clone_to_owned()?,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn refusal(a: &[&str]) -> String {
+        match parse(args(a)) {
+            Ok(_) => panic!("{a:?} was accepted"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn the_events_and_broker_flags_parse_to_their_values() {
+        let o = parse(args(&[
+            "--events",
+            "json=run.jsonl",
+            "--broker",
+            "api.example.com",
+            "--broker-template",
+            "header:x-api-key",
+            "--broker-phantom-env",
+            "ANTHROPIC_API_KEY",
+            "--broker-phantom-env=OTHER_KEY",
+            "--broker-port",
+            "8443",
+            "--broker-port=9443",
+            "--",
+            "true",
+        ]))
+        .unwrap();
+        assert_eq!(o.events, Some(EventsTo::File("run.jsonl".into())));
+        assert_eq!(
+            o.broker_template,
+            HeaderTemplate::Header {
+                name: "x-api-key".into()
+            }
+        );
+        assert_eq!(o.broker_phantom_env, ["ANTHROPIC_API_KEY", "OTHER_KEY"]);
+        assert_eq!(o.broker_ports, [8443, 9443]);
+        let o = parse(args(&["--", "true"])).unwrap();
+        assert_eq!(o.events, None);
+        assert_eq!(o.broker_template, HeaderTemplate::Bearer);
+        assert!(o.broker_phantom_env.is_empty() && o.broker_ports.is_empty());
+        #[cfg(unix)]
+        assert_eq!(
+            parse(args(&["--events", "json:3", "--", "true"]))
+                .unwrap()
+                .events,
+            Some(EventsTo::Descriptor(3))
+        );
+    }
+
+    #[test]
+    fn a_refused_value_says_what_to_type_instead() {
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["--events", "json", "--", "true"],
+                "--events takes json:FD (a descriptor of 3 or above this program was started \
+                 with, such as json:3 with 3>events.jsonl) or json=FILE, not \"json\"",
+            ),
+            (
+                &["--events=json:1", "--", "true"],
+                "--events takes json:FD (a descriptor of 3 or above this program was started \
+                 with, such as json:3 with 3>events.jsonl) or json=FILE, not \"json:1\"",
+            ),
+            (&["--events"], "--events needs a value"),
+            (
+                &["--broker-template", "basic", "--", "true"],
+                "--broker-template takes bearer, token, git-basic or header:NAME (NAME a header \
+                 name such as x-api-key, not a framing or routing header), not \"basic\"",
+            ),
+            (
+                &["--broker-template", "header:x api key", "--", "true"],
+                "--broker-template takes bearer, token, git-basic or header:NAME (NAME a header \
+                 name such as x-api-key, not a framing or routing header), not \"header:x api key\"",
+            ),
+            (
+                &["--broker-phantom-env", "1KEY", "--", "true"],
+                "--broker-phantom-env takes a variable name (letters, digits and _, not starting \
+                 with a digit) such as ANTHROPIC_API_KEY, not \"1KEY\"",
+            ),
+            (
+                &["--broker-port", "0", "--", "true"],
+                "--broker-port takes a port number from 1 to 65535, not \"0\"",
+            ),
+            (
+                &["--broker-port", "https", "--", "true"],
+                "--broker-port takes a port number from 1 to 65535, not \"https\"",
+            ),
+            (
+                &["--broker-phantom-env", "KEY", "--", "true"],
+                "--broker-phantom-env needs --broker HOST",
+            ),
+            (
+                &["--broker-port", "8443", "--", "true"],
+                "--broker-port needs --broker HOST",
+            ),
+        ];
+        for (a, want) in cases {
+            assert_eq!(refusal(a), *want, "{a:?}");
+        }
+    }
 }

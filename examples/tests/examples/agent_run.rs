@@ -701,3 +701,262 @@ fn as_an_unprivileged_user_stdin_passes_and_an_unenforceable_limit_refuses_the_r
     assert!(err(&o).contains("limit cannot be enforced"), "{}", err(&o));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// The `--events` lines, each parsed, and checked to be exactly the serde
+/// form of the event it parses to.
+fn parse_events(text: &str) -> Vec<sandbox_core::SandboxEvent> {
+    text.lines()
+        .map(|l| {
+            let ev: sandbox_core::SandboxEvent =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}"));
+            assert_eq!(serde_json::to_string(&ev).unwrap(), l);
+            ev
+        })
+        .collect()
+}
+
+/// The bytes of every `stdout` event, in order.
+fn stdout_of(events: &[sandbox_core::SandboxEvent]) -> String {
+    let mut out = Vec::new();
+    for ev in events {
+        if let sandbox_core::SandboxEvent::Stdout { data } = ev {
+            out.extend_from_slice(data);
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The summary line `agent-run` ends with.
+fn summary_line(e: &str) -> &str {
+    e.lines()
+        .rev()
+        .find(|l| l.starts_with("agent-run: violations: ") || *l == "agent-run: no violations")
+        .unwrap_or_else(|| panic!("no summary line in {e}"))
+}
+
+#[test]
+fn events_go_to_a_descriptor_as_json_lines_and_violations_are_counted_at_exit() {
+    use sandbox_core::SandboxEvent;
+    if !native() {
+        return;
+    }
+    let guard = sandbox_core::probe_ambient()
+        .native
+        .filename_rules
+        .is_enforceable();
+    let d = scratch("events-fd");
+    let script = "echo hello; echo k > id.key; \
+                  curl -sS -m 10 -o /dev/null https://not-allowed.example.test/ || echo \"blocked (curl exit $?)\"; \
+                  exit 3";
+    // The events on descriptor 3, a pipe to this test; the command's own
+    // stdout goes to a file.
+    let opt_out = if guard { "" } else { "--no-filename-rules" };
+    let o = Command::new("/bin/sh")
+        .args([
+            "-c",
+            "exec \"$0\" $2 --events json:3 -- sh -c \"$1\" 3>&1 >out.txt",
+            BIN,
+            script,
+            opt_out,
+        ])
+        .current_dir(&d)
+        .env_remove("CC_SERVER_SANDBOX")
+        .output()
+        .unwrap();
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(3), "{e}");
+    let events = parse_events(&String::from_utf8_lossy(&o.stdout));
+    assert_eq!(events.first(), Some(&SandboxEvent::Starting), "{events:?}");
+    assert_eq!(
+        events.last(),
+        Some(&SandboxEvent::Exit { exit_code: 3 }),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|ev| matches!(ev, SandboxEvent::Violation { violation }
+            if violation.action == "network-outbound"
+                && violation.target == "not-allowed.example.test:443")),
+        "{events:?}\n{e}"
+    );
+    let out = stdout_of(&events);
+    assert!(
+        out.starts_with("hello\n") && out.contains("blocked (curl exit"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_to_string(d.join("out.txt")).unwrap(), out);
+    let want = if guard {
+        "agent-run: violations: file-write-create 1, network-outbound 1"
+    } else {
+        "agent-run: violations: network-outbound 1"
+    };
+    assert_eq!(summary_line(&e), want, "{e}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn events_to_a_file_replace_what_it_held_and_a_clean_run_says_no_violations() {
+    use sandbox_core::SandboxEvent;
+    if !native() {
+        return;
+    }
+    let d = scratch("events-file");
+    let logs = scratch("events-file-log");
+    let file = logs.join("events.jsonl");
+    std::fs::write(&file, "stale\n".repeat(100)).unwrap();
+    let events_arg = format!("--events=json={}", file.display());
+    let o = agent_run(
+        &d,
+        &[&events_arg, "--", "sh", "-c", "echo out; echo err >&2"],
+    );
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "out\n");
+    let events = parse_events(&std::fs::read_to_string(&file).unwrap());
+    assert_eq!(events.first(), Some(&SandboxEvent::Starting));
+    assert_eq!(events.last(), Some(&SandboxEvent::Exit { exit_code: 0 }));
+    assert_eq!(stdout_of(&events), "out\n");
+    assert!(
+        events
+            .iter()
+            .any(|ev| matches!(ev, SandboxEvent::Stderr { data } if data == b"err\n")),
+        "{events:?}"
+    );
+    assert_eq!(summary_line(&e), "agent-run: no violations");
+    std::fs::remove_dir_all(&d).unwrap();
+    std::fs::remove_dir_all(&logs).unwrap();
+}
+
+#[test]
+fn events_and_broker_flags_refuse_bad_values_naming_what_to_type() {
+    let d = scratch("flag-usage");
+    for (args, says) in [
+        (&["--events", "json:1"][..], "--events takes json:FD"),
+        (&["--events", "yaml"][..], "or json=FILE, not \"yaml\""),
+        (
+            &["--broker-template", "header:x api key"][..],
+            "--broker-template takes bearer, token, git-basic or header:NAME",
+        ),
+        (
+            &["--broker-phantom-env", "1KEY"][..],
+            "--broker-phantom-env takes a variable name",
+        ),
+        (
+            &["--broker-port", "0"][..],
+            "--broker-port takes a port number from 1 to 65535, not \"0\"",
+        ),
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--", "true"]);
+        let o = agent_run(&d, &all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", err(&o));
+        assert!(
+            err(&o).contains(says) && err(&o).contains("usage: agent-run"),
+            "{args:?}: {}",
+            err(&o)
+        );
+    }
+    // A descriptor this program was not started with.
+    let o = agent_run(&d, &["--events", "json:987", "--", "true"]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(
+        err(&o).contains("descriptor 987 is not open for writing")
+            && err(&o).contains("start agent-run with 987>FILE or a pipe on 987"),
+        "{}",
+        err(&o)
+    );
+    // The usage text explains each new flag.
+    let o = agent_run(&d, &["--help"]);
+    let usage = String::from_utf8_lossy(&o.stdout);
+    for flag in [
+        "--events json:FD|json=FILE",
+        "--broker-template TEMPLATE",
+        "--broker-phantom-env NAME",
+        "--broker-port PORT",
+    ] {
+        assert!(usage.contains(flag), "{usage}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn an_api_key_header_is_brokered_and_the_command_holds_only_the_phantom() {
+    use test_support::tls_origin::{Origin, Reply, TestPki};
+    if !native() || test_support::tool("curl", "apt-get install curl").is_none() {
+        return;
+    }
+    const KEY: &str = "sk-real-api-key-4b1d9e";
+    // A local HTTPS origin standing in for an LLM API, reached by name
+    // (localhost, so the host's resolver finds it) on its own port.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let pki = TestPki::new(&["localhost"]);
+    let origin = rt.block_on(Origin::start(&pki, |_| async {
+        Reply::new("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\norigin-ok")
+    }));
+    let port = origin.addr().port().to_string();
+    let d = scratch("api-key");
+    let conf = scratch("api-key-conf");
+    let rules = conf.join("rules.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"messages\"\ndecision = \"allow\"\nhosts = [\"localhost\"]\nclasses = [\"rest-read\", \"rest-write\"]\n",
+    )
+    .unwrap();
+    let ca = conf.join("origin-ca.pem");
+    std::fs::write(&ca, &pki.ca_pem).unwrap();
+    let script = format!(
+        "printf 'key=%s\\n' \"$ANTHROPIC_API_KEY\"; printf 'gh=%s\\n' \"${{GH_TOKEN-unset}}\"; \
+         curl -sS -m 20 -X POST -H \"x-api-key: $ANTHROPIC_API_KEY\" -H 'content-type: application/json' \
+         -d '{{}}' https://localhost:{port}/v1/messages; echo"
+    );
+    let o = Command::new(BIN)
+        .args(["--allow-cidr", "127.0.0.1/32", "--broker", "localhost"])
+        .arg("--broker-rules")
+        .arg(&rules)
+        .args([
+            "--broker-credential-env",
+            "ANTHROPIC_API_KEY",
+            "--broker-template",
+            "header:x-api-key",
+            "--broker-phantom-env",
+            "ANTHROPIC_API_KEY",
+            "--broker-port",
+            &port,
+        ])
+        .arg("--upstream-ca")
+        .arg(&ca)
+        .args(["--", "sh", "-c", &script])
+        .current_dir(&d)
+        .env_remove("CC_SERVER_SANDBOX")
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{e}");
+    let phantom = out
+        .lines()
+        .find_map(|l| l.strip_prefix("key="))
+        .unwrap_or_else(|| panic!("no key line in {out}{e}"))
+        .to_owned();
+    assert!(!phantom.is_empty() && phantom != KEY, "{out}");
+    assert!(
+        out.contains("gh=unset\n"),
+        "the default variables are not set: {out}"
+    );
+    assert!(out.contains("origin-ok"), "{out}{e}");
+    let seen = origin.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].request_line(), "POST /v1/messages HTTP/1.1");
+    assert_eq!(seen[0].headers("x-api-key"), [KEY], "{}", seen[0].head);
+    assert_eq!(seen[0].header("authorization"), None, "{}", seen[0].head);
+    assert!(!seen[0].head.contains(&phantom), "{}", seen[0].head);
+    assert!(
+        !format!("{out}{e}").contains(KEY),
+        "the key leaked: {out}{e}"
+    );
+    assert_eq!(summary_line(&e), "agent-run: no violations");
+    std::fs::remove_dir_all(&d).unwrap();
+    std::fs::remove_dir_all(&conf).unwrap();
+}
