@@ -88,3 +88,116 @@ fn another_user_without_the_secret_gets_407_and_the_broker_never_acts() {
     assert_eq!(log.matches("denied: network-outbound").count(), 2, "{log}");
     assert!(!log.contains("real-credential"), "{log}");
 }
+
+fn rules_in(dir: &std::path::Path) -> std::path::PathBuf {
+    let rules = dir.join("rules.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"read\"\ndecision = \"allow\"\nhosts = [\"api.example.test\"]\nclasses = [\"rest-read\"]\n",
+    )
+    .unwrap();
+    rules
+}
+
+#[test]
+fn with_stdin_at_dev_null_it_runs_until_a_signal_and_its_line_names_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = rules_in(dir.path());
+    let push = dir.path().join("push.toml");
+    std::fs::write(&push, "refs = [\"refs/heads/agent/{session}/*\"]\n").unwrap();
+    let ca = dir.path().join("ca.pem");
+    let mut child = Command::new(BIN)
+        .arg("--rules")
+        .arg(&rules)
+        .arg("--ca-out")
+        .arg(&ca)
+        .arg("--push-rule")
+        .arg(&push)
+        .args([
+            "--broker",
+            "api.example.test",
+            "--broker-port",
+            "8443",
+            "--template",
+            "header:x-api-key",
+            "--credential-env",
+            "REAL_TOKEN",
+        ])
+        .env("REAL_TOKEN", "real-credential-never-shared")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        v["session"].as_str(),
+        Some(format!("broker-proxy-{}", child.id()).as_str()),
+        "{line}"
+    );
+    assert!(!v["phantom"].as_str().unwrap().is_empty(), "{line}");
+    assert_eq!(v["ca"].as_str(), Some(ca.to_str().unwrap()), "{line}");
+    // End of input does not end it: stdin was never input.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(child.try_wait().unwrap().is_none(), "it stopped on its own");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        log.contains(
+            "broker-proxy: stdin is /dev/null or closed: running until SIGINT or SIGTERM (Ctrl-C)"
+        ),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_push_rule_that_does_not_parse_or_a_bad_port_is_refused_before_it_listens() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = rules_in(dir.path());
+    let push = dir.path().join("push.toml");
+    std::fs::write(&push, "refs = \"refs/heads/main\"\n").unwrap();
+    let run = |extra: &[&str]| {
+        Command::new(BIN)
+            .arg("--rules")
+            .arg(&rules)
+            .arg("--ca-out")
+            .arg(dir.path().join("ca.pem"))
+            .args([
+                "--broker",
+                "api.example.test",
+                "--credential-env",
+                "REAL_TOKEN",
+            ])
+            .args(extra)
+            .env("REAL_TOKEN", "real-credential-never-shared")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--push-rule", push.to_str().unwrap()]);
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{log}");
+    assert!(
+        log.contains(&format!("--push-rule {}: not a push rule", push.display())),
+        "{log}"
+    );
+    assert!(o.stdout.is_empty(), "no JSON line on a refusal");
+    let o = run(&["--broker-port", "99999"]);
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{log}");
+    assert!(
+        log.contains("--broker-port takes a port number from 1 to 65535, not \"99999\"")
+            && log.contains("usage: broker-proxy"),
+        "{log}"
+    );
+}
