@@ -51,12 +51,17 @@ const GUARD_MARKER: &str = "--as-name-guard-exec";
 const USAGE: &str = "usage: agent-run [--allow ENTRY]... [--allow-cidr CIDR]... [--no-filename-rules] [--no-name-guard] \
 [--network on|off] [--mode chat|review|plan|orchestrate] [--mount PATH[:ro]]... [--protect PATH]... \
 [--workdir DIR] [--timeout SECS] [--memory BYTES[K|M|G]] [--pids N] [--cpus N] [--sandbox on|off] [--backend native|none|microvm] [--terminal] \
-[--events json:FD|json=FILE] \
+[--events json:FD|json=FILE] [--allow-unix-socket PATH]... [--allow-root-equivalent-unix-socket PATH]... \
 [--broker HOST]... [--broker-rules FILE] [--broker-credential-env NAME] \
 [--broker-template bearer|token|git-basic|header:NAME] [--broker-phantom-env NAME]... [--broker-port PORT]... \
 [--broker-push-rule FILE] [--upstream-ca FILE]... \
 -- CMD [ARG...]
 
+  --allow-unix-socket PATH       let the command connect to the Unix socket PATH (absolute; that socket alone
+                                 is bound in, and SSH_AUTH_SOCK passes when it names it)
+  --allow-root-equivalent-unix-socket PATH
+                                 the same for a socket that gives control of the host (Docker, containerd,
+                                 the system bus): refused by --allow-unix-socket, warned about here
   --events json:FD|json=FILE     write every event as one JSON object per line to descriptor FD (3 or above,
                                  e.g. json:3 with 3>events.jsonl) or to FILE (created or truncated)
   --broker-template TEMPLATE     how the real credential is sent: bearer, token, git-basic, or header:NAME
@@ -83,6 +88,7 @@ struct Options {
     backend: Option<SandboxBackend>,
     terminal: bool,
     events: Option<EventsTo>,
+    unix_sockets: Vec<(String, bool)>,
     broker_hosts: Vec<String>,
     broker_rules: Option<String>,
     broker_credential_env: Option<String>,
@@ -112,6 +118,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         backend: None,
         terminal: false,
         events: None,
+        unix_sockets: Vec::new(),
         broker_hosts: Vec::new(),
         broker_rules: None,
         broker_credential_env: None,
@@ -175,6 +182,10 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
                 }
             }
             "--protect" => o.protect.push(value("--protect")?),
+            "--allow-unix-socket" => o.unix_sockets.push((value("--allow-unix-socket")?, false)),
+            "--allow-root-equivalent-unix-socket" => o
+                .unix_sockets
+                .push((value("--allow-root-equivalent-unix-socket")?, true)),
             "--workdir" => o.workdir = Some(value("--workdir")?),
             "--timeout" => {
                 let v = value("--timeout")?;
@@ -523,10 +534,24 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
         let me = std::env::current_exe().map_err(|e| format!("locating agent-run: {e}"))?;
         builder.name_guard_launcher(NameGuardLauncher::multi_call(me, [GUARD_MARKER]));
     }
+    for (path, root_equivalent) in &o.unix_sockets {
+        if *root_equivalent {
+            builder.allow_root_equivalent_unix_socket(path.clone());
+        } else {
+            builder.allow_unix_socket(path.clone());
+        }
+    }
     if !o.broker_hosts.is_empty() {
         builder.broker(broker_settings(&o)?);
     }
-    let manager = builder.build().map_err(|e| e.to_string())?;
+    let manager = builder.build().map_err(|e| match e.kind() {
+        agent_sandbox::ErrorKind::BadSocketGrant { .. }
+            if e.to_string().contains("root_equivalent") =>
+        {
+            format!("{e} (here: --allow-root-equivalent-unix-socket PATH)")
+        }
+        _ => e.to_string(),
+    })?;
     let sel = manager.selection();
     // This program exists to show a confined run: it never degrades to an
     // unconfined one by itself. Running on the host takes an explicit

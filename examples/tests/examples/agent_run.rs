@@ -960,3 +960,72 @@ fn an_api_key_header_is_brokered_and_the_command_holds_only_the_phantom() {
     std::fs::remove_dir_all(&d).unwrap();
     std::fs::remove_dir_all(&conf).unwrap();
 }
+
+/// `--allow-unix-socket` lets the command reach exactly that host socket
+/// (with `SSH_AUTH_SOCK` when it names it); a socket a host process made in
+/// the worktree stays unreachable; the Docker socket needs the louder flag.
+#[test]
+fn a_granted_unix_socket_is_reached_and_a_host_socket_in_the_worktree_is_not() {
+    if !native()
+        || !sandbox_core::probe_ambient()
+            .native
+            .filename_rules
+            .is_enforceable()
+        || test_support::tool("python3", "apt-get install python3").is_none()
+    {
+        return;
+    }
+    let d = scratch("sockets");
+    let outside = scratch("sockets-agent");
+    let agent = outside.join("agent.sock");
+    let agent_l = std::os::unix::net::UnixListener::bind(&agent).unwrap();
+    let in_tree = std::os::unix::net::UnixListener::bind(d.join("host.sock")).unwrap();
+    in_tree.set_nonblocking(true).unwrap();
+    let script = "import os, socket\n\
+        c = lambda p: socket.socket(socket.AF_UNIX).connect_ex(p)\n\
+        print('agent', c(os.environ['SSH_AUTH_SOCK']))\n\
+        print('tree', c('host.sock'))\n";
+    let o = Command::new(BIN)
+        .args([
+            "--allow-unix-socket",
+            agent.to_str().unwrap(),
+            "--",
+            "python3",
+            "-c",
+            script,
+        ])
+        .current_dir(&d)
+        .env("SSH_AUTH_SOCK", &agent)
+        .env_remove("CC_SERVER_SANDBOX")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("agent 0\n") && out.contains("tree 13\n"),
+        "{out}{}",
+        err(&o)
+    );
+    assert!(agent_l.accept().is_ok());
+    assert!(
+        in_tree.accept().is_err(),
+        "the worktree's host socket was reached"
+    );
+    assert!(
+        err(&o).contains("violation: network-outbound"),
+        "{}",
+        err(&o)
+    );
+
+    let o = agent_run(
+        &d,
+        &["--allow-unix-socket", "/var/run/docker.sock", "--", "true"],
+    );
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        err(&o).contains("--allow-root-equivalent-unix-socket PATH"),
+        "{}",
+        err(&o)
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+    std::fs::remove_dir_all(&outside).unwrap();
+}
