@@ -90,6 +90,9 @@ pub trait HostView {
     /// this user, a container without the capability) fails here, so the
     /// probe never offers it. The provided implementation answers `Err`
     /// (fail closed): a view that cannot run programs cannot vouch for one.
+    /// The real host remembers a success for an hour in the user's private
+    /// runtime directory (`XDG_RUNTIME_DIR`), keyed by the binary, the
+    /// kernel, the user and the user-namespace sysctls.
     fn try_bubblewrap(&self, bwrap: &Path) -> Result<(), String> {
         let _ = bwrap;
         Err("this host view cannot start bubblewrap to try it".to_owned())
@@ -248,6 +251,25 @@ impl HostView for AmbientHost {
     }
 
     fn try_bubblewrap(&self, bwrap: &Path) -> Result<(), String> {
+        // A success this user's earlier processes saw for the same binary,
+        // kernel and sysctls, within the hour.
+        let cache = trial_cache::runtime_dir().zip(trial_cache::key(bwrap));
+        if let Some((dir, key)) = &cache
+            && trial_cache::remembered(dir, key, trial_cache::TRIAL_TTL)
+        {
+            return Ok(());
+        }
+        let tried = self.try_bubblewrap_now(bwrap);
+        if let (Ok(()), Some((dir, key))) = (&tried, &cache) {
+            trial_cache::remember(dir, key);
+        }
+        tried
+    }
+}
+
+impl AmbientHost {
+    /// One trial launch of `bwrap`, now.
+    fn try_bubblewrap_now(&self, bwrap: &Path) -> Result<(), String> {
         let bwrap = bwrap.to_path_buf();
         // Its own limit (namespaces can be slow to make on a loaded host);
         // the ambient probe as a whole is bounded too.
@@ -297,4 +319,5 @@ pub fn find_on_path<H: HostView + ?Sized>(
 }
 
 mod fake;
+mod trial_cache;
 pub use fake::FakeHost;
