@@ -22,6 +22,8 @@
 
 mod args;
 mod events;
+mod settings;
 
 pub use args::{ArgError, env_name, header_template, port, push_rule_file};
 pub use events::{EventLog, EventsTo, ViolationTally};
+pub use settings::{MAX_SETTINGS_BYTES, read_settings, settings_args};

@@ -48,7 +48,7 @@ use std::sync::Arc;
 /// The first argument that makes this program the name guard's launcher.
 const GUARD_MARKER: &str = "--as-name-guard-exec";
 
-const USAGE: &str = "usage: agent-run [--allow ENTRY]... [--allow-cidr CIDR]... [--no-filename-rules] [--no-name-guard] \
+const USAGE: &str = "usage: agent-run [--settings FILE] [--allow ENTRY]... [--allow-cidr CIDR]... [--no-filename-rules] [--no-name-guard] \
 [--network on|off] [--mode chat|review|plan|orchestrate] [--mount PATH[:ro]]... [--protect PATH]... \
 [--workdir DIR] [--timeout SECS] [--memory BYTES[K|M|G]] [--pids N] [--cpus N] [--sandbox on|off] [--backend native|none|microvm] [--terminal] \
 [--events json:FD|json=FILE] [--allow-unix-socket PATH]... [--allow-root-equivalent-unix-socket PATH]... \
@@ -57,6 +57,9 @@ const USAGE: &str = "usage: agent-run [--allow ENTRY]... [--allow-cidr CIDR]... 
 [--broker-push-rule FILE] [--upstream-ca FILE]... \
 -- CMD [ARG...]
 
+  --settings FILE                read flags from a TOML file, one key per flag without its dashes
+                                 (allow-cidr = [\"10.0.0.0/8\"], no-filename-rules = true); flags given
+                                 here win over single values, lists add up
   --allow-unix-socket PATH       let the command connect to the Unix socket PATH (absolute; that socket alone
                                  is bound in, and SSH_AUTH_SOCK passes when it names it)
   --allow-root-equivalent-unix-socket PATH
@@ -129,6 +132,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         upstream_ca: Vec::new(),
         command: Vec::new(),
     };
+    let args = with_settings(args)?;
     // `--name=value` is read as `--name value` (options only, never after
     // `--`).
     let mut split: Vec<String> = Vec::with_capacity(args.len());
@@ -271,6 +275,39 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         }
     }
     Ok(o)
+}
+
+/// The arguments with a `--settings FILE` (before `--`) replaced by the
+/// flags the file stands for, put first: the command line's own flags come
+/// after them, so a single value given there wins and lists add up.
+fn with_settings(args: Vec<String>) -> Result<Vec<String>, String> {
+    let mut file = None;
+    let mut rest = Vec::with_capacity(args.len());
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        if a == "--" {
+            rest.push(a);
+            rest.extend(it.by_ref());
+            break;
+        }
+        let given = if a == "--settings" {
+            Some(it.next().ok_or("--settings needs a value (a TOML file)")?)
+        } else {
+            a.strip_prefix("--settings=").map(str::to_owned)
+        };
+        match given {
+            Some(_) if file.is_some() => return Err("--settings given twice".into()),
+            Some(f) => file = Some(f),
+            None => rest.push(a),
+        }
+    }
+    let Some(file) = file else {
+        return Ok(rest);
+    };
+    let mut out =
+        agent_sandbox_examples::read_settings(Path::new(&file)).map_err(|e| e.to_string())?;
+    out.extend(rest);
+    Ok(out)
 }
 
 /// The host terminal's size (stdin's), if it has one.
@@ -727,6 +764,47 @@ mod tests {
             Ok(_) => panic!("{a:?} was accepted"),
             Err(e) => e,
         }
+    }
+
+    #[test]
+    fn a_settings_file_gives_flags_and_the_command_line_wins() {
+        let dir = std::env::temp_dir().join(format!("agent-run-settings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("s.toml");
+        std::fs::write(
+            &f,
+            "allow = [\"a.test\"]\nnetwork = \"off\"\nmode = \"review\"\ntimeout = 30\nno-filename-rules = true\n",
+        )
+        .unwrap();
+        let file = f.to_str().unwrap();
+        let o = parse(args(&[
+            "--settings",
+            file,
+            "--allow",
+            "b.test",
+            "--network",
+            "on",
+            "--",
+            "true",
+            "--settings",
+        ]))
+        .unwrap();
+        // Lists add up; a single value on the command line replaces the file's.
+        assert_eq!(o.allow, ["a.test", "b.test"]);
+        assert!(o.network);
+        assert_eq!(o.mode, Mode::Review);
+        assert_eq!(o.timeout, Some(std::time::Duration::from_secs(30)));
+        assert!(o.no_filename_rules);
+        // After `--` it is the command's.
+        assert_eq!(o.command, ["true", "--settings"]);
+        let twice = parse(args(&["--settings", file, "--settings=x", "--", "true"]));
+        assert_eq!(twice.err().as_deref(), Some("--settings given twice"));
+        std::fs::write(&f, "networks = \"off\"\n").unwrap();
+        let e = parse(args(&[&format!("--settings={file}"), "--", "true"]))
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("unknown field `networks`"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

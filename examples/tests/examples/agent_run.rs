@@ -1029,3 +1029,40 @@ fn a_granted_unix_socket_is_reached_and_a_host_socket_in_the_worktree_is_not() {
     std::fs::remove_dir_all(&d).unwrap();
     std::fs::remove_dir_all(&outside).unwrap();
 }
+
+/// `--settings FILE` in a real confined run: the file's review mode makes
+/// the worktree read-only; a key that is no flag stops before anything runs.
+#[test]
+fn a_settings_file_sets_the_run_and_an_unknown_key_is_refused() {
+    if !native() {
+        return;
+    }
+    let d = scratch("settings");
+    let file = d.join("agent-run.toml");
+    std::fs::write(&file, "mode = \"review\"\nno-filename-rules = true\n").unwrap();
+    let f = file.to_str().unwrap();
+    let o = agent_run(
+        &d,
+        &[
+            "--settings",
+            f,
+            "--",
+            "sh",
+            "-c",
+            "touch made 2>/dev/null && echo WROTE || echo READONLY",
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "READONLY\n",
+        "{}",
+        err(&o)
+    );
+    assert!(!d.join("made").exists());
+    std::fs::write(&file, "mode = \"review\"\nallow-all = true\n").unwrap();
+    let o = agent_run(&d, &["--settings", f, "--", "touch", "made"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("unknown field `allow-all`"), "{}", err(&o));
+    assert!(!d.join("made").exists());
+    std::fs::remove_dir_all(&d).unwrap();
+}

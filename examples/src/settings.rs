@@ -1,0 +1,281 @@
+//! `agent-run --settings FILE`: a TOML file with one key per flag, named as
+//! the flag without its dashes (`allow-cidr = ["10.0.0.0/8"]`,
+//! `no-filename-rules = true`, `timeout = 30`). The file becomes flags put
+//! before the command line's, so a single value given on the command line
+//! replaces the file's and lists (`allow`, `mount`, ...) add up. A key that
+//! is not a flag, or a value of the wrong type, is an error naming it;
+//! nothing in the file is skipped.
+
+use crate::args::ArgError;
+use serde::Deserialize;
+use std::path::Path;
+
+/// Largest settings file read, in bytes.
+pub const MAX_SETTINGS_BYTES: u64 = 64 * 1024;
+
+/// A number as TOML writes it: whole or with a fraction.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Number {
+    Whole(i64),
+    Fraction(f64),
+}
+
+impl Number {
+    fn text(&self) -> String {
+        match self {
+            Number::Whole(n) => n.to_string(),
+            Number::Fraction(f) => f.to_string(),
+        }
+    }
+}
+
+/// A size: bytes as a number, or text with a K, M or G suffix.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Size {
+    Bytes(u64),
+    Text(String),
+}
+
+/// The keys: every flag of agent-run that a file may set.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct Keys {
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    allow_cidr: Vec<String>,
+    no_filename_rules: Option<bool>,
+    no_name_guard: Option<bool>,
+    network: Option<String>,
+    mode: Option<String>,
+    #[serde(default)]
+    mount: Vec<String>,
+    #[serde(default)]
+    protect: Vec<String>,
+    workdir: Option<String>,
+    timeout: Option<Number>,
+    memory: Option<Size>,
+    pids: Option<u64>,
+    cpus: Option<Number>,
+    sandbox: Option<String>,
+    backend: Option<String>,
+    terminal: Option<bool>,
+    events: Option<String>,
+    #[serde(default)]
+    allow_unix_socket: Vec<String>,
+    #[serde(default)]
+    allow_root_equivalent_unix_socket: Vec<String>,
+    #[serde(default)]
+    broker: Vec<String>,
+    broker_rules: Option<String>,
+    broker_credential_env: Option<String>,
+    broker_template: Option<String>,
+    #[serde(default)]
+    broker_phantom_env: Vec<String>,
+    #[serde(default)]
+    broker_port: Vec<u16>,
+    broker_push_rule: Option<String>,
+    #[serde(default)]
+    upstream_ca: Vec<String>,
+}
+
+/// The flags a settings file's text stands for, in the order of the keys
+/// above (each list in its own order). Flags set to `false` stand for
+/// nothing (a flag cannot be unset).
+pub fn settings_args(text: &str) -> Result<Vec<String>, String> {
+    let k: Keys = toml::from_str(text).map_err(|e| e.message().to_owned())?;
+    let mut out = Vec::new();
+    let mut one = |flag: &str, v: Option<String>| {
+        if let Some(v) = v {
+            out.push(format!("--{flag}"));
+            out.push(v);
+        }
+    };
+    let lists: [(&str, &Vec<String>); 2] = [("allow", &k.allow), ("allow-cidr", &k.allow_cidr)];
+    for (flag, values) in lists {
+        for v in values {
+            one(flag, Some(v.clone()));
+        }
+    }
+    one("network", k.network);
+    one("mode", k.mode);
+    for v in &k.mount {
+        one("mount", Some(v.clone()));
+    }
+    for v in &k.protect {
+        one("protect", Some(v.clone()));
+    }
+    one("workdir", k.workdir);
+    one("timeout", k.timeout.as_ref().map(Number::text));
+    one(
+        "memory",
+        k.memory.map(|m| match m {
+            Size::Bytes(b) => b.to_string(),
+            Size::Text(t) => t,
+        }),
+    );
+    one("pids", k.pids.map(|p| p.to_string()));
+    one("cpus", k.cpus.as_ref().map(Number::text));
+    one("sandbox", k.sandbox);
+    one("backend", k.backend);
+    one("events", k.events);
+    for v in &k.allow_unix_socket {
+        one("allow-unix-socket", Some(v.clone()));
+    }
+    for v in &k.allow_root_equivalent_unix_socket {
+        one("allow-root-equivalent-unix-socket", Some(v.clone()));
+    }
+    for v in &k.broker {
+        one("broker", Some(v.clone()));
+    }
+    one("broker-rules", k.broker_rules);
+    one("broker-credential-env", k.broker_credential_env);
+    one("broker-template", k.broker_template);
+    for v in &k.broker_phantom_env {
+        one("broker-phantom-env", Some(v.clone()));
+    }
+    for p in &k.broker_port {
+        one("broker-port", Some(p.to_string()));
+    }
+    one("broker-push-rule", k.broker_push_rule);
+    for v in &k.upstream_ca {
+        one("upstream-ca", Some(v.clone()));
+    }
+    let flags = [
+        ("no-filename-rules", k.no_filename_rules),
+        ("no-name-guard", k.no_name_guard),
+        ("terminal", k.terminal),
+    ];
+    for (flag, on) in flags {
+        if on == Some(true) {
+            out.push(format!("--{flag}"));
+        }
+    }
+    Ok(out)
+}
+
+/// Reads the settings file at `path` (at most [`MAX_SETTINGS_BYTES`]) into
+/// the flags it stands for.
+pub fn read_settings(path: &Path) -> Result<Vec<String>, ArgError> {
+    let bad = |reason: String| ArgError::BadFile {
+        flag: "--settings",
+        path: path.display().to_string(),
+        reason,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
+    if meta.len() > MAX_SETTINGS_BYTES {
+        return Err(bad(format!(
+            "{} bytes, over the limit of {MAX_SETTINGS_BYTES}",
+            meta.len()
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    settings_args(&text).map_err(|e| {
+        bad(format!(
+            "{}; a key is a flag without its dashes, such as allow-cidr or no-filename-rules",
+            e.trim()
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (intent, file text, the flags it stands for or a part of the error).
+    type Case<'a> = (&'a str, &'a str, Result<&'a [&'a str], &'a str>);
+
+    #[test]
+    fn settings_table() {
+        let cases: [Case<'_>; 9] = [
+            ("nothing", "", Ok(&[])),
+            (
+                "lists in order, then single values",
+                "allow = [\"a.test\", \"*.b.test\"]\nmode = \"review\"\n",
+                Ok(&[
+                    "--allow", "a.test", "--allow", "*.b.test", "--mode", "review",
+                ]),
+            ),
+            (
+                "switch flags only when true",
+                "no-filename-rules = true\nterminal = false\n",
+                Ok(&["--no-filename-rules"]),
+            ),
+            (
+                "numbers whole or with a fraction, sizes as numbers or text",
+                "timeout = 30\ncpus = 0.5\nmemory = \"512M\"\npids = 64\n",
+                Ok(&[
+                    "--timeout",
+                    "30",
+                    "--memory",
+                    "512M",
+                    "--pids",
+                    "64",
+                    "--cpus",
+                    "0.5",
+                ]),
+            ),
+            (
+                "memory in bytes",
+                "memory = 1048576\n",
+                Ok(&["--memory", "1048576"]),
+            ),
+            (
+                "broker keys",
+                "broker = [\"api.example.com\"]\nbroker-template = \"header:x-api-key\"\nbroker-port = [8443]\n",
+                Ok(&[
+                    "--broker",
+                    "api.example.com",
+                    "--broker-template",
+                    "header:x-api-key",
+                    "--broker-port",
+                    "8443",
+                ]),
+            ),
+            (
+                "a key that is no flag",
+                "allow-everything = true\n",
+                Err("unknown field `allow-everything`"),
+            ),
+            ("a wrong type", "allow = \"a.test\"\n", Err("invalid type")),
+            ("not TOML", "allow = [\n", Err("")),
+        ];
+        for (intent, text, want) in cases {
+            match (settings_args(text), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{intent}"),
+                (Err(e), Err(part)) => assert!(e.contains(part), "{intent}: {e}"),
+                (got, want) => panic!("{intent}: {got:?} against {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_or_oversized_file_names_itself() {
+        let e = read_settings(Path::new("/no/such/settings.toml")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--settings /no/such/settings.toml: "),
+            "{e}"
+        );
+        let dir = std::env::temp_dir().join(format!("settings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("big.toml");
+        std::fs::write(&big, "#".repeat(MAX_SETTINGS_BYTES as usize + 1)).unwrap();
+        assert!(
+            read_settings(&big)
+                .unwrap_err()
+                .to_string()
+                .contains("over the limit")
+        );
+        let bad = dir.join("bad.toml");
+        std::fs::write(&bad, "allow-everything = true\n").unwrap();
+        let e = read_settings(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains("allow-everything") && e.contains("without its dashes"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
