@@ -23,6 +23,7 @@ const RECORD: &str = "agent-sandbox-bwrap-trial";
 
 /// The sysctls that decide whether an unprivileged user may make
 /// namespaces.
+#[cfg(unix)]
 const SYSCTLS: &[&str] = &[
     "/proc/sys/user/max_user_namespaces",
     "/proc/sys/kernel/unprivileged_userns_clone",
