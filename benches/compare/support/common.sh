@@ -32,10 +32,13 @@ need() {
 }
 
 # bench_helper PACKAGE BENCH: builds the bench target (release profile,
-# --locked) and prints the path of its executable.
+# --locked; in smoke mode the dev profile, whose dependencies the tests have
+# built already: nothing is timed there) and prints the path of its
+# executable.
 bench_helper() {
-    local exe
-    exe=$(cargo bench --locked -q -p "$1" --bench "$2" --no-run --message-format=json-render-diagnostics |
+    local exe profile=()
+    if smoke; then profile=(--profile dev); fi
+    exe=$(cargo bench --locked -q "${profile[@]}" -p "$1" --bench "$2" --no-run --message-format=json-render-diagnostics |
         sed -n "s/.*\"executable\":\"\([^\"]*\/$2-[^\"]*\)\".*/\1/p" | tail -1)
     [ -x "$exe" ] || die "could not build the $2 bench of $1"
     echo "$exe"

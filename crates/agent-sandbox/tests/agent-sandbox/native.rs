@@ -617,20 +617,25 @@ async fn an_old_kernel_keeps_the_fail_closed_refusal() {
     );
 }
 
+/// The native sandbox, a kernel that runs the name guard, and python3 (the
+/// socket tests' client inside).
+fn guard_and_python_available() -> bool {
+    native_available()
+        && test_support::require(
+            probe_ambient().native.filename_rules.is_enforceable(),
+            "a kernel that can run the name guard (Linux 5.19 or later, x86-64 or aarch64)",
+            "run the tests on such a kernel",
+        )
+        && test_support::tool("python3", "apt-get install python3").is_some()
+}
+
 /// A Unix socket that a host process makes inside the worktree after launch
 /// is not reachable from the sandbox under the name guard (only sockets the
 /// command's own tree bound are), and the refusal is a `network-outbound`
 /// violation naming the socket.
 #[tokio::test]
 async fn a_host_unix_socket_in_the_worktree_is_unreachable_and_reported() {
-    if !native_available()
-        || !test_support::require(
-            probe_ambient().native.filename_rules.is_enforceable(),
-            "a kernel that can run the name guard (Linux 5.19 or later, x86-64 or aarch64)",
-            "run the tests on such a kernel",
-        )
-        || test_support::tool("python3", "apt-get install python3").is_none()
-    {
+    if !guard_and_python_available() {
         return;
     }
     let t = Tree::new("hostsock");
@@ -668,14 +673,7 @@ async fn a_host_unix_socket_in_the_worktree_is_unreachable_and_reported() {
 /// unless granted with the louder call.
 #[tokio::test]
 async fn a_granted_unix_socket_is_reachable_and_nothing_else_of_its_directory() {
-    if !native_available()
-        || !test_support::require(
-            probe_ambient().native.filename_rules.is_enforceable(),
-            "a kernel that can run the name guard (Linux 5.19 or later, x86-64 or aarch64)",
-            "run the tests on such a kernel",
-        )
-        || test_support::tool("python3", "apt-get install python3").is_none()
-    {
+    if !guard_and_python_available() {
         return;
     }
     let t = Tree::new("grant");

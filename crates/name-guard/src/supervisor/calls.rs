@@ -7,6 +7,7 @@ use super::{
 };
 use crate::report::DeniedCall;
 use crate::supervisor::resolve::{Resolved, cstring};
+use crate::supervisor::sockaddr::{SockAddr, callers_socket};
 use crate::supervisor::target::{Target, read_c_string};
 use crate::sys::{self, Notif};
 use crate::syscalls::{Args, Dir, Role};
@@ -288,25 +289,9 @@ impl Supervisor<'_> {
     /// change what is bound. A caller the supervisor may not trace (one that
     /// runs an unreadable binary) gets `EPERM`.
     fn bind(&self, n: &Notif, t: &mut Target, fd: u64, addr: u64, len: u64) -> Res {
-        const SUN_PATH: usize = 108;
-        const SUN_OFFSET: usize = 2;
-        let len = usize::try_from(len).map_err(|_| libc::EINVAL)?;
-        if len > 128 {
-            return Err(libc::EINVAL);
-        }
-        let addr = sys::read_target(n.pid, addr, len)?;
-        let sockfd = i32::try_from(fd as i64).map_err(|_| libc::EBADF)?;
-        let family = if addr.len() >= SUN_OFFSET {
-            i32::from(u16::from_ne_bytes([addr[0], addr[1]]))
-        } else {
-            -1
-        };
-        let path_bind = family == libc::AF_UNIX && addr.len() > SUN_OFFSET && addr[SUN_OFFSET] != 0;
-        let mut addr = addr;
+        let mut addr = SockAddr::read(n, addr, len)?;
         let mut checked: Option<Resolved> = None;
-        if path_bind {
-            let raw = &addr[SUN_OFFSET..];
-            let path = raw[..raw.iter().position(|&c| c == 0).unwrap_or(raw.len())].to_vec();
+        if let Some(path) = addr.unix_path() {
             let path = t.rewrite(path)?;
             self.valid(n)?;
             let r = self.resolve(t, &self.anchor(t, AT_FDCWD, path)?)?;
@@ -323,21 +308,14 @@ impl Supervisor<'_> {
             // Bind through the checked parent: /proc/self/fd/N/NAME.
             let mut via = format!("/proc/self/fd/{}/", r.parent.as_raw_fd()).into_bytes();
             via.extend_from_slice(&r.name);
-            if via.len() >= SUN_PATH {
-                return Err(libc::ENAMETOOLONG);
-            }
-            addr.truncate(SUN_OFFSET);
-            addr.extend_from_slice(&via);
-            addr.push(0);
+            addr.set_unix_path(&via)?;
             checked = Some(r);
         } else {
             self.valid(n)?;
         }
-        let tgid = t.status()?.0;
-        let pidfd = sys::pidfd_open(i32::try_from(tgid).map_err(|_| libc::ESRCH)?)?;
-        let sock = sys::pidfd_getfd(pidfd.as_raw_fd(), sockfd)?;
+        let sock = callers_socket(t, fd)?;
         let old = sys::umask(t.umask()?);
-        let res = sys::bind_raw(sock.as_raw_fd(), &addr);
+        let res = sys::bind_raw(sock.as_raw_fd(), addr.bytes());
         sys::umask(old);
         if let (Ok(()), Some(r)) = (&res, &checked) {
             // The guarded tree may connect to what it bound.

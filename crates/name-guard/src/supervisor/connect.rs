@@ -20,14 +20,10 @@
 use super::{AT_FDCWD, DENIED, Reply, Res, Supervisor};
 use crate::report::DeniedCall;
 use crate::supervisor::resolve::Resolved;
+use crate::supervisor::sockaddr::{SockAddr, callers_socket};
 use crate::supervisor::target::Target;
 use crate::sys::{self, Notif};
 use std::os::fd::{AsRawFd, OwnedFd};
-
-const SUN_PATH: usize = 108;
-const SUN_OFFSET: usize = 2;
-/// `sizeof(struct sockaddr_storage)`: no address is longer.
-const MAX_ADDR: usize = 128;
 
 impl Supervisor<'_> {
     /// Records the socket a performed bind made at `r`, so that the guarded
@@ -54,22 +50,9 @@ impl Supervisor<'_> {
 
     /// `connect(fd, addr, len)`.
     pub(super) fn connect(&self, n: &Notif, t: &mut Target, fd: u64, addr: u64, len: u64) -> Res {
-        let len = usize::try_from(len).map_err(|_| libc::EINVAL)?;
-        if len > MAX_ADDR {
-            return Err(libc::EINVAL);
-        }
-        let mut addr = sys::read_target(n.pid, addr, len)?;
-        let sockfd = i32::try_from(fd as i64).map_err(|_| libc::EBADF)?;
-        let family = if addr.len() >= SUN_OFFSET {
-            i32::from(u16::from_ne_bytes([addr[0], addr[1]]))
-        } else {
-            -1
-        };
-        let by_path = family == libc::AF_UNIX && addr.len() > SUN_OFFSET && addr[SUN_OFFSET] != 0;
+        let mut addr = SockAddr::read(n, addr, len)?;
         let mut checked: Option<OwnedFd> = None;
-        if by_path {
-            let raw = &addr[SUN_OFFSET..];
-            let path = raw[..raw.iter().position(|&c| c == 0).unwrap_or(raw.len())].to_vec();
+        if let Some(path) = addr.unix_path() {
             let path = t.rewrite(path)?;
             self.valid(n)?;
             let r = self.resolve(t, &self.anchor(t, AT_FDCWD, path)?)?;
@@ -83,28 +66,20 @@ impl Supervisor<'_> {
                 return Err(self.refuse(DeniedCall::Connect, &r));
             }
             // Through the descriptor of the socket that was checked.
-            let via = format!("/proc/self/fd/{}", socket.as_raw_fd()).into_bytes();
-            if via.len() >= SUN_PATH {
-                return Err(libc::ENAMETOOLONG);
-            }
-            addr.truncate(SUN_OFFSET);
-            addr.extend_from_slice(&via);
-            addr.push(0);
+            addr.set_unix_path(format!("/proc/self/fd/{}", socket.as_raw_fd()).as_bytes())?;
             checked = Some(socket);
         } else {
             self.valid(n)?;
         }
-        let tgid = t.status()?.0;
-        let pidfd = sys::pidfd_open(i32::try_from(tgid).map_err(|_| libc::ESRCH)?)?;
-        let sock = sys::pidfd_getfd(pidfd.as_raw_fd(), sockfd)?;
+        let sock = callers_socket(t, fd)?;
         if sys::is_nonblocking(sock.as_raw_fd())? {
-            let res = sys::connect_raw(sock.as_raw_fd(), &addr);
+            let res = sys::connect_raw(sock.as_raw_fd(), addr.bytes());
             // The checked socket stays open until the connect has gone
             // through it.
             drop(checked);
             return res.map(|()| Reply::Val(0));
         }
-        self.connect_elsewhere(n.id, sock, addr, checked)
+        self.connect_elsewhere(n.id, sock, addr.into_bytes(), checked)
     }
 
     /// Connects the blocking socket `sock` to `addr` on a worker thread,

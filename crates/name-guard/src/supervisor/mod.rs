@@ -15,6 +15,7 @@ mod fifo;
 mod open;
 mod reports;
 mod resolve;
+mod sockaddr;
 mod target;
 
 use crate::Stats;
