@@ -87,62 +87,46 @@ struct Keys {
 pub fn settings_args(text: &str) -> Result<Vec<String>, String> {
     let k: Keys = toml::from_str(text).map_err(|e| e.message().to_owned())?;
     let mut out = Vec::new();
-    let mut one = |flag: &str, v: Option<String>| {
-        if let Some(v) = v {
-            out.push(format!("--{flag}"));
-            out.push(v);
-        }
-    };
-    let lists: [(&str, &Vec<String>); 2] = [("allow", &k.allow), ("allow-cidr", &k.allow_cidr)];
-    for (flag, values) in lists {
-        for v in values {
-            one(flag, Some(v.clone()));
-        }
-    }
-    one("network", k.network);
-    one("mode", k.mode);
-    for v in &k.mount {
-        one("mount", Some(v.clone()));
-    }
-    for v in &k.protect {
-        one("protect", Some(v.clone()));
-    }
-    one("workdir", k.workdir);
-    one("timeout", k.timeout.as_ref().map(Number::text));
+    let o = &mut out;
+    all(o, "allow", k.allow);
+    all(o, "allow-cidr", k.allow_cidr);
+    one(o, "network", k.network);
+    one(o, "mode", k.mode);
+    all(o, "mount", k.mount);
+    all(o, "protect", k.protect);
+    one(o, "workdir", k.workdir);
+    one(o, "timeout", k.timeout.as_ref().map(Number::text));
     one(
+        o,
         "memory",
         k.memory.map(|m| match m {
             Size::Bytes(b) => b.to_string(),
             Size::Text(t) => t,
         }),
     );
-    one("pids", k.pids.map(|p| p.to_string()));
-    one("cpus", k.cpus.as_ref().map(Number::text));
-    one("sandbox", k.sandbox);
-    one("backend", k.backend);
-    one("events", k.events);
-    for v in &k.allow_unix_socket {
-        one("allow-unix-socket", Some(v.clone()));
-    }
-    for v in &k.allow_root_equivalent_unix_socket {
-        one("allow-root-equivalent-unix-socket", Some(v.clone()));
-    }
-    for v in &k.broker {
-        one("broker", Some(v.clone()));
-    }
-    one("broker-rules", k.broker_rules);
-    one("broker-credential-env", k.broker_credential_env);
-    one("broker-template", k.broker_template);
-    for v in &k.broker_phantom_env {
-        one("broker-phantom-env", Some(v.clone()));
-    }
-    for p in &k.broker_port {
-        one("broker-port", Some(p.to_string()));
-    }
-    one("broker-push-rule", k.broker_push_rule);
-    for v in &k.upstream_ca {
-        one("upstream-ca", Some(v.clone()));
-    }
+    one(o, "pids", k.pids.map(|p| p.to_string()));
+    one(o, "cpus", k.cpus.as_ref().map(Number::text));
+    one(o, "sandbox", k.sandbox);
+    one(o, "backend", k.backend);
+    one(o, "events", k.events);
+    all(o, "allow-unix-socket", k.allow_unix_socket);
+    all(
+        o,
+        "allow-root-equivalent-unix-socket",
+        k.allow_root_equivalent_unix_socket,
+    );
+    all(o, "broker", k.broker);
+    one(o, "broker-rules", k.broker_rules);
+    one(o, "broker-credential-env", k.broker_credential_env);
+    one(o, "broker-template", k.broker_template);
+    all(o, "broker-phantom-env", k.broker_phantom_env);
+    all(
+        o,
+        "broker-port",
+        k.broker_port.iter().map(u16::to_string).collect(),
+    );
+    one(o, "broker-push-rule", k.broker_push_rule);
+    all(o, "upstream-ca", k.upstream_ca);
     let flags = [
         ("no-filename-rules", k.no_filename_rules),
         ("no-name-guard", k.no_name_guard),
@@ -154,6 +138,19 @@ pub fn settings_args(text: &str) -> Result<Vec<String>, String> {
         }
     }
     Ok(out)
+}
+
+/// `--FLAG VALUE`, when there is a value.
+fn one(out: &mut Vec<String>, flag: &str, value: Option<String>) {
+    all(out, flag, value.into_iter().collect());
+}
+
+/// `--FLAG VALUE` for each value, in order.
+fn all(out: &mut Vec<String>, flag: &str, values: Vec<String>) {
+    for v in values {
+        out.push(format!("--{flag}"));
+        out.push(v);
+    }
 }
 
 /// Reads the settings file at `path` (at most [`MAX_SETTINGS_BYTES`]) into

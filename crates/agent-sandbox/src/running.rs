@@ -163,13 +163,12 @@ async fn read_terminal(t: &Option<Arc<PtyMaster>>, buf: &mut [u8]) -> std::io::R
 }
 
 /// Passes on what one read gave: the guard's reports already in its pipe
-/// first, then the output. End of file or an error closes the stream.
-/// The read bytes in `buf` become the event's data as they are (no copy);
-/// `buf` is left empty, with room for the next read.
+/// first, then the output, `data` (what was read; taken only when the read
+/// gave bytes). End of file or an error closes the stream.
 async fn forward<R>(
     read: std::io::Result<usize>,
     stream: &mut Option<R>,
-    buf: &mut Vec<u8>,
+    data: impl FnOnce() -> Vec<u8>,
     which: Stream,
     tx: &mpsc::Sender<SandboxEvent>,
     violations: &mut Option<Violations>,
@@ -186,14 +185,20 @@ async fn forward<R>(
             let _ = tx.send(SandboxEvent::Violation { violation }).await;
         }
     }
-    let room = buf.capacity();
-    let data = std::mem::replace(buf, Vec::with_capacity(room));
+    let data = data();
     let _ = tx
         .send(match which {
             Stream::Stdout => SandboxEvent::Stdout { data },
             Stream::Stderr => SandboxEvent::Stderr { data },
         })
         .await;
+}
+
+/// The bytes read into `buf` (which becomes the event's data as it is, no
+/// copy), leaving it empty with the same room for the next read.
+fn take_read(buf: &mut Vec<u8>) -> Vec<u8> {
+    let room = buf.capacity();
+    std::mem::replace(buf, Vec::with_capacity(room))
 }
 
 pub(crate) async fn run_child(
@@ -260,15 +265,15 @@ pub(crate) async fn run_child(
                 status = Some(st);
             }
             r = read_some(&mut stdout, &mut obuf) => {
-                forward(r, &mut stdout, &mut obuf, Stream::Stdout, &tx, &mut violations).await;
+                forward(r, &mut stdout, || take_read(&mut obuf), Stream::Stdout, &tx, &mut violations).await;
             }
             r = read_some(&mut stderr, &mut ebuf) => {
-                forward(r, &mut stderr, &mut ebuf, Stream::Stderr, &tx, &mut violations).await;
+                forward(r, &mut stderr, || take_read(&mut ebuf), Stream::Stderr, &tx, &mut violations).await;
             }
             r = read_terminal(&terminal, &mut tbuf) => {
                 let n = *r.as_ref().unwrap_or(&0);
-                let mut shown = tbuf.get(..n).map(<[u8]>::to_vec).unwrap_or_default();
-                forward(r, &mut terminal, &mut shown, Stream::Stdout, &tx, &mut violations).await;
+                let shown = || tbuf.get(..n).map(<[u8]>::to_vec).unwrap_or_default();
+                forward(r, &mut terminal, shown, Stream::Stdout, &tx, &mut violations).await;
             }
             // Where the controls cannot signal the process themselves
             // (Windows), their kill is carried out here, on the child.

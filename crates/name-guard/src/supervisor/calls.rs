@@ -291,13 +291,7 @@ impl Supervisor<'_> {
     fn bind(&self, n: &Notif, t: &mut Target, fd: u64, addr: u64, len: u64) -> Res {
         let mut addr = SockAddr::read(n, addr, len)?;
         let mut checked: Option<Resolved> = None;
-        if let Some(path) = addr.unix_path() {
-            let path = t.rewrite(path)?;
-            self.valid(n)?;
-            let r = self.resolve(t, &self.anchor(t, AT_FDCWD, path)?)?;
-            if r.caller_proc {
-                return Err(libc::EACCES);
-            }
+        if let Some(r) = self.socket_name(n, t, &addr)? {
             if self.denied_with_below(&r) {
                 // An existing name is EADDRINUSE for bind, as the kernel says.
                 return Err(match self.refuse_new(DeniedCall::Bind, &r) {
@@ -310,8 +304,6 @@ impl Supervisor<'_> {
             via.extend_from_slice(&r.name);
             addr.set_unix_path(&via)?;
             checked = Some(r);
-        } else {
-            self.valid(n)?;
         }
         let sock = callers_socket(t, fd)?;
         let old = sys::umask(t.umask()?);

@@ -17,7 +17,7 @@
 //! A blocking socket is connected on a worker thread (a connect may wait
 //! for a long time, and the supervisor must not); a non-blocking one here.
 
-use super::{AT_FDCWD, DENIED, Reply, Res, Supervisor};
+use super::{AT_FDCWD, Reply, Res, Supervisor};
 use crate::report::DeniedCall;
 use crate::supervisor::resolve::Resolved;
 use crate::supervisor::sockaddr::{SockAddr, callers_socket};
@@ -52,13 +52,7 @@ impl Supervisor<'_> {
     pub(super) fn connect(&self, n: &Notif, t: &mut Target, fd: u64, addr: u64, len: u64) -> Res {
         let mut addr = SockAddr::read(n, addr, len)?;
         let mut checked: Option<OwnedFd> = None;
-        if let Some(path) = addr.unix_path() {
-            let path = t.rewrite(path)?;
-            self.valid(n)?;
-            let r = self.resolve(t, &self.anchor(t, AT_FDCWD, path)?)?;
-            if r.caller_proc {
-                return Err(libc::EACCES);
-            }
+        if let Some(r) = self.socket_name(n, t, &addr)? {
             // What the kernel would answer for a missing name or a file
             // that is not a socket comes from the lookup itself.
             let (socket, id) = sys::open_socket(r.parent.as_raw_fd(), &r.call_name)?;
@@ -68,8 +62,6 @@ impl Supervisor<'_> {
             // Through the descriptor of the socket that was checked.
             addr.set_unix_path(format!("/proc/self/fd/{}", socket.as_raw_fd()).as_bytes())?;
             checked = Some(socket);
-        } else {
-            self.valid(n)?;
         }
         let sock = callers_socket(t, fd)?;
         if sys::is_nonblocking(sock.as_raw_fd())? {
@@ -106,6 +98,3 @@ impl Supervisor<'_> {
         }
     }
 }
-
-/// `DENIED` is what a refused connect answers, as for a refused name.
-const _: () = assert!(DENIED == libc::EACCES);

@@ -2,7 +2,9 @@
 //! caller, the path of a Unix address taken out, and replaced by the path
 //! the supervisor performs the call through; and the caller's socket.
 
+use super::resolve::Resolved;
 use super::target::Target;
+use super::{AT_FDCWD, Supervisor};
 use crate::sys::{self, Notif};
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -68,4 +70,80 @@ pub(super) fn callers_socket(t: &mut Target, fd: u64) -> Result<OwnedFd, i32> {
     let tgid = t.status()?.0;
     let pidfd = sys::pidfd_open(i32::try_from(tgid).map_err(|_| libc::ESRCH)?)?;
     sys::pidfd_getfd(pidfd.as_raw_fd(), sockfd)
+}
+
+impl Supervisor<'_> {
+    /// The name a Unix address bound to a path stands for, resolved and
+    /// checked like any other path (`None` for every other address), once
+    /// the notification is known to be still valid. A name in the caller's
+    /// own `/proc` entries is `EACCES`.
+    pub(super) fn socket_name(
+        &self,
+        n: &Notif,
+        t: &mut Target,
+        addr: &SockAddr,
+    ) -> Result<Option<Resolved>, i32> {
+        let Some(path) = addr.unix_path() else {
+            self.valid(n)?;
+            return Ok(None);
+        };
+        let path = t.rewrite(path)?;
+        self.valid(n)?;
+        let r = self.resolve(t, &self.anchor(t, AT_FDCWD, path)?)?;
+        if r.caller_proc {
+            return Err(libc::EACCES);
+        }
+        Ok(Some(r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unix(path: &[u8]) -> Vec<u8> {
+        let mut a = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        a.extend_from_slice(path);
+        a
+    }
+
+    /// (intent, address bytes, the path it holds).
+    type Case = (&'static str, Vec<u8>, Option<&'static [u8]>);
+
+    #[test]
+    fn only_a_unix_address_bound_to_a_path_has_one() {
+        let inet = (libc::AF_INET as u16).to_ne_bytes().to_vec();
+        let cases: [Case; 7] = [
+            (
+                "a path, NUL-terminated",
+                unix(b"/run/a.sock\0\0\0"),
+                Some(b"/run/a.sock"),
+            ),
+            (
+                "a path filling sun_path, no NUL",
+                unix(b"rel.sock"),
+                Some(b"rel.sock"),
+            ),
+            ("abstract", unix(b"\0name"), None),
+            ("unnamed", unix(b""), None),
+            ("too short for a family", vec![1], None),
+            ("empty", Vec::new(), None),
+            (
+                "another family",
+                [inet, b"/run/a.sock".to_vec()].concat(),
+                None,
+            ),
+        ];
+        for (intent, bytes, want) in cases {
+            assert_eq!(SockAddr(bytes).unix_path().as_deref(), want, "{intent}");
+        }
+    }
+
+    #[test]
+    fn the_replacement_path_must_fit_sun_path() {
+        let mut a = SockAddr(unix(b"/x"));
+        a.set_unix_path(b"/proc/self/fd/7").unwrap();
+        assert_eq!(a.unix_path().as_deref(), Some(&b"/proc/self/fd/7"[..]));
+        assert_eq!(a.set_unix_path(&[b'a'; SUN_PATH]), Err(libc::ENAMETOOLONG));
+    }
 }
