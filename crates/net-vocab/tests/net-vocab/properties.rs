@@ -35,7 +35,9 @@ proptest! {
     }
 
     #[test]
-    fn names_round_trip(s in "[a-zA-Z][a-zA-Z0-9]{0,10}(\\.[a-zA-Z][a-zA-Z0-9-]{0,10}[a-z]){1,4}\\.?") {
+    // No label holds two hyphens in a row: `xn--` and `ab--` labels are
+    // IDNA's, checked by the conformance tests, not plain names.
+    fn names_round_trip(s in "[a-zA-Z][a-zA-Z0-9]{0,10}(\\.[a-zA-Z](-?[a-zA-Z0-9]){0,10}[a-z]){1,4}\\.?") {
         let h = Host::parse_wire(&s).unwrap();
         let expected = s.to_ascii_lowercase();
         prop_assert_eq!(h.to_string(), expected.strip_suffix('.').unwrap_or(&expected));
@@ -65,7 +67,8 @@ proptest! {
     fn a_pattern_matches_its_own_examples(
         left in "([a-z0-9]{1,6}\\.){0,2}",
         star in 0..3u8,
-        right in "[a-z][a-z0-9-]{0,6}[a-z]\\.[a-z]{2,5}",
+        // No two hyphens in a row (an `xn--` label must be valid Punycode).
+        right in "[a-z](-?[a-z0-9]){0,6}[a-z]\\.[a-z]{2,5}",
     ) {
         let entry = match star {
             0 => format!("{left}{right}"),
