@@ -3,8 +3,8 @@
 #   - a plain pipe (`head`/`cat` run directly: the floor);
 #   - bare bubblewrap (`bwrap --ro-bind / / --dev /dev --unshare-all -- ...`);
 #   - our `agent-run --no-filename-rules -- ...` (proxies, bridges, full
-#     policy; stdout passes through the event stream, stdin through the
-#     command's control).
+#     policy; stdout is passed from the manager's pipe into agent-run's
+#     stdout, stdin goes through the command's controls).
 # Two cases: stdout throughput (1 GiB of zeros out of `head -c`, counted on
 # the reading side) and one-byte round trips through `cat` (10,000, one
 # byte written, the same byte read back; p50 and p99). Prints each figure

@@ -58,6 +58,13 @@
 //! hand to another task.
 //!
 //! - **Stdin**: `/dev/null` or a pipe the host writes and closes.
+//! - **Stdout**: `stdout` events, or passed on by the manager into a file of
+//!   the host's ([`sandbox_core::Stdout::PassTo`]: in the kernel with
+//!   `splice` where the file allows it, no events). Either way the command
+//!   writes into a pipe the manager holds; no host descriptor enters the
+//!   sandbox. A host passing output into a pipe should ignore `SIGPIPE`
+//!   (Rust programs do) so that a reader going away is an error, not a
+//!   signal.
 //! - **A terminal**: a fresh PTY per command. Under bubblewrap it is made in
 //!   the sandbox's own devpts (`tty` names `/dev/pts/0` inside, nothing of
 //!   the host's terminals is reachable) and becomes the command's
@@ -74,8 +81,8 @@
 //! - **Its own variables**, checked by env-guard's rules (a loader,
 //!   injection or proxy variable is refused, naming the rule).
 //!
-//! The name guard's refusals are passed on before any output the command
-//! wrote after the refused call, so a host reading a JSON-RPC stream sees
+//! The name guard's refusals are passed on before any output event the
+//! command wrote after the refused call, so a host reading a JSON-RPC stream sees
 //! each refusal between the responses around it.
 //!
 //! ```no_run

@@ -11,7 +11,7 @@ use crate::running::CommandIo;
 use crate::{Error, ErrorKind};
 use sandbox_core::{
     ProbeReport, RunningCommand, SandboxCommand, SandboxEvent, SandboxHandle, SandboxPort,
-    SandboxSpec, SandboxState, Selection, Stdin, Terminal,
+    SandboxSpec, SandboxState, Selection, Stdin, Stdout, Terminal,
 };
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -199,6 +199,16 @@ impl SandboxPort for SandboxManager {
             }
             .into());
         }
+        let stdout_sink = match &command.stdout {
+            Stdout::Events => None,
+            Stdout::PassTo(sink) => Some(sink.clone()),
+            _ => {
+                return Err(ErrorKind::NotSupported {
+                    what: "this kind of stdout",
+                }
+                .into());
+            }
+        };
         let env = crate::env::with_command_env(&session.env, &command.env)?;
         let workdir = command
             .workdir
@@ -249,6 +259,7 @@ impl SandboxPort for SandboxManager {
             timeout: command.timeout,
             cgroup,
             terminal: None,
+            stdout_sink,
         };
         let task = session.backend.exec(&self.inner.settings, request, io)?;
         session.running = Some(kill_tx);

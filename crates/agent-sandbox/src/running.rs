@@ -7,7 +7,7 @@ use crate::cgroup::CommandCgroup;
 use crate::control::ControlState;
 use crate::pty::PtyMaster;
 use crate::violations::Violations;
-use sandbox_core::{KillReason, SandboxEvent};
+use sandbox_core::{KillReason, OutputSink, SandboxEvent};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +30,9 @@ pub(crate) struct CommandIo {
     /// The command's terminal, when it runs on one (set by the backend once
     /// it is open): read as its output, typed into through the controls.
     pub(crate) terminal: Option<Arc<PtyMaster>>,
+    /// The host file stdout is passed into, when it does not become events
+    /// ([`sandbox_core::Stdout::PassTo`]).
+    pub(crate) stdout_sink: Option<OutputSink>,
 }
 
 impl CommandIo {
@@ -194,6 +197,53 @@ async fn forward<R>(
         .await;
 }
 
+/// What passing stdout on ends with: the bytes passed, or why it stopped.
+type Passed = oneshot::Receiver<std::io::Result<u64>>;
+
+/// Passes the command's stdout into `sink` on a thread of its own until end
+/// of file: `std::io::copy`, which moves the bytes in the kernel (`splice`)
+/// where both ends allow it and reads and writes where not. A failed write
+/// ends it, and the pipe's end is closed with it (the command sees a broken
+/// pipe). If no thread can start, the pipe is closed at once.
+fn pass_on(out: tokio::process::ChildStdout, sink: OutputSink) -> Passed {
+    let (tx, rx) = oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("agent-sandbox-stdout".into())
+        .spawn(move || {
+            let passed = blocking_file(out).and_then(|mut from| {
+                let mut to = sink.file();
+                std::io::copy(&mut from, &mut to)
+            });
+            let _ = tx.send(passed);
+        });
+    drop(spawned);
+    rx
+}
+
+/// Our end of the command's stdout pipe as a blocking file.
+#[cfg(unix)]
+fn blocking_file(out: tokio::process::ChildStdout) -> std::io::Result<std::fs::File> {
+    out.into_owned_fd().map(std::fs::File::from)
+}
+
+/// Our end of the command's stdout pipe as a blocking file.
+#[cfg(windows)]
+fn blocking_file(out: tokio::process::ChildStdout) -> std::io::Result<std::fs::File> {
+    out.into_owned_handle().map(std::fs::File::from)
+}
+
+/// Waits for passing stdout on to end, while it runs.
+async fn passed(p: &mut Option<Passed>) -> std::io::Result<u64> {
+    match p {
+        Some(rx) => rx.await.unwrap_or_else(|_| {
+            Err(std::io::Error::other(
+                "no thread could be started to pass it on",
+            ))
+        }),
+        None => std::future::pending().await,
+    }
+}
+
 /// The bytes read into `buf` (which becomes the event's data as it is, no
 /// copy), leaving it empty with the same room for the next read.
 fn take_read(buf: &mut Vec<u8>) -> Vec<u8> {
@@ -214,6 +264,7 @@ pub(crate) async fn run_child(
         timeout,
         cgroup,
         terminal,
+        stdout_sink,
     } = io;
     control.started(child.stdin.take(), child.id()).await;
     if let Some(m) = &terminal {
@@ -223,6 +274,14 @@ pub(crate) async fn run_child(
     let mut tbuf = vec![0u8; 64 * 1024];
     let _ = tx.send(SandboxEvent::Ready).await;
     let (mut stdout, mut stderr) = (child.stdout.take(), child.stderr.take());
+    let mut passing = match (stdout_sink, stdout.take()) {
+        (Some(sink), Some(out)) => Some(pass_on(out, sink)),
+        (None, out) => {
+            stdout = out;
+            None
+        }
+        (Some(_), None) => None,
+    };
     // Large reads: fewer, larger events for bulk output. (A larger pipe
     // too was slower here: 0.4 against 0.9 GB/s.)
     let (mut obuf, mut ebuf) = (
@@ -242,7 +301,12 @@ pub(crate) async fn run_child(
     // file. Output is read here, not in tasks of its own, so that the name
     // guard's reports already written are passed on before it.
     let mut status = None;
-    while status.is_none() || stdout.is_some() || stderr.is_some() || terminal.is_some() {
+    while status.is_none()
+        || stdout.is_some()
+        || stderr.is_some()
+        || terminal.is_some()
+        || passing.is_some()
+    {
         tokio::select! {
             st = child.wait(), if status.is_none() => {
                 control.finished().await;
@@ -266,6 +330,17 @@ pub(crate) async fn run_child(
             }
             r = read_some(&mut stdout, &mut obuf) => {
                 forward(r, &mut stdout, || take_read(&mut obuf), Stream::Stdout, &tx, &mut violations).await;
+            }
+            r = passed(&mut passing) => {
+                passing = None;
+                // A reader that went away is what a broken pipe says to
+                // the command itself; anything else is worth a line.
+                if let Err(e) = r
+                    && e.kind() != std::io::ErrorKind::BrokenPipe
+                {
+                    let data = format!("agent-sandbox: passing stdout on stopped: {e}\n");
+                    let _ = tx.send(SandboxEvent::Stderr { data: data.into_bytes() }).await;
+                }
             }
             r = read_some(&mut stderr, &mut ebuf) => {
                 forward(r, &mut stderr, || take_read(&mut ebuf), Stream::Stderr, &tx, &mut violations).await;

@@ -1,6 +1,7 @@
 //! [`SandboxCommand`]: what to run inside a launched sandbox, with its I/O
 //! (stdin, an optional terminal), extra environment, a timeout and limits.
 
+use crate::Stdout;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -107,6 +108,12 @@ pub enum CommandError {
     /// A CPU limit of 0 would never let the command run.
     #[error("a CPU limit of 0 would never let the command run; give at least 1 (0.001 CPU)")]
     ZeroCpuLimit,
+    /// Output passed into a host file was asked for on a terminal.
+    #[error(
+        "a command on a terminal shows its output through the terminal; passing stdout into a \
+         host file applies to commands without one"
+    )]
+    PassThroughOnTerminal,
     /// Too many extra environment variables.
     #[error("the command carries {count} environment variables, over the limit of {limit}")]
     TooManyVariables {
@@ -130,6 +137,8 @@ pub struct SandboxCommand {
     /// Standard input (default `/dev/null`). Ignored on a terminal, whose
     /// input is always the host's to write.
     pub stdin: Stdin,
+    /// Where standard output goes: events (the default) or a host file.
+    pub stdout: Stdout,
     /// A terminal, or pipes (the default).
     pub terminal: Terminal,
     /// Variables set after the session's environment was sanitised; each is
@@ -167,6 +176,12 @@ impl SandboxCommand {
     /// Sets where stdin comes from.
     pub fn stdin(&mut self, stdin: Stdin) -> &mut SandboxCommand {
         self.stdin = stdin;
+        self
+    }
+
+    /// Sets where standard output goes.
+    pub fn stdout(&mut self, stdout: Stdout) -> &mut SandboxCommand {
+        self.stdout = stdout;
         self
     }
 
@@ -222,6 +237,9 @@ impl SandboxCommand {
         }
         if self.limits.cpu_millis == Some(0) {
             return Err(CommandError::ZeroCpuLimit);
+        }
+        if matches!(self.stdout, Stdout::PassTo(_)) && matches!(self.terminal, Terminal::Pty(_)) {
+            return Err(CommandError::PassThroughOnTerminal);
         }
         if self.env.len() > MAX_COMMAND_ENV {
             return Err(CommandError::TooManyVariables {

@@ -125,6 +125,7 @@ mod command;
 mod event;
 mod handle;
 mod running;
+mod stdout;
 
 pub use backend::SandboxBackend;
 pub use command::{
@@ -151,4 +152,5 @@ pub use running::{
 pub use select::{BackendRequest, Selection, Surface, backend_label, select_backend};
 pub use spec::{MAX_PATH_LEN, SandboxBindMount, SandboxSpec};
 pub use state::SandboxState;
+pub use stdout::{OutputSink, Stdout};
 pub use switch::{SANDBOX_SWITCH_ENV, SandboxSwitch};

@@ -36,9 +36,9 @@ use agent_sandbox_examples::{EventLog, EventsTo, ViolationTally};
 use connect_proxy::{Cidr, IpPolicy};
 use cred_broker::HeaderTemplate;
 use sandbox_core::{
-    Access, BackendRequest, CommandControl, DynSandboxPort, KillReason, Limits, Mode, PtySize,
-    SANDBOX_SWITCH_ENV, SandboxBackend, SandboxBindMount, SandboxCommand, SandboxEvent,
-    SandboxSpec, SandboxSwitch, Stdin, Surface, probe_ambient,
+    Access, BackendRequest, CommandControl, DynSandboxPort, KillReason, Limits, Mode, OutputSink,
+    PtySize, SANDBOX_SWITCH_ENV, SandboxBackend, SandboxBindMount, SandboxCommand, SandboxEvent,
+    SandboxSpec, SandboxSwitch, Stdin, Stdout, Surface, probe_ambient,
 };
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
@@ -647,6 +647,14 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
         }
         None => {
             cmd.stdin(Stdin::Piped);
+            // Without an event log the output needs no events: the manager
+            // passes it from the command's pipe into our stdout itself (in
+            // the kernel where it can). With `--events` it stays an event,
+            // so that the log holds it.
+            if log.is_none() {
+                let out = raw_stdout().map_err(|e| format!("opening stdout: {e}"))?;
+                cmd.stdout(Stdout::PassTo(OutputSink::new(out)));
+            }
         }
     }
     let mut events = match port.exec_dyn(&handle, cmd).await {

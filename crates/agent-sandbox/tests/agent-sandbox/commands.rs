@@ -5,8 +5,8 @@
 use super::native::{Tree, manager, native_available};
 use agent_sandbox::{ErrorKind, FilenameRules, SandboxManager};
 use sandbox_core::{
-    CommandSignal, ControlError, KillReason, Limits, PtySize, RunningCommand, SandboxCommand,
-    SandboxEvent, SandboxHandle, SandboxPort, Stdin,
+    CommandSignal, ControlError, KillReason, Limits, OutputSink, PtySize, RunningCommand,
+    SandboxCommand, SandboxEvent, SandboxHandle, SandboxPort, Stdin, Stdout,
 };
 use std::time::{Duration, Instant};
 
@@ -99,6 +99,88 @@ async fn one_mebibyte_through_cat_arrives_byte_exact_and_eof_reaches_the_command
             Err(ControlError::StdinClosed | ControlError::Finished)
         ),
         "writing after the end is a typed error"
+    );
+    m.destroy(&mut h).await.unwrap();
+}
+
+/// A pipe whose write end is a sink for a command's output.
+fn sink_pipe() -> (std::io::PipeReader, OutputSink) {
+    let (r, w) = std::io::pipe().unwrap();
+    let file = std::fs::File::from(std::os::fd::OwnedFd::from(w));
+    (r, OutputSink::new(file))
+}
+
+#[tokio::test]
+async fn output_passed_into_a_host_file_arrives_byte_exact_before_the_exit_and_as_no_events() {
+    let Some((_t, m, mut h)) = session("stdout-pass").await else {
+        return;
+    };
+    let data: Vec<u8> = (0..(1u32 << 20))
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+        .collect();
+    let (mut reader, sink) = sink_pipe();
+    let mut cmd = sh("cat; echo on-stderr >&2");
+    cmd.stdin(Stdin::Piped).stdout(Stdout::PassTo(sink));
+    let running = m.exec(&h, cmd).await.unwrap();
+    // The pipe is ours alone now: its last writer is the manager's.
+    let collected = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut reader, &mut got).unwrap();
+        got
+    });
+    let control = running.control();
+    let writer = {
+        let data = data.clone();
+        tokio::spawn(async move {
+            control.write_stdin(&data).await.unwrap();
+            control.close_stdin().await.unwrap();
+        })
+    };
+    let out = finish(running).await;
+    writer.await.unwrap();
+    assert_eq!(out.last, Some(SandboxEvent::Exit { exit_code: 0 }));
+    assert!(out.stdout.is_empty(), "passed output also came as events");
+    assert_eq!(out.stderr, "on-stderr\n", "stderr still comes as events");
+    m.destroy(&mut h).await.unwrap();
+    drop(m);
+    let got = collected.join().unwrap();
+    assert_eq!(got.len(), data.len());
+    assert!(got == data, "the bytes differ");
+}
+
+#[tokio::test]
+async fn a_reader_that_goes_away_is_a_broken_pipe_for_the_command_not_a_hang() {
+    let Some((_t, m, mut h)) = session("stdout-gone").await else {
+        return;
+    };
+    let (reader, sink) = sink_pipe();
+    drop(reader);
+    let mut cmd = sh("trap '' PIPE; while echo y; do :; done; echo write-failed >&2; exit 7");
+    cmd.stdout(Stdout::PassTo(sink));
+    let running = m.exec(&h, cmd).await.unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(20), finish(running))
+        .await
+        .expect("the command ends once its output has nowhere to go");
+    assert_eq!(out.last, Some(SandboxEvent::Exit { exit_code: 7 }));
+    assert!(out.stderr.contains("write-failed"), "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("agent-sandbox:"),
+        "a reader going away is not reported as a failure: {}",
+        out.stderr
+    );
+
+    // On a terminal, output is the terminal's: refused before anything runs.
+    let (_reader, sink) = sink_pipe();
+    let mut cmd = SandboxCommand::new("true");
+    cmd.pty(PtySize::new(24, 80).unwrap())
+        .stdout(Stdout::PassTo(sink));
+    let err = m.exec(&h, cmd).await.err().unwrap();
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Command(sandbox_core::CommandError::PassThroughOnTerminal)
+        ),
+        "{err}"
     );
     m.destroy(&mut h).await.unwrap();
 }

@@ -208,6 +208,23 @@ fn command_checks_table() {
             Some(CommandError::ZeroCpuLimit),
         ),
         (
+            "output passed into a host file on a terminal",
+            with(&|c| {
+                let sink = std::fs::File::open(std::env::current_exe().unwrap()).unwrap();
+                c.pty(PtySize::new(24, 80).unwrap())
+                    .stdout(Stdout::PassTo(OutputSink::new(sink)));
+            }),
+            Some(CommandError::PassThroughOnTerminal),
+        ),
+        (
+            "output passed into a host file without a terminal is fine",
+            with(&|c| {
+                let sink = std::fs::File::open(std::env::current_exe().unwrap()).unwrap();
+                c.stdout(Stdout::PassTo(OutputSink::new(sink)));
+            }),
+            None,
+        ),
+        (
             "too many variables",
             with(&|c| {
                 for i in 0..=MAX_COMMAND_ENV {
