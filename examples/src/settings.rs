@@ -140,16 +140,16 @@ pub fn settings_args(text: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// `--FLAG VALUE`, when there is a value.
+/// `--FLAG=VALUE`, when there is a value.
 fn one(out: &mut Vec<String>, flag: &str, value: Option<String>) {
     all(out, flag, value.into_iter().collect());
 }
 
-/// `--FLAG VALUE` for each value, in order.
+/// `--FLAG=VALUE` for each value, in order (one argument each, so that a
+/// value starting with `-` is never read as a flag).
 fn all(out: &mut Vec<String>, flag: &str, values: Vec<String>) {
     for v in values {
-        out.push(format!("--{flag}"));
-        out.push(v);
+        out.push(format!("--{flag}={v}"));
     }
 }
 
@@ -186,14 +186,12 @@ mod tests {
 
     #[test]
     fn settings_table() {
-        let cases: [Case<'_>; 9] = [
+        let cases: [Case<'_>; 10] = [
             ("nothing", "", Ok(&[])),
             (
                 "lists in order, then single values",
                 "allow = [\"a.test\", \"*.b.test\"]\nmode = \"review\"\n",
-                Ok(&[
-                    "--allow", "a.test", "--allow", "*.b.test", "--mode", "review",
-                ]),
+                Ok(&["--allow=a.test", "--allow=*.b.test", "--mode=review"]),
             ),
             (
                 "switch flags only when true",
@@ -203,32 +201,20 @@ mod tests {
             (
                 "numbers whole or with a fraction, sizes as numbers or text",
                 "timeout = 30\ncpus = 0.5\nmemory = \"512M\"\npids = 64\n",
-                Ok(&[
-                    "--timeout",
-                    "30",
-                    "--memory",
-                    "512M",
-                    "--pids",
-                    "64",
-                    "--cpus",
-                    "0.5",
-                ]),
+                Ok(&["--timeout=30", "--memory=512M", "--pids=64", "--cpus=0.5"]),
             ),
             (
                 "memory in bytes",
                 "memory = 1048576\n",
-                Ok(&["--memory", "1048576"]),
+                Ok(&["--memory=1048576"]),
             ),
             (
                 "broker keys",
                 "broker = [\"api.example.com\"]\nbroker-template = \"header:x-api-key\"\nbroker-port = [8443]\n",
                 Ok(&[
-                    "--broker",
-                    "api.example.com",
-                    "--broker-template",
-                    "header:x-api-key",
-                    "--broker-port",
-                    "8443",
+                    "--broker=api.example.com",
+                    "--broker-template=header:x-api-key",
+                    "--broker-port=8443",
                 ]),
             ),
             (
@@ -237,6 +223,11 @@ mod tests {
                 Err("unknown field `allow-everything`"),
             ),
             ("a wrong type", "allow = \"a.test\"\n", Err("invalid type")),
+            (
+                "a value starting with a dash stays a value",
+                "workdir = \"-x\"\n",
+                Ok(&["--workdir=-x"]),
+            ),
             ("not TOML", "allow = [\n", Err("")),
         ];
         for (intent, text, want) in cases {

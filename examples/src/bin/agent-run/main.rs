@@ -1,0 +1,481 @@
+//! `agent-run [OPTIONS] -- CMD [ARG...]`: runs CMD confined by the native
+//! sandbox, reaching the network only through the session's proxies.
+//!
+//! Prints the probe line and the backend actually used on stderr, passes
+//! CMD's stdout and stderr through, prints each violation on stderr as
+//! `violation: ACTION TARGET`, and exits with CMD's status (128+signal when
+//! killed, 124 when `--timeout SECS` ran out, 137 when `--memory` did).
+//! At exit one line on stderr counts the violations by action
+//! (`agent-run: violations: network-outbound 2, file-write-create 1`, or
+//! `agent-run: no violations`). `--events json:FD` (a descriptor of 3 or
+//! above it was started with) or `--events json=FILE` (created or
+//! truncated) also writes every event, output included, as one JSON object
+//! per line: the serde form of `SandboxEvent`, from `starting` to `exit`.
+//! Stdin passes through to CMD when it is not a terminal. When it is, CMD
+//! runs on a terminal of its own inside the sandbox (never this one): this
+//! terminal goes to raw mode (restored on every exit), keys and Ctrl-C go
+//! to CMD's foreground job, and resizes follow (on Unix; on Windows CMD
+//! always runs with this program's stdin piped to it and no terminal).
+//! `--memory`,
+//! `--pids` and `--cpus` limit CMD through a cgroup; where none can be
+//! made, the run is refused.
+//!
+//! Filename rules (no new `.env`, `*.key`, `*.pem` inside writable mounts)
+//! are enforced by the name guard, which is this same program: bound
+//! read-only into the sandbox and started there with [`GUARD_MARKER`] as
+//! its first argument, it becomes `name-guard-exec`. `--no-name-guard`
+//! leaves the guard out (a launch with writable mounts is then refused), and
+//! `--no-filename-rules` is the explicit opt-out that drops those rules.
+//!
+//! On a host without a native sandbox it refuses to run CMD, naming the
+//! packages to install; `--backend none` or `--sandbox off` is the explicit
+//! way to run it unconfined.
+
+mod cli;
+
+use cli::Options;
+
+use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder, NameGuardLauncher, next_event};
+use agent_sandbox_examples::{EventLog, EventsTo, ViolationTally};
+use connect_proxy::IpPolicy;
+use sandbox_core::{
+    Access, BackendRequest, CommandControl, DynSandboxPort, KillReason, OutputSink, PtySize,
+    SANDBOX_SWITCH_ENV, SandboxBackend, SandboxBindMount, SandboxCommand, SandboxEvent,
+    SandboxSpec, SandboxSwitch, Stdin, Stdout, Surface, probe_ambient,
+};
+use std::io::{IsTerminal, Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The first argument that makes this program the name guard's launcher.
+const GUARD_MARKER: &str = "--as-name-guard-exec";
+
+/// The host terminal's size (stdin's), if it has one.
+#[cfg(unix)]
+fn host_size() -> Option<PtySize> {
+    let ws = rustix::termios::tcgetwinsize(std::io::stdin()).ok()?;
+    PtySize::new(ws.ws_row, ws.ws_col).or(PtySize::new(24, 80))
+}
+
+/// Without terminals for commands (Windows) there is no size to give one:
+/// the command runs with stdin piped.
+#[cfg(not(unix))]
+fn host_size() -> Option<PtySize> {
+    None
+}
+
+/// The host terminal in raw mode; the saved mode comes back on drop.
+#[cfg(unix)]
+struct RawMode(rustix::termios::Termios);
+
+#[cfg(unix)]
+impl RawMode {
+    fn enter() -> std::io::Result<RawMode> {
+        let saved = rustix::termios::tcgetattr(std::io::stdin())?;
+        let mut raw = saved.clone();
+        raw.make_raw();
+        rustix::termios::tcsetattr(
+            std::io::stdin(),
+            rustix::termios::OptionalActions::Now,
+            &raw,
+        )?;
+        Ok(RawMode(saved))
+    }
+
+    /// Each `SIGWINCH` of the host terminal becomes a resize of the
+    /// command's.
+    fn forward_resizes(&self, control: Arc<dyn CommandControl>) {
+        let Ok(mut winch) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change())
+        else {
+            return;
+        };
+        tokio::spawn(async move {
+            while winch.recv().await.is_some() {
+                if let Some(size) = host_size() {
+                    let _ = control.resize(size);
+                }
+            }
+        });
+    }
+}
+
+#[cfg(unix)]
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = rustix::termios::tcsetattr(
+            std::io::stdin(),
+            rustix::termios::OptionalActions::Now,
+            &self.0,
+        );
+    }
+}
+
+/// Raw mode of the host terminal: only for a command on a terminal of its
+/// own, which Windows does not give (the type has no value there).
+#[cfg(not(unix))]
+enum RawMode {}
+
+#[cfg(not(unix))]
+impl RawMode {
+    fn enter() -> std::io::Result<RawMode> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "terminals are not available on this platform",
+        ))
+    }
+
+    fn forward_resizes(&self, _control: Arc<dyn CommandControl>) {
+        match *self {}
+    }
+}
+
+/// Copies this program's stdin to the command until end of file, then
+/// closes the command's. The reads run on their own thread (a read of a
+/// pipe cannot be cancelled, and must not hold up the exit).
+fn forward_stdin(control: Arc<dyn CommandControl>) {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match stdin.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if tx.blocking_send(buf[..n].to_vec()).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    tokio::spawn(async move {
+        while let Some(chunk) = rx.recv().await {
+            if control.write_stdin(&chunk).await.is_err() {
+                return;
+            }
+        }
+        let _ = control.close_stdin().await;
+    });
+}
+
+fn absolute(p: &str) -> Result<String, String> {
+    std::path::absolute(p)
+        .map(|p| p.display().to_string())
+        .map_err(|e| format!("{p}: {e}"))
+}
+
+fn main() -> ExitCode {
+    // Inside the sandbox, as the launcher: before any thread exists.
+    let mut raw = std::env::args_os().skip(1);
+    if raw.next().is_some_and(|a| a == GUARD_MARKER) {
+        return name_guard::launcher_main(raw);
+    }
+    let opts = match cli::parse(std::env::args_os().skip(1).collect()) {
+        Ok(o) => o,
+        Err(e) => return ExitCode::from(e.report()),
+    };
+    // Before the runtime opens descriptors of its own: `json:FD` must name
+    // one this program was started with.
+    let events = match opts.events.as_ref().map(EventsTo::open).transpose() {
+        Ok(log) => log,
+        Err(e) => {
+            eprintln!("agent-run: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("agent-run: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(opts, events)) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("agent-run: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The broker settings from the flags. The real credential is read from the
+/// named variable of this process's own environment; the sandbox never
+/// receives it (env-guard inherits only core variables, and it is removed
+/// from the base environment besides).
+fn broker_settings(o: &Options) -> Result<BrokerSettings, String> {
+    use agent_sandbox::{credential_for_hosts, pem_certificates_from_file, rule_engine_from_file};
+    let rules_path = o
+        .broker_rules
+        .as_deref()
+        .ok_or("--broker needs --broker-rules FILE")?;
+    let engine = rule_engine_from_file(Path::new(rules_path)).map_err(|e| e.to_string())?;
+    let env_name = o
+        .broker_credential_env
+        .as_deref()
+        .ok_or("--broker needs --broker-credential-env NAME")?;
+    let value = std::env::var(env_name)
+        .map_err(|_| format!("--broker-credential-env: {env_name} is not set"))?;
+    let cred = credential_for_hosts(env_name, value, o.broker_template.clone(), &o.broker_hosts)
+        .map_err(|e| e.to_string())?;
+    let mut settings = BrokerSettings::new(engine, cred);
+    for h in &o.broker_hosts {
+        settings.host(h).map_err(|e| format!("--broker: {e}"))?;
+    }
+    for port in &o.broker_ports {
+        settings.broker_port(*port);
+    }
+    if !o.broker_phantom_env.is_empty() {
+        settings.phantom_env(o.broker_phantom_env.iter().cloned());
+    }
+    if let Some(path) = &o.broker_push_rule {
+        let spec = agent_sandbox_examples::push_rule_file("--broker-push-rule", path)
+            .map_err(|e| e.to_string())?;
+        settings.push_rule(spec);
+    }
+    for path in &o.upstream_ca {
+        for der in pem_certificates_from_file(Path::new(path)).map_err(|e| e.to_string())? {
+            settings.extra_root_der(der);
+        }
+    }
+    Ok(settings)
+}
+
+async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
+    let env_switch = std::env::var_os(SANDBOX_SWITCH_ENV);
+    let switch = SandboxSwitch::from_sources(o.switch.as_deref(), env_switch.as_deref())
+        .map_err(|e| e.to_string())?;
+    let home = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/".into());
+    let workdir = match &o.workdir {
+        Some(w) => absolute(w)?,
+        None => std::env::current_dir()
+            .map_err(|e| e.to_string())?
+            .display()
+            .to_string(),
+    };
+    let mut ip = IpPolicy::new();
+    for c in &o.cidrs {
+        ip.allow_cidr(*c);
+    }
+    let request = match o.backend {
+        Some(b) => BackendRequest::Explicit(b),
+        None => BackendRequest::Unspecified,
+    };
+    let surface = if o.terminal {
+        Surface::Terminal
+    } else {
+        Surface::Dispatch
+    };
+    let mut builder = ManagerBuilder::from_ambient();
+    builder
+        .switch(switch)
+        .request(request, surface)
+        .home(&home)
+        .ip_policy(ip)
+        .base_env(
+            std::env::vars_os()
+                .filter(|(k, _)| o.broker_credential_env.as_deref().is_none_or(|n| k != n))
+                .collect(),
+        )
+        .log(Arc::new(|line: &str| eprintln!("agent-run: {line}")));
+    if o.no_filename_rules {
+        builder.filename_rules(FilenameRules::DropFilenameGlobDenies);
+    }
+    if !o.no_name_guard {
+        let me = std::env::current_exe().map_err(|e| format!("locating agent-run: {e}"))?;
+        builder.name_guard_launcher(NameGuardLauncher::multi_call(me, [GUARD_MARKER]));
+    }
+    for (path, root_equivalent) in &o.unix_sockets {
+        if *root_equivalent {
+            builder.allow_root_equivalent_unix_socket(path.clone());
+        } else {
+            builder.allow_unix_socket(path.clone());
+        }
+    }
+    if !o.broker_hosts.is_empty() {
+        builder.broker(broker_settings(&o)?);
+    }
+    let manager = builder.build().map_err(|e| match e.kind() {
+        agent_sandbox::ErrorKind::BadSocketGrant { .. }
+            if e.to_string().contains("root_equivalent") =>
+        {
+            format!("{e} (here: --allow-root-equivalent-unix-socket PATH)")
+        }
+        _ => e.to_string(),
+    })?;
+    let sel = manager.selection();
+    // This program exists to show a confined run: it never degrades to an
+    // unconfined one by itself. Running on the host takes an explicit
+    // `--backend none` or `--sandbox off`.
+    if sel.backend == SandboxBackend::None
+        && request == BackendRequest::Unspecified
+        && switch == SandboxSwitch::On
+        && surface == Surface::Dispatch
+    {
+        let hint = probe_ambient().native.hint.clone().unwrap_or_default();
+        return Err(format!(
+            "refusing to run {:?} unconfined: no OS-native agent sandbox on this host ({hint}); \
+             `--backend none` or `--sandbox off` runs it on the host without a sandbox",
+            o.command[0]
+        ));
+    }
+    eprintln!("agent-run: backend {} ({})", sel.backend, sel.label);
+
+    let mut spec = SandboxSpec::new(format!("agent-run-{}", std::process::id()), "agent-run");
+    spec.mode = o.mode;
+    spec.network_enabled = o.network;
+    spec.egress_allowlist = o.allow.clone();
+    spec.guest_workdir = Some(workdir.clone());
+    let mounts = if o.mounts.is_empty() {
+        vec![(workdir.clone(), Access::ReadWrite)]
+    } else {
+        o.mounts.clone()
+    };
+    for (p, access) in mounts {
+        spec.bind_mounts
+            .push(SandboxBindMount::new(absolute(&p)?, access).map_err(|e| e.to_string())?);
+    }
+    for p in &o.protect {
+        spec.protected_paths.push(absolute(p)?);
+    }
+
+    // Through the trait object a host that picks its backend at run time
+    // would hold (the launch bench measures this path).
+    let port: &dyn DynSandboxPort = &manager;
+    let mut handle = port.launch_dyn(spec).await.map_err(|e| e.to_string())?;
+    let mut cmd = SandboxCommand::new(&o.command[0]);
+    for a in &o.command[1..] {
+        cmd.arg(a);
+    }
+    if let Some(t) = o.timeout {
+        cmd.timeout(t);
+    }
+    cmd.limits(o.limits);
+    // Stdin passes through when it is not a terminal; on a terminal the
+    // command runs on a terminal of its own, of the same size.
+    let host_terminal = std::io::stdin().is_terminal();
+    let size = host_terminal.then(host_size).flatten();
+    match size {
+        Some(size) => {
+            cmd.pty(size);
+        }
+        None => {
+            cmd.stdin(Stdin::Piped);
+            // Without an event log the output needs no events: the manager
+            // passes it from the command's pipe into our stdout itself (in
+            // the kernel where it can). With `--events` it stays an event,
+            // so that the log holds it.
+            if log.is_none() {
+                let out = raw_stdout().map_err(|e| format!("opening stdout: {e}"))?;
+                cmd.stdout(Stdout::PassTo(OutputSink::new(out)));
+            }
+        }
+    }
+    let mut events = match port.exec_dyn(&handle, cmd).await {
+        Ok(ev) => ev,
+        Err(e) => {
+            let _ = port.destroy_dyn(&mut handle).await;
+            return Err(e.to_string());
+        }
+    };
+    // Raw mode from here until the end (restored on every way out of this
+    // function): each key goes to the command as typed, Ctrl-C included.
+    let raw = match size {
+        Some(_) => {
+            Some(RawMode::enter().map_err(|e| format!("setting the terminal to raw mode: {e}"))?)
+        }
+        None => None,
+    };
+    forward_stdin(events.control());
+    if let Some(raw) = &raw {
+        raw.forward_resizes(events.control());
+    }
+    let mut code = 1u8;
+    // The command's output goes to our stdout as it comes, unbuffered: a
+    // descriptor of its own, not the line-buffered `Stdout` (which scans
+    // every chunk for a newline).
+    let mut out = raw_stdout().map_err(|e| format!("opening stdout: {e}"))?;
+    let mut err = std::io::stderr();
+    let mut log = log;
+    let mut tally = ViolationTally::default();
+    while let Some(ev) = next_event(&mut events).await {
+        write_event(&mut log, &ev);
+        match ev {
+            SandboxEvent::Stdout { data } => {
+                let _ = out.write_all(&data);
+            }
+            SandboxEvent::Stderr { data } => {
+                let _ = err.write_all(&data);
+            }
+            SandboxEvent::Violation { violation } => {
+                eprintln!("violation: {} {}", violation.action, violation.target);
+                tally.add(&violation.action);
+            }
+            SandboxEvent::Exit { exit_code } => code = u8::try_from(exit_code).unwrap_or(1),
+            SandboxEvent::Killed {
+                reason: Some(KillReason::Oom),
+                ..
+            } => {
+                eprintln!("agent-run: the command ran out of memory (--memory) and was killed");
+                code = 137;
+            }
+            SandboxEvent::Killed {
+                reason: Some(KillReason::Timeout),
+                ..
+            } => {
+                eprintln!("agent-run: the command ran out of time and was killed");
+                code = 124;
+            }
+            SandboxEvent::Killed { signal, .. } => {
+                code = signal
+                    .map(|s| 128u8.saturating_add(u8::try_from(s).unwrap_or(0)))
+                    .unwrap_or(137)
+            }
+            _ => {}
+        }
+    }
+    eprintln!("agent-run: {}", tally.summary());
+    port.destroy_dyn(&mut handle)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(code)
+}
+
+/// Writes `event` to the `--events` log, if there is one. When a write
+/// fails (the reader went away), says so once and writes no more; the
+/// command runs on.
+fn write_event(log: &mut Option<EventLog>, event: &SandboxEvent) {
+    if let Some(l) = log
+        && let Err(e) = l.write(event)
+    {
+        eprintln!("agent-run: --events: {e}; no more events are written");
+        *log = None;
+    }
+}
+
+/// Our stdout as a file of its own (a duplicate of descriptor 1), written
+/// without a buffer.
+#[cfg(unix)]
+fn raw_stdout() -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsFd;
+    Ok(std::fs::File::from(
+        std::io::stdout().as_fd().try_clone_to_owned()?,
+    ))
+}
+
+/// Our stdout as a file of its own (a duplicate of the standard output
+/// handle), written without a buffer.
+#[cfg(windows)]
+fn raw_stdout() -> std::io::Result<std::fs::File> {
+    use std::os::windows::io::AsHandle;
+    Ok(std::fs::File::from(
+        std::io::stdout().as_handle().try_clone_to_owned()?,
+    ))
+}
