@@ -4,7 +4,7 @@
 
 use crate::args::Args;
 use crate::bridge::{BRIDGE_GUEST_DIR, BridgePlan};
-use crate::denies::{WriteDenies, depth, is_under, read_denies, write_denies};
+use crate::denies::{ReadDenies, WriteDenies, depth, is_under, read_denies, write_denies};
 use crate::name_guard_launcher::{MAX_NAME_GUARD_RULES, NAME_GUARD_GUEST_PATH, NameGuardLauncher};
 use crate::plan::{
     ArgvDelivery, BwrapPlan, FilenameRules, MAX_ARGS_FD_BYTES, MAX_ARGV_BYTES, Profile,
@@ -44,6 +44,7 @@ pub struct BwrapBuilder {
     home: PathBuf,
     system_paths: Vec<String>,
     extra_read_deny: Vec<String>,
+    read_reopen: Vec<String>,
     filename_rules: FilenameRules,
     bridges: Option<BridgePlan>,
     workdir: Option<String>,
@@ -63,6 +64,7 @@ impl BwrapBuilder {
             home: home.into(),
             system_paths: DEFAULT_SYSTEM_PATHS.iter().map(|s| s.to_string()).collect(),
             extra_read_deny: Vec::new(),
+            read_reopen: Vec::new(),
             filename_rules: FilenameRules::Refuse,
             bridges: None,
             workdir: None,
@@ -118,6 +120,20 @@ impl BwrapBuilder {
     {
         self.extra_read_deny
             .extend(entries.into_iter().map(Into::into));
+        self
+    }
+
+    /// Makes paths readable again inside the extra read denies of
+    /// [`BwrapBuilder::read_deny`] (a denied directory with some of its
+    /// subdirectories or files allowed back), read-only. Never inside the
+    /// curated secret set: a path under a secret stays hidden. Like the
+    /// extra denies, literal paths only (a glob is refused).
+    pub fn read_reopen<I, S>(&mut self, entries: I) -> &mut BwrapBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.read_reopen.extend(entries.into_iter().map(Into::into));
         self
     }
 
@@ -227,12 +243,24 @@ impl BwrapBuilder {
         } else {
             secret_read_deny_entries().map(str::to_string).collect()
         };
+        for p in self.extra_read_deny.iter().chain(&self.read_reopen) {
+            if sandbox_core::is_glob(p) {
+                return Err(ErrorKind::BadPath {
+                    path: p.clone(),
+                    reason: "an extra read deny or a path read again is a path, not a glob",
+                }
+                .into());
+            }
+        }
         let read_entries: Vec<String> = secrets
             .into_iter()
             .chain(SYSTEM_SECRETS.iter().map(|s| s.to_string()))
-            .chain(self.extra_read_deny.iter().cloned())
             .collect();
-        let read_deny = PathSet::resolve(&read_entries, home, host)?;
+        let read_deny = ReadDenies {
+            fixed: PathSet::resolve(&read_entries, home, host)?,
+            extra: PathSet::resolve(&self.extra_read_deny, home, host)?,
+            reopen: PathSet::resolve(&self.read_reopen, home, host)?,
+        };
         let mut write_entries: Vec<String> = self.spec.protected_paths.clone();
         let anchors: Vec<&str> = writable
             .iter()

@@ -125,25 +125,83 @@ pub(crate) fn write_denies<H: HostView + ?Sized>(
     }
 }
 
-/// Adds the read denies to `a`: directories become an empty read-only
-/// tmpfs, files `/dev/null`. Only paths visible inside need a mask.
+/// The paths hidden from reading: the curated secret set (`fixed`), the
+/// host's extra denies (`extra`) and the paths read again inside those
+/// (`reopen`).
+pub(crate) struct ReadDenies {
+    pub(crate) fixed: PathSet,
+    pub(crate) extra: PathSet,
+    pub(crate) reopen: PathSet,
+}
+
+/// Adds the read denies to `a`: directories become an
+/// empty read-only tmpfs, files `/dev/null`. Only paths visible inside
+/// need a mask (under an exposed root, and not already under an extra
+/// deny's tmpfs unless read again there). Inside an extra deny's tmpfs,
+/// before it is made read-only, each path read again is bound back
+/// read-only; a secret under such a path is masked after it.
 pub(crate) fn read_denies<H: HostView + ?Sized>(
     a: &mut Args,
-    read_deny: &PathSet,
+    denies: &ReadDenies,
     exposed: &[(String, Access)],
     host: &H,
 ) {
-    for p in read_deny.spellings() {
-        if sandbox_core::is_glob(&p) || !is_under_any(&p, exposed) {
+    let extra = denies.extra.spellings();
+    let fixed = denies.fixed.spellings();
+    // Never read again inside a secret, nor around a secret pattern that
+    // no mask can hide (what it matches is not known here).
+    let reopen: Vec<String> = denies
+        .reopen
+        .spellings()
+        .into_iter()
+        .filter(|r| {
+            !fixed.iter().any(|f| match glob_base(f) {
+                Some(base) => is_under(r, base) || is_under(base, r),
+                None => is_under(r, f),
+            })
+        })
+        .collect();
+    // The extra denies first, shallow first (each with what is read again
+    // inside it), then the secrets: a secret under a path read again is
+    // masked after that path is bound back.
+    let mut extra_first: Vec<(String, bool)> = extra.iter().map(|p| (p.clone(), true)).collect();
+    extra_first.sort_by_key(|(p, _)| depth(p));
+    let all = extra_first
+        .into_iter()
+        .chain(fixed.iter().map(|p| (p.clone(), false)));
+    let mut masked: Vec<String> = Vec::new();
+    for (p, is_extra) in all {
+        let (p, is_extra) = (p.as_str(), is_extra);
+        if sandbox_core::is_glob(p) || !is_under_any(p, exposed) {
             continue;
         }
-        let path = Path::new(&p);
+        let read_again = |q: &str| reopen.iter().any(|r| is_under(q, r));
+        if masked.iter().any(|m| is_under(p, m)) && !read_again(p) {
+            continue;
+        }
+        let path = Path::new(p);
         if host.is_dir(path) {
-            a.pair("--tmpfs", &p).pair("--remount-ro", &p);
+            a.pair("--tmpfs", p);
+            if is_extra {
+                for r in reopen.iter().filter(|r| is_under(r, p) && *r != p) {
+                    if host.exists(Path::new(r)) {
+                        a.triple("--ro-bind", r, r);
+                    }
+                }
+                masked.push(p.to_owned());
+            }
+            a.pair("--remount-ro", p);
         } else if host.exists(path) {
-            a.triple("--ro-bind", "/dev/null", &p);
+            a.triple("--ro-bind", "/dev/null", p);
         }
     }
+}
+
+/// The directory a glob's matches lie under (the part before the segment
+/// with the first glob character), or `None` when `p` is no glob.
+fn glob_base(p: &str) -> Option<&str> {
+    let first = p.find(['*', '?', '['])?;
+    Some(p[..first].rfind('/').map_or("/", |slash| &p[..slash.max(1)]))
 }
 
 pub(crate) fn depth(p: &str) -> usize {

@@ -22,6 +22,11 @@ struct Case {
     bridges: bool,
     #[serde(default)]
     nested_repos: Vec<String>,
+    /// Extra read denies, and paths read again inside them.
+    #[serde(default)]
+    read_deny: Vec<String>,
+    #[serde(default)]
+    read_reopen: Vec<String>,
     /// `"launcher"`: enforced by a name guard at /opt/ng; `"no-launcher"`:
     /// enforced by a name guard but none set.
     name_guard: Option<String>,
@@ -46,6 +51,8 @@ fn host() -> FakeHost {
     h.dir("/w/repo/.git/hooks")
         .file("/w/repo/.git/config")
         .dir("/w/repos/orig");
+    h.dir("/w/data/pub").file("/w/data/note.txt").file("/w/data/key");
+    h.dir("/home/u/proj");
     h.dir("/state");
     h
 }
@@ -58,7 +65,9 @@ fn argv_table() {
     for c in &table.case {
         let spec: SandboxSpec = serde_json::from_str(&c.spec).unwrap();
         let mut b = BwrapBuilder::new(&spec, "/home/u");
-        b.nested_repos(c.nested_repos.clone());
+        b.nested_repos(c.nested_repos.clone())
+            .read_deny(c.read_deny.clone())
+            .read_reopen(c.read_reopen.clone());
         if c.drop_filename_globs {
             b.filename_rules(FilenameRules::DropFilenameGlobDenies);
         }
