@@ -9,7 +9,7 @@ use crate::egress::EgressSettings;
 use crate::manager::SandboxManager;
 use crate::{BrokerSettings, Cgroups, Error, ErrorKind, InnerBridge};
 use bwrap_spec::{FilenameRules, NameGuardLauncher};
-use connect_proxy::{IpPolicy, Resolver};
+use connect_proxy::{Baseline, IpPolicy, Resolver};
 use sandbox_core::{
     AmbientHost, BackendRequest, HostView, ProbeReport, SandboxSwitch, Surface, select_backend,
 };
@@ -35,6 +35,23 @@ pub(crate) struct Settings {
     pub(crate) cgroups: Cgroups,
     /// The granted Unix sockets (checked at build).
     pub(crate) unix_sockets: Vec<String>,
+    /// Paths hidden from reading besides the secret set, and the paths
+    /// read again inside them.
+    pub(crate) reads: ExtraReads,
+}
+
+/// The host's own read denies ([`ManagerBuilder::read_deny`]) and the paths
+/// read again inside them ([`ManagerBuilder::allow_read_within_denies`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ExtraReads {
+    pub(crate) deny: Vec<String>,
+    pub(crate) again: Vec<String>,
+}
+
+impl ExtraReads {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.deny.is_empty() && self.again.is_empty()
+    }
 }
 
 /// Builds a [`SandboxManager`]. [`ManagerBuilder::new`] takes the probe
@@ -52,6 +69,8 @@ pub struct ManagerBuilder {
     ip_policy: IpPolicy,
     extra_allow: Vec<String>,
     deny: Vec<String>,
+    baseline: Baseline,
+    reads: ExtraReads,
     resolver: Option<Arc<dyn Resolver>>,
     base_env: Vec<(OsString, OsString)>,
     temp_dir: Option<PathBuf>,
@@ -89,6 +108,8 @@ impl ManagerBuilder {
             ip_policy: IpPolicy::new(),
             extra_allow: Vec::new(),
             deny: Vec::new(),
+            baseline: Baseline::Include,
+            reads: ExtraReads::default(),
             resolver: None,
             base_env: Vec::new(),
             temp_dir: None,
@@ -170,6 +191,30 @@ impl ManagerBuilder {
     /// Deny entries added to every session's list.
     pub fn deny(&mut self, entry: impl Into<String>) -> &mut Self {
         self.deny.push(entry.into());
+        self
+    }
+    /// Whether every session's allowlist starts from the baseline sets (LLM
+    /// providers, git hosting, package registries, GitHub; the default) or
+    /// holds only the spec's and [`ManagerBuilder::allow`]'s entries
+    /// ([`Baseline::Exclude`], for a policy that must list every host).
+    pub fn baseline(&mut self, baseline: Baseline) -> &mut Self {
+        self.baseline = baseline;
+        self
+    }
+    /// Hides `path` (a literal path, `~` allowed) from reading, besides the
+    /// curated secret set: a directory becomes empty, a file reads as empty.
+    /// Under bubblewrap only paths the sandbox shows need it; the Seatbelt
+    /// backend refuses extra read denies at launch (not yet rendered).
+    pub fn read_deny(&mut self, path: impl Into<String>) -> &mut Self {
+        self.reads.deny.push(path.into());
+        self
+    }
+    /// Makes `path`, inside one of the [`ManagerBuilder::read_deny`] paths,
+    /// readable again (read-only): a denied directory with some of its
+    /// contents allowed back. Never reaches into the curated secret set.
+    /// Widens what a [`ManagerBuilder::read_deny`] hides, nothing else.
+    pub fn allow_read_within_denies(&mut self, path: impl Into<String>) -> &mut Self {
+        self.reads.again.push(path.into());
         self
     }
     /// The proxies' resolver (default: the host's, with a timeout).
@@ -329,11 +374,13 @@ impl ManagerBuilder {
                 ip_policy: self.ip_policy.clone(),
                 extra_allow: self.extra_allow.clone(),
                 deny: self.deny.clone(),
+                baseline: self.baseline,
                 resolver: self.resolver.clone(),
                 broker: self.broker.clone(),
             },
             cgroups: self.cgroups.clone(),
             unix_sockets,
+            reads: self.reads.clone(),
         };
         Ok(SandboxManager::new(selection, settings, backend))
     }

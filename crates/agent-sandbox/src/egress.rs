@@ -26,6 +26,7 @@ pub(crate) struct EgressSettings {
     pub(crate) ip_policy: IpPolicy,
     pub(crate) extra_allow: Vec<String>,
     pub(crate) deny: Vec<String>,
+    pub(crate) baseline: connect_proxy::Baseline,
     pub(crate) resolver: Option<Arc<dyn Resolver>>,
     pub(crate) broker: Option<BrokerSettings>,
 }
@@ -82,6 +83,7 @@ impl Egress {
         };
         let mut list = AllowList::builder();
         list.network(Network::from_enabled(spec.network_enabled))
+            .baseline(settings.baseline)
             .allow_all(spec.egress_allowlist.iter().cloned())
             .allow_all(settings.extra_allow.iter().cloned());
         if let Some(b) = &broker {

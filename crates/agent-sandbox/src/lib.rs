@@ -148,6 +148,7 @@ pub use broker::{
 pub use builder::{LogSink, ManagerBuilder, SharedHostView};
 pub use bwrap_spec::{FilenameRules, NameGuardLauncher};
 pub use cgroup::Cgroups;
+pub use connect_proxy::Baseline;
 pub use env::sanitized_env;
 pub use error::{Error, ErrorKind};
 pub use events::next_event;

@@ -201,7 +201,11 @@ pub(crate) fn read_denies<H: HostView + ?Sized>(
 /// with the first glob character), or `None` when `p` is no glob.
 fn glob_base(p: &str) -> Option<&str> {
     let first = p.find(['*', '?', '['])?;
-    Some(p[..first].rfind('/').map_or("/", |slash| &p[..slash.max(1)]))
+    Some(
+        p[..first]
+            .rfind('/')
+            .map_or("/", |slash| &p[..slash.max(1)]),
+    )
 }
 
 pub(crate) fn depth(p: &str) -> usize {

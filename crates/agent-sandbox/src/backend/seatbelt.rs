@@ -63,6 +63,12 @@ pub(crate) async fn launch(
     settings: &Settings,
     spec: &SandboxSpec,
 ) -> Result<Launched, Error> {
+    if !settings.reads.is_empty() {
+        return Err(ErrorKind::NotSupported {
+            what: "an extra read deny (or a path read again inside one) under Seatbelt",
+        }
+        .into());
+    }
     let home = settings.home.to_string_lossy().into_owned();
     let host = &*settings.host;
     if settings.surface == Surface::Terminal {

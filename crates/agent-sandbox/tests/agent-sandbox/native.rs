@@ -1130,3 +1130,89 @@ async fn a_seatbelt_session_streams_its_tagged_denials_from_launch_to_destroy() 
         "{lines:#?}"
     );
 }
+
+#[tokio::test]
+async fn an_extra_read_deny_hides_its_tree_except_what_is_read_again_and_never_a_secret() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("read-deny");
+    std::fs::create_dir_all(t.p("ws/data/pub")).unwrap();
+    std::fs::write(t.p("ws/data/secret.txt"), "HIDDEN-DATA").unwrap();
+    std::fs::write(t.p("ws/data/pub/ok.txt"), "READABLE").unwrap();
+    let mut b = ManagerBuilder::from_ambient();
+    b.home(t.p("home"))
+        .temp_dir(t.p("sockets"))
+        .filename_rules(FilenameRules::DropFilenameGlobDenies)
+        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())])
+        .read_deny(t.p("ws/data"))
+        .allow_read_within_denies(t.p("ws/data/pub"))
+        .read_deny(t.p("home"))
+        .allow_read_within_denies(t.p("home/.ssh"));
+    let m = b.build().unwrap();
+    let mut h = m.launch(t.spec("read-deny")).await.unwrap();
+    let r = run(
+        &m,
+        &h,
+        &format!(
+            "cat {d}/secret.txt; echo; ls -A {d}; cat {d}/pub/ok.txt; echo; \
+             cat {home}/.ssh/id_rsa; ls -A {home}; echo done",
+            d = t.p("ws/data"),
+            home = t.p("home")
+        ),
+    )
+    .await;
+    assert!(!r.stdout.contains("HIDDEN-DATA"), "{}", r.stdout);
+    assert!(r.stdout.contains("READABLE"), "{} {}", r.stdout, r.stderr);
+    // Only what is read again shows in the denied directory.
+    assert!(r.stdout.contains("\npub\n"), "{}", r.stdout);
+    assert!(!r.stdout.contains("secret.txt"), "{}", r.stdout);
+    // A secret is never read again, whatever asks for it.
+    assert!(!r.stdout.contains("SECRET-KEY"), "{}", r.stdout);
+    assert!(!r.stdout.contains(".ssh"), "{}", r.stdout);
+    assert!(r.stdout.ends_with("done\n"), "{}", r.stdout);
+    // The files themselves are unchanged on the host.
+    assert_eq!(
+        std::fs::read_to_string(t.p("ws/data/secret.txt")).unwrap(),
+        "HIDDEN-DATA"
+    );
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn without_the_baseline_only_the_listed_hosts_pass_the_proxy() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("no-baseline");
+    let mut b = ManagerBuilder::from_ambient();
+    b.home(t.p("home"))
+        .temp_dir(t.p("sockets"))
+        .filename_rules(FilenameRules::DropFilenameGlobDenies)
+        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())])
+        .baseline(agent_sandbox::Baseline::Exclude)
+        .allow("listed.invalid");
+    let m = b.build().unwrap();
+    let mut h = m.launch(t.spec("no-baseline")).await.unwrap();
+    // api.github.com is in the baseline: refused by the list here (a
+    // violation), where the listed host only fails to resolve.
+    let r = run(
+        &m,
+        &h,
+        "curl -s -o /dev/null --max-time 5 https://api.github.com/; \
+         curl -s -o /dev/null --max-time 5 https://listed.invalid/; echo done",
+    )
+    .await;
+    assert!(
+        r.violations.iter().any(|v| v.contains("api.github.com")),
+        "{:?} {}",
+        r.violations,
+        r.stderr
+    );
+    assert!(
+        !r.violations.iter().any(|v| v.contains("listed.invalid")),
+        "{:?}",
+        r.violations
+    );
+    m.destroy(&mut h).await.unwrap();
+}

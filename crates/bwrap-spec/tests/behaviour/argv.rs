@@ -51,7 +51,9 @@ fn host() -> FakeHost {
     h.dir("/w/repo/.git/hooks")
         .file("/w/repo/.git/config")
         .dir("/w/repos/orig");
-    h.dir("/w/data/pub").file("/w/data/note.txt").file("/w/data/key");
+    h.dir("/w/data/pub")
+        .file("/w/data/note.txt")
+        .file("/w/data/key");
     h.dir("/home/u/proj");
     h.dir("/state");
     h

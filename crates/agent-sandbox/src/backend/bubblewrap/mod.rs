@@ -85,7 +85,10 @@ pub(crate) async fn launch(
     if settings.surface == Surface::Terminal {
         // The fixed terminal profile: host network, no proxies.
         let mut builder = BwrapBuilder::new(spec, &settings.home);
-        builder.profile(Profile::Terminal);
+        builder
+            .profile(Profile::Terminal)
+            .read_deny(settings.reads.deny.iter().cloned())
+            .read_reopen(settings.reads.again.iter().cloned());
         for s in &settings.unix_sockets {
             builder.allow_unix_socket(s.clone());
         }
@@ -133,7 +136,9 @@ pub(crate) async fn launch(
         .nested_repos(repos.clone())
         .filename_rules(config.filename_rules)
         .argv_delivery(bwrap_spec::ArgvDelivery::ArgsFd)
-        .bridges(bridges.clone());
+        .bridges(bridges.clone())
+        .read_deny(settings.reads.deny.iter().cloned())
+        .read_reopen(settings.reads.again.iter().cloned());
     for s in &settings.unix_sockets {
         builder.allow_unix_socket(s.clone());
     }
