@@ -45,6 +45,9 @@ struct Keys {
     #[serde(default)]
     allow: Vec<String>,
     #[serde(default)]
+    deny: Vec<String>,
+    no_baseline: Option<bool>,
+    #[serde(default)]
     allow_cidr: Vec<String>,
     no_filename_rules: Option<bool>,
     no_name_guard: Option<bool>,
@@ -54,6 +57,10 @@ struct Keys {
     mount: Vec<String>,
     #[serde(default)]
     protect: Vec<String>,
+    #[serde(default)]
+    read_deny: Vec<String>,
+    #[serde(default)]
+    allow_read_within_denies: Vec<String>,
     workdir: Option<String>,
     timeout: Option<Number>,
     memory: Option<Size>,
@@ -89,11 +96,14 @@ pub fn settings_args(text: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     let o = &mut out;
     all(o, "allow", k.allow);
+    all(o, "deny", k.deny);
     all(o, "allow-cidr", k.allow_cidr);
     one(o, "network", k.network);
     one(o, "mode", k.mode);
     all(o, "mount", k.mount);
     all(o, "protect", k.protect);
+    all(o, "read-deny", k.read_deny);
+    all(o, "allow-read-within-denies", k.allow_read_within_denies);
     one(o, "workdir", k.workdir);
     one(o, "timeout", k.timeout.as_ref().map(Number::text));
     one(
@@ -130,6 +140,7 @@ pub fn settings_args(text: &str) -> Result<Vec<String>, String> {
     let flags = [
         ("no-filename-rules", k.no_filename_rules),
         ("no-name-guard", k.no_name_guard),
+        ("no-baseline", k.no_baseline),
         ("terminal", k.terminal),
     ];
     for (flag, on) in flags {

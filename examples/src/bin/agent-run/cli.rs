@@ -14,6 +14,8 @@ use std::time::Duration;
 #[derive(Debug)]
 pub(crate) struct Options {
     pub(crate) allow: Vec<String>,
+    pub(crate) deny: Vec<String>,
+    pub(crate) no_baseline: bool,
     pub(crate) cidrs: Vec<Cidr>,
     pub(crate) no_filename_rules: bool,
     pub(crate) no_name_guard: bool,
@@ -21,6 +23,8 @@ pub(crate) struct Options {
     pub(crate) mode: Mode,
     pub(crate) mounts: Vec<(String, Access)>,
     pub(crate) protect: Vec<String>,
+    pub(crate) read_deny: Vec<String>,
+    pub(crate) allow_read_within_denies: Vec<String>,
     pub(crate) workdir: Option<String>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) limits: Limits,
@@ -118,6 +122,17 @@ struct Cli {
     #[arg(long, value_name = "ENTRY")]
     allow: Vec<String>,
 
+    /// Refuse this host even where an --allow entry or the baseline would
+    /// let it through (the same forms as --allow); repeat for more.
+    #[arg(long, value_name = "ENTRY")]
+    deny: Vec<String>,
+
+    /// Start from an empty allowlist instead of the baseline sets (LLM
+    /// providers, git hosting, package registries, GitHub): only --allow
+    /// entries pass.
+    #[arg(long)]
+    no_baseline: bool,
+
     /// Let the command reach addresses in this private or local range
     /// (10.0.0.0/8, fd00::/8), which are refused by default; repeat for more.
     #[arg(long, value_name = "CIDR", value_parser = cidr)]
@@ -152,6 +167,16 @@ struct Cli {
     /// deleted; repeat for more.
     #[arg(long, value_name = "PATH")]
     protect: Vec<String>,
+
+    /// Hide PATH from reading inside the sandbox (a directory shows empty, a
+    /// file reads empty), besides the fixed secret set; repeat for more.
+    #[arg(long, value_name = "PATH")]
+    read_deny: Vec<String>,
+
+    /// Make PATH, inside a --read-deny path, readable again (read-only);
+    /// never a path of the fixed secret set; repeat for more.
+    #[arg(long, value_name = "PATH")]
+    allow_read_within_denies: Vec<String>,
 
     /// The command's working directory (the current one by default).
     #[arg(long, value_name = "DIR")]
@@ -312,6 +337,8 @@ fn options(c: Cli) -> Result<Options, String> {
     );
     Ok(Options {
         allow: c.allow,
+        deny: c.deny,
+        no_baseline: c.no_baseline,
         cidrs: c.allow_cidr,
         no_filename_rules: c.no_filename_rules,
         no_name_guard: c.no_name_guard,
@@ -319,6 +346,8 @@ fn options(c: Cli) -> Result<Options, String> {
         mode: c.mode,
         mounts: c.mount,
         protect: c.protect,
+        read_deny: c.read_deny,
+        allow_read_within_denies: c.allow_read_within_denies,
         workdir: c.workdir,
         timeout: c.timeout,
         limits: Limits {

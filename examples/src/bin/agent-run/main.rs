@@ -288,6 +288,18 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
     if o.no_filename_rules {
         builder.filename_rules(FilenameRules::DropFilenameGlobDenies);
     }
+    if o.no_baseline {
+        builder.baseline(agent_sandbox::Baseline::Exclude);
+    }
+    for d in &o.deny {
+        builder.deny(d.clone());
+    }
+    for p in &o.read_deny {
+        builder.read_deny(absolute(p)?);
+    }
+    for p in &o.allow_read_within_denies {
+        builder.allow_read_within_denies(absolute(p)?);
+    }
     if !o.no_name_guard {
         let me = std::env::current_exe().map_err(|e| format!("locating agent-run: {e}"))?;
         builder.name_guard_launcher(NameGuardLauncher::multi_call(me, [GUARD_MARKER]));

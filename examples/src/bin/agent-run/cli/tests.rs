@@ -31,6 +31,12 @@ fn every_flag_parses_to_its_value() {
         "--allow",
         "a.test",
         "--allow=*.b.test:8443",
+        "--deny",
+        "x.b.test",
+        "--no-baseline",
+        "--read-deny",
+        "/w/data",
+        "--allow-read-within-denies=/w/data/pub",
         "--allow-cidr",
         "10.0.0.0/8",
         "--allow-cidr=fd00::/8",
@@ -89,6 +95,10 @@ fn every_flag_parses_to_its_value() {
         "--nocapture",
     ]);
     assert_eq!(o.allow, ["a.test", "*.b.test:8443"]);
+    assert_eq!(o.deny, ["x.b.test"]);
+    assert!(o.no_baseline);
+    assert_eq!(o.read_deny, ["/w/data"]);
+    assert_eq!(o.allow_read_within_denies, ["/w/data/pub"]);
     assert_eq!(
         o.cidrs,
         [
