@@ -117,6 +117,7 @@ mod port;
 pub mod probe;
 mod select;
 mod spec;
+pub mod srt;
 mod state;
 mod switch;
 

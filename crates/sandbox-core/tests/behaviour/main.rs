@@ -12,4 +12,5 @@ mod name_guard_invocation;
 mod port;
 mod properties;
 mod spec_json;
+mod srt;
 mod testdata;
