@@ -26,4 +26,4 @@ mod settings;
 
 pub use args::{ArgError, env_name, header_template, port, push_rule_file};
 pub use events::{EventLog, EventsTo, ViolationTally};
-pub use settings::{MAX_SETTINGS_BYTES, read_settings, settings_args};
+pub use settings::{MAX_SETTINGS_BYTES, read_settings, settings_args, srt_settings_args};

@@ -7,6 +7,7 @@
 //! nothing in the file is skipped.
 
 use crate::args::ArgError;
+use sandbox_core::srt::SrtPolicy;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -164,9 +165,39 @@ fn all(out: &mut Vec<String>, flag: &str, values: Vec<String>) {
     }
 }
 
+/// The flags a sandbox-runtime settings file (its `srt-settings.json`)
+/// stands for, read with [`sandbox_core::srt::SrtPolicy`]: relative paths
+/// are `workdir`'s and `~` is `home`. The baseline allow sets are left out
+/// (the file lists every host it allows); the fixed deny sets still apply.
+pub fn srt_settings_args(text: &str, workdir: &Path, home: &Path) -> Result<Vec<String>, String> {
+    let p = SrtPolicy::parse(text, workdir, home).map_err(|e| e.to_string())?;
+    let mut out = vec!["--no-baseline".to_owned()];
+    let o = &mut out;
+    all(o, "allow", p.allow);
+    all(o, "deny", p.deny);
+    all(o, "allow-cidr", p.allow_cidrs);
+    if !p.network {
+        one(o, "network", Some("off".into()));
+    }
+    all(o, "mount", p.writable);
+    all(
+        o,
+        "mount",
+        p.read_only.into_iter().map(|r| format!("{r}:ro")).collect(),
+    );
+    all(o, "protect", p.protect);
+    all(o, "read-deny", p.read_deny);
+    all(o, "allow-read-within-denies", p.read_again);
+    all(o, "allow-unix-socket", p.unix_sockets);
+    one(o, "workdir", Some(p.workdir));
+    Ok(out)
+}
+
 /// Reads the settings file at `path` (at most [`MAX_SETTINGS_BYTES`]) into
-/// the flags it stands for.
-pub fn read_settings(path: &Path) -> Result<Vec<String>, ArgError> {
+/// the flags it stands for: our TOML, or sandbox-runtime's JSON when the
+/// name ends in `.json` or the text starts with `{` (see [`srt_settings_args`], which reads its paths
+/// against `workdir` and `home`).
+pub fn read_settings(path: &Path, workdir: &Path, home: &Path) -> Result<Vec<String>, ArgError> {
     let bad = |reason: String| ArgError::BadFile {
         flag: "--settings",
         path: path.display().to_string(),
@@ -180,6 +211,11 @@ pub fn read_settings(path: &Path) -> Result<Vec<String>, ArgError> {
         )));
     }
     let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let json = path.extension().is_some_and(|e| e == "json");
+    if json || text.trim_start().starts_with('{') {
+        return srt_settings_args(&text, workdir, home)
+            .map_err(|e| bad(format!("{e} (read as sandbox-runtime settings)")));
+    }
     settings_args(&text).map_err(|e| {
         bad(format!(
             "{}; a key is a flag without its dashes, such as allow-cidr or no-filename-rules",
@@ -191,6 +227,15 @@ pub fn read_settings(path: &Path) -> Result<Vec<String>, ArgError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The working directory and home the sandbox-runtime files are read
+    /// against.
+    fn w() -> &'static Path {
+        Path::new("/w")
+    }
+    fn h() -> &'static Path {
+        Path::new("/home/u")
+    }
 
     /// (intent, file text, the flags it stands for or a part of the error).
     type Case<'a> = (&'a str, &'a str, Result<&'a [&'a str], &'a str>);
@@ -251,8 +296,36 @@ mod tests {
     }
 
     #[test]
+    fn a_sandbox_runtime_file_becomes_flags_without_the_baseline() {
+        let text = r#"{
+            "network": {"allowedDomains": ["localhost", "*.example.com"], "deniedDomains": ["x.example.com"]},
+            "filesystem": {"denyRead": ["secrets"], "allowRead": ["secrets/pub"],
+                           "allowWrite": ["out"], "denyWrite": ["out/keep"]}
+        }"#;
+        assert_eq!(
+            srt_settings_args(text, w(), h()).unwrap(),
+            [
+                "--no-baseline",
+                "--allow=localhost",
+                "--allow=*.example.com",
+                "--deny=x.example.com",
+                "--allow-cidr=127.0.0.0/8",
+                "--allow-cidr=::1/128",
+                "--mount=/w/out",
+                "--mount=/w:ro",
+                "--protect=/w/out/keep",
+                "--read-deny=/w/secrets",
+                "--allow-read-within-denies=/w/secrets/pub",
+                "--workdir=/w",
+            ]
+        );
+        let e = srt_settings_args(r#"{"network":{}}"#, w(), h()).unwrap_err();
+        assert!(e.contains("missing field"), "{e}");
+    }
+
+    #[test]
     fn a_missing_or_oversized_file_names_itself() {
-        let e = read_settings(Path::new("/no/such/settings.toml")).unwrap_err();
+        let e = read_settings(Path::new("/no/such/settings.toml"), w(), h()).unwrap_err();
         assert!(
             e.to_string()
                 .starts_with("--settings /no/such/settings.toml: "),
@@ -263,14 +336,14 @@ mod tests {
         let big = dir.join("big.toml");
         std::fs::write(&big, "#".repeat(MAX_SETTINGS_BYTES as usize + 1)).unwrap();
         assert!(
-            read_settings(&big)
+            read_settings(&big, w(), h())
                 .unwrap_err()
                 .to_string()
                 .contains("over the limit")
         );
         let bad = dir.join("bad.toml");
         std::fs::write(&bad, "allow-everything = true\n").unwrap();
-        let e = read_settings(&bad).unwrap_err().to_string();
+        let e = read_settings(&bad, w(), h()).unwrap_err().to_string();
         assert!(
             e.contains("allow-everything") && e.contains("without its dashes"),
             "{e}"

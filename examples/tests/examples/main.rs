@@ -14,3 +14,5 @@ mod agent_run;
 mod broker_proxy;
 #[cfg(unix)]
 mod sandbox_probe;
+#[cfg(unix)]
+mod srt_settings;

@@ -287,7 +287,12 @@ pub(crate) fn parse(args: Vec<OsString>) -> Result<Options, CliError> {
     let cli = match given.settings.as_slice() {
         [] => given,
         [file] => {
-            let flags = agent_sandbox_examples::read_settings(file)
+            // A sandbox-runtime file's relative paths are the working
+            // directory's, and `~` is this process's HOME.
+            let workdir = std::env::current_dir()
+                .map_err(|e| CliError::Rule(format!("--settings: the working directory: {e}")))?;
+            let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
+            let flags = agent_sandbox_examples::read_settings(file, &workdir, &home)
                 .map_err(|e| CliError::Rule(e.to_string()))?;
             let merged = std::iter::once(program())
                 .chain(flags.into_iter().map(OsString::from))

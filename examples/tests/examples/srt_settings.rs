@@ -1,0 +1,157 @@
+//! `agent-run --settings FILE` with sandbox-runtime settings files, each
+//! run confined for real: an allowed and a denied host, a denied read and
+//! what is read again inside it, an allowed and a denied write.
+
+use std::io::{Read, Write};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agent-run");
+
+/// One settings file, and what the run under it must and must not show.
+struct Case {
+    intent: &'static str,
+    settings: &'static str,
+    /// The exit status agent-run must end with.
+    exit: i32,
+    shows: &'static [&'static str],
+    never: &'static [&'static str],
+    /// A part of stderr.
+    says: &'static str,
+    /// Whether out/keep and the working directory's top stay as they were.
+    host_unchanged: bool,
+}
+
+const SCRIPT: &str = "curl -sS -m 10 http://localhost:PORT/; echo; \
+    curl -s -m 10 -o /dev/null -w 'code=%{http_code}\\n' http://denied.example.test/; \
+    cat secrets/key.txt 2>/dev/null || echo READ-DENIED; \
+    cat secrets/pub/readme; echo; \
+    echo new > out/new.txt && echo OUT-WRITTEN; \
+    echo x > top.txt 2>/dev/null || echo TOP-REFUSED; \
+    echo y >> out/keep 2>/dev/null || echo KEEP-REFUSED; true";
+
+const CASES: &[Case] = &[
+    Case {
+        intent: "hosts, reads and writes as the file lists them",
+        settings: r#"{"network": {"allowedDomains": ["localhost"], "deniedDomains": []},
+            "filesystem": {"denyRead": ["secrets"], "allowRead": ["secrets/pub"],
+                           "allowWrite": ["out"], "denyWrite": ["out/keep"]}}"#,
+        exit: 0,
+        shows: &[
+            "origin",
+            "code=403",
+            "READ-DENIED",
+            "PUBLIC",
+            "OUT-WRITTEN",
+            "TOP-REFUSED",
+            "KEEP-REFUSED",
+        ],
+        never: &["TOP-SECRET"],
+        says: "violation: network-outbound denied.example.test",
+        host_unchanged: true,
+    },
+    Case {
+        intent: "an empty allowlist reaches no host, an empty allowWrite writes nowhere",
+        settings: r#"{"network": {"allowedDomains": [], "deniedDomains": []},
+            "filesystem": {"denyRead": [], "allowWrite": [], "denyWrite": []}}"#,
+        exit: 0,
+        shows: &["code=403", "TOP-REFUSED", "TOP-SECRET"],
+        never: &["origin", "OUT-WRITTEN"],
+        says: "violation: network-outbound localhost",
+        host_unchanged: true,
+    },
+    Case {
+        intent: "a denied * is no network at all, whatever is allowed",
+        settings: r#"{"network": {"allowedDomains": ["localhost"], "deniedDomains": ["*"]},
+            "filesystem": {"denyRead": [], "allowWrite": ["."], "denyWrite": []}}"#,
+        exit: 0,
+        shows: &["OUT-WRITTEN"],
+        never: &["origin"],
+        says: "",
+        host_unchanged: false,
+    },
+    Case {
+        intent: "a key we cannot honour stops the run before anything runs",
+        settings: r#"{"network": {"allowedDomains": [], "deniedDomains": [], "httpProxyPort": 3128},
+            "filesystem": {"denyRead": [], "allowWrite": [], "denyWrite": []}}"#,
+        exit: 2,
+        shows: &[],
+        never: &["code="],
+        says: "network.httpProxyPort/socksProxyPort: the session's own proxies",
+        host_unchanged: true,
+    },
+    Case {
+        intent: "an empty settings file is refused, as sandbox-runtime refuses it",
+        settings: "",
+        exit: 2,
+        shows: &[],
+        never: &["code="],
+        says: "the settings file is empty",
+        host_unchanged: true,
+    },
+];
+
+#[test]
+fn sandbox_runtime_settings_files_hold_in_real_confined_runs() {
+    if !test_support::require(
+        sandbox_core::probe_ambient().native.available,
+        "a native sandbox (bubblewrap and socat)",
+        "apt-get install bubblewrap socat",
+    ) || test_support::tool("curl", "apt-get install curl").is_none()
+    {
+        return;
+    }
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            let mut buf = [0u8; 2048];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\norigin",
+            );
+        }
+    });
+    let script = SCRIPT.replace("PORT", &port.to_string());
+    for (i, c) in CASES.iter().enumerate() {
+        let d = std::env::temp_dir().join(format!("agent-run-srt-{i}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("secrets/pub")).unwrap();
+        std::fs::create_dir_all(d.join("out")).unwrap();
+        std::fs::create_dir_all(d.join("home")).unwrap();
+        std::fs::write(d.join("secrets/key.txt"), "TOP-SECRET").unwrap();
+        std::fs::write(d.join("secrets/pub/readme"), "PUBLIC").unwrap();
+        std::fs::write(d.join("out/keep"), "KEEP").unwrap();
+        let file = d.join("home/srt-settings.json");
+        std::fs::write(&file, c.settings).unwrap();
+        let o = Command::new(BIN)
+            .arg("--settings")
+            .arg(&file)
+            .args(["--", "sh", "-c", &script])
+            .current_dir(&d)
+            .env("HOME", d.join("home"))
+            .env_remove("CC_SERVER_SANDBOX")
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        let err = String::from_utf8_lossy(&o.stderr);
+        let intent = c.intent;
+        assert_eq!(o.status.code(), Some(c.exit), "{intent}:\n{out}\n{err}");
+        for s in c.shows {
+            assert!(out.contains(s), "{intent}: {s} missing:\n{out}\n{err}");
+        }
+        for s in c.never {
+            assert!(!out.contains(s), "{intent}: {s} shown:\n{out}\n{err}");
+        }
+        assert!(
+            err.contains(c.says),
+            "{intent}: {:?} missing:\n{err}",
+            c.says
+        );
+        // Nothing the sandbox was refused reached the host.
+        if c.host_unchanged {
+            assert_eq!(std::fs::read_to_string(d.join("out/keep")).unwrap(), "KEEP");
+            assert!(!d.join("top.txt").exists(), "{intent}");
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
