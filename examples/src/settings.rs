@@ -175,7 +175,6 @@ pub fn srt_settings_args(text: &str, workdir: &Path, home: &Path) -> Result<Vec<
     let o = &mut out;
     all(o, "allow", p.allow);
     all(o, "deny", p.deny);
-    all(o, "allow-cidr", p.allow_cidrs);
     if !p.network {
         one(o, "network", Some("off".into()));
     }
@@ -309,8 +308,6 @@ mod tests {
                 "--allow=localhost",
                 "--allow=*.example.com",
                 "--deny=x.example.com",
-                "--allow-cidr=127.0.0.0/8",
-                "--allow-cidr=::1/128",
                 "--mount=/w/out",
                 "--mount=/w:ro",
                 "--protect=/w/out/keep",

@@ -18,7 +18,6 @@
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::path::{Component, Path, PathBuf};
 
 /// Largest settings text read, in bytes.
@@ -36,9 +35,6 @@ pub struct SrtPolicy {
     pub allow: Vec<String>,
     /// Deny entries, which beat the allow entries.
     pub deny: Vec<String>,
-    /// Address ranges the allowed literal addresses and `localhost` need
-    /// (our IP policy refuses loopback and private ranges otherwise).
-    pub allow_cidrs: Vec<String>,
     /// `false` when `deniedDomains` holds `*`: no network at all.
     pub network: bool,
     /// Writable mounts (`allowWrite`).
@@ -340,16 +336,10 @@ fn limit<'a>(key: &'static str, list: &'a [String]) -> Result<&'a [String], SrtE
 
 fn network(n: &Network, p: &mut SrtPolicy, paths: &Paths<'_>) -> Result<(), SrtError> {
     for e in limit("network.allowedDomains", &n.allowed_domains)? {
-        let host = domain(e, "network.allowedDomains", false)?;
-        if host == "localhost" {
-            p.allow_cidrs.push("127.0.0.0/8".into());
-            p.allow_cidrs.push("::1/128".into());
-        } else if let Ok(ip) = host.trim_matches(['[', ']']).parse::<IpAddr>() {
-            p.allow_cidrs.push(match ip {
-                IpAddr::V4(v4) => format!("{v4}/32"),
-                IpAddr::V6(v6) => format!("{v6}/128"),
-            });
-        }
+        // `localhost` and loopback or private literals stay entries; our IP
+        // policy still refuses those addresses unless a range is granted
+        // (as sandbox-runtime's own run does not reach them either).
+        domain(e, "network.allowedDomains", false)?;
         p.allow.push(e.clone());
     }
     for e in limit("network.deniedDomains", &n.denied_domains)? {
@@ -367,7 +357,6 @@ fn network(n: &Network, p: &mut SrtPolicy, paths: &Paths<'_>) -> Result<(), SrtE
         p.unix_sockets
             .push(paths.literal("network.allowUnixSockets", s)?);
     }
-    p.allow_cidrs.dedup();
     Ok(())
 }
 

@@ -15,6 +15,8 @@ struct Case {
     exit: i32,
     shows: &'static [&'static str],
     never: &'static [&'static str],
+    /// Flags given on the command line besides the file.
+    args: &'static [&'static str],
     /// A part of stderr.
     says: &'static str,
     /// Whether out/keep and the working directory's top stay as they were.
@@ -31,7 +33,8 @@ const SCRIPT: &str = "curl -sS -m 10 http://localhost:PORT/; echo; \
 
 const CASES: &[Case] = &[
     Case {
-        intent: "hosts, reads and writes as the file lists them",
+        intent: "hosts, reads and writes as the file lists them (loopback granted on the \
+                 command line, which adds to the file)",
         settings: r#"{"network": {"allowedDomains": ["localhost"], "deniedDomains": []},
             "filesystem": {"denyRead": ["secrets"], "allowRead": ["secrets/pub"],
                            "allowWrite": ["out"], "denyWrite": ["out/keep"]}}"#,
@@ -46,6 +49,7 @@ const CASES: &[Case] = &[
             "KEEP-REFUSED",
         ],
         never: &["TOP-SECRET"],
+        args: &["--allow-cidr", "127.0.0.1/32"],
         says: "violation: network-outbound denied.example.test",
         host_unchanged: true,
     },
@@ -56,6 +60,7 @@ const CASES: &[Case] = &[
         exit: 0,
         shows: &["code=403", "TOP-REFUSED", "TOP-SECRET"],
         never: &["origin", "OUT-WRITTEN"],
+        args: &[],
         says: "violation: network-outbound localhost",
         host_unchanged: true,
     },
@@ -66,6 +71,7 @@ const CASES: &[Case] = &[
         exit: 0,
         shows: &["OUT-WRITTEN"],
         never: &["origin"],
+        args: &[],
         says: "",
         host_unchanged: false,
     },
@@ -76,6 +82,7 @@ const CASES: &[Case] = &[
         exit: 2,
         shows: &[],
         never: &["code="],
+        args: &[],
         says: "network.httpProxyPort/socksProxyPort: the session's own proxies",
         host_unchanged: true,
     },
@@ -85,6 +92,7 @@ const CASES: &[Case] = &[
         exit: 2,
         shows: &[],
         never: &["code="],
+        args: &[],
         says: "the settings file is empty",
         host_unchanged: true,
     },
@@ -126,6 +134,7 @@ fn sandbox_runtime_settings_files_hold_in_real_confined_runs() {
         let o = Command::new(BIN)
             .arg("--settings")
             .arg(&file)
+            .args(c.args)
             .args(["--", "sh", "-c", &script])
             .current_dir(&d)
             .env("HOME", d.join("home"))

@@ -24,8 +24,6 @@ struct Case {
     allow: Vec<String>,
     #[serde(default)]
     deny: Vec<String>,
-    #[serde(default)]
-    allow_cidrs: Vec<String>,
     network: Option<bool>,
     #[serde(default)]
     writable: Vec<String>,
@@ -60,7 +58,6 @@ fn srt_settings_table() {
                 let i = &c.intent;
                 assert_eq!(p.allow, c.allow, "{i}: allow");
                 assert_eq!(p.deny, c.deny, "{i}: deny");
-                assert_eq!(p.allow_cidrs, c.allow_cidrs, "{i}: allow_cidrs");
                 assert_eq!(p.network, c.network.unwrap_or(true), "{i}: network");
                 assert_eq!(p.writable, c.writable, "{i}: writable");
                 let ro = c
