@@ -24,6 +24,9 @@ mod args;
 mod events;
 mod settings;
 
-pub use args::{ArgError, env_name, header_template, port, push_rule_file};
+pub use args::{
+    ArgError, cidr, env_name, header_template, host, host_pattern, port, push_rule_file,
+    push_rule_path, socket_addr, utf8_path,
+};
 pub use events::{EventLog, EventsTo, ViolationTally};
 pub use settings::{MAX_SETTINGS_BYTES, read_settings, settings_args};
