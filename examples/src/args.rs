@@ -75,6 +75,95 @@ impl fmt::Display for ArgError {
 
 impl std::error::Error for ArgError {}
 
+/// A clap value parser made of a reader such as [`port`] (wrapped in a
+/// closure that names the flag): the value must be UTF-8, and a refusal is
+/// the reader's message alone, which names the flag and what it takes,
+/// followed by the usage. (clap's own wrapping would repeat the value in
+/// full before it.)
+pub fn checked<T, E, F>(read: F) -> Checked<F>
+where
+    F: Fn(&str) -> Result<T, E> + Clone + Send + Sync + 'static,
+    T: Clone + Send + Sync + 'static,
+    E: fmt::Display,
+{
+    Checked(read)
+}
+
+/// [`checked`] for a reader of a value that need not be UTF-8, such as
+/// [`utf8_path`] or a path given to [`push_rule_path`].
+pub fn checked_os<T, E, F>(read: F) -> CheckedOs<F>
+where
+    F: Fn(&OsStr) -> Result<T, E> + Clone + Send + Sync + 'static,
+    T: Clone + Send + Sync + 'static,
+    E: fmt::Display,
+{
+    CheckedOs(read)
+}
+
+/// The value parser [`checked`] makes.
+#[derive(Clone, Copy, Debug)]
+pub struct Checked<F>(F);
+
+/// The value parser [`checked_os`] makes.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckedOs<F>(F);
+
+/// A usage error of `kind` whose message is `refusal`, with the usage and
+/// the pointer to `--help` after it.
+fn usage_error(
+    cmd: &clap::Command,
+    kind: clap::error::ErrorKind,
+    refusal: &dyn fmt::Display,
+) -> clap::Error {
+    clap::Error::raw(kind, refusal).format(&mut cmd.clone())
+}
+
+impl<T, E, F> clap::builder::TypedValueParser for Checked<F>
+where
+    F: Fn(&str) -> Result<T, E> + Clone + Send + Sync + 'static,
+    T: Clone + Send + Sync + 'static,
+    E: fmt::Display,
+{
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<T, clap::Error> {
+        let Some(text) = value.to_str() else {
+            let flag = arg.and_then(clap::Arg::get_long).unwrap_or("value");
+            let given: String = value.to_string_lossy().chars().take(ECHO_LIMIT).collect();
+            let refusal = format!("--{flag} takes UTF-8 text, not {given:?}");
+            return Err(usage_error(
+                cmd,
+                clap::error::ErrorKind::InvalidUtf8,
+                &refusal,
+            ));
+        };
+        (self.0)(text).map_err(|e| usage_error(cmd, clap::error::ErrorKind::ValueValidation, &e))
+    }
+}
+
+impl<T, E, F> clap::builder::TypedValueParser for CheckedOs<F>
+where
+    F: Fn(&OsStr) -> Result<T, E> + Clone + Send + Sync + 'static,
+    T: Clone + Send + Sync + 'static,
+    E: fmt::Display,
+{
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<T, clap::Error> {
+        (self.0)(value).map_err(|e| usage_error(cmd, clap::error::ErrorKind::ValueValidation, &e))
+    }
+}
+
 const TEMPLATE_TAKES: &str = "bearer, token, git-basic or header:NAME \
 (NAME a header name such as x-api-key, not a framing or routing header)";
 
@@ -385,5 +474,66 @@ mod tests {
                 Err("--p takes a UTF-8 path, not \"/t\u{fffd}\"".into())
             );
         }
+    }
+
+    fn with_flag<P>(parser: P) -> clap::Command
+    where
+        P: clap::builder::TypedValueParser + Send + Sync + 'static,
+        P::Value: Clone + Send + Sync + 'static,
+    {
+        clap::Command::new("t").arg(clap::Arg::new("f").long("f").value_parser(parser))
+    }
+
+    #[test]
+    fn a_checked_value_is_read_and_refused_with_the_readers_message_alone() {
+        let cmd = with_flag(checked(|v| port("--f", v)));
+        let m = cmd.clone().try_get_matches_from(["t", "--f=8443"]).unwrap();
+        assert_eq!(m.get_one::<u16>("f"), Some(&8443));
+        let e = cmd
+            .clone()
+            .try_get_matches_from(["t", "--f", "0"])
+            .unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation);
+        assert_eq!(
+            e.to_string(),
+            "error: --f takes a port number from 1 to 65535, not \"0\"\n\n\
+             Usage: t [OPTIONS]\n\nFor more information, try '--help'.\n"
+        );
+        // The value is not repeated in full before the message.
+        let long = "9".repeat(5000);
+        let e = cmd.try_get_matches_from(["t", "--f", &long]).unwrap_err();
+        assert!(e.to_string().len() < 400, "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_value_that_is_not_utf8_is_refused_by_flag_or_read_as_it_is() {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = OsStr::from_bytes(b"/t\xff");
+        let e = with_flag(checked(|v| host("--f", v)))
+            .try_get_matches_from([OsStr::new("t"), OsStr::new("--f"), odd])
+            .unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::InvalidUtf8);
+        assert!(
+            e.to_string()
+                .starts_with("error: --f takes UTF-8 text, not \"/t\u{fffd}\"\n"),
+            "{e}"
+        );
+        let m = with_flag(checked_os(|p: &OsStr| Ok::<_, ArgError>(p.to_owned())))
+            .try_get_matches_from([OsStr::new("t"), OsStr::new("--f"), odd])
+            .unwrap();
+        assert_eq!(
+            m.get_one::<std::ffi::OsString>("f").map(|p| p.as_os_str()),
+            Some(odd)
+        );
+        let e = with_flag(checked_os(|p| utf8_path("--f", p)))
+            .try_get_matches_from([OsStr::new("t"), OsStr::new("--f"), odd])
+            .unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation);
+        assert!(
+            e.to_string()
+                .starts_with("error: --f takes a UTF-8 path, not \"/t\u{fffd}\"\n"),
+            "{e}"
+        );
     }
 }

@@ -21,15 +21,15 @@ use agent_sandbox::{
     pem_certificates_from_file, rule_engine_from_file,
 };
 use agent_sandbox_examples::{
-    cidr, env_name, header_template, host, host_pattern, port, push_rule_path, utf8_path,
+    checked, checked_os, cidr, env_name, header_template, host, host_pattern, port, push_rule_path,
+    utf8_path,
 };
 use clap::Parser;
-use clap::builder::{OsStringValueParser, PathBufValueParser, TypedValueParser};
 use connect_proxy::{
     AllowList, Cidr, Host, IpPolicy, ProxyConfig, ProxyCredentials, ProxyPair, SystemResolver,
 };
 use cred_broker::{Broker, HeaderTemplate, Lease, PushRuleSpec, SessionCa};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -72,7 +72,7 @@ struct Cli {
     #[arg(
         long,
         value_name = "FILE",
-        value_parser = OsStringValueParser::new().try_map(|p| utf8_path("--ca-out", &p))
+        value_parser = checked_os(|p| utf8_path("--ca-out", p))
     )]
     ca_out: String,
     /// A host whose requests get the real credential, such as api.github.com (repeat for more).
@@ -80,11 +80,11 @@ struct Cli {
         long = "broker",
         value_name = "HOST",
         required = true,
-        value_parser = |v: &str| host("--broker", v)
+        value_parser = checked(|v| host("--broker", v))
     )]
     hosts: Vec<String>,
     /// The variable of this process's environment that holds the real credential.
-    #[arg(long, value_name = "NAME", value_parser = |v: &str| env_name("--credential-env", v))]
+    #[arg(long, value_name = "NAME", value_parser = checked(|v| env_name("--credential-env", v)))]
     credential_env: String,
     /// How the real credential is sent: bearer, token, git-basic, or header:NAME for an API-key
     /// header such as header:x-api-key.
@@ -92,7 +92,7 @@ struct Cli {
         long,
         value_name = "TEMPLATE",
         default_value = "bearer",
-        value_parser = |v: &str| header_template("--template", v)
+        value_parser = checked(|v| header_template("--template", v))
     )]
     template: HeaderTemplate,
     /// The TOML push rule git pushes must pass (as agent-run --broker-push-rule); without it every
@@ -100,22 +100,22 @@ struct Cli {
     #[arg(
         long,
         value_name = "FILE",
-        value_parser = PathBufValueParser::new().try_map(|p| push_rule_path("--push-rule", &p))
+        value_parser = checked_os(|p| push_rule_path("--push-rule", Path::new(p)))
     )]
     push_rule: Option<PushRuleSpec>,
     /// Also broker the brokered hosts on PORT besides 443 (repeat for more).
-    #[arg(long = "broker-port", value_name = "PORT", value_parser = |v: &str| port("--broker-port", v))]
+    #[arg(long = "broker-port", value_name = "PORT", value_parser = checked(|v| port("--broker-port", v)))]
     ports: Vec<u16>,
     /// A PEM file of extra root certificates to trust for upstream servers (repeat for more).
     #[arg(long, value_name = "FILE")]
     upstream_ca: Vec<PathBuf>,
     /// A host or pattern the proxies also let through, besides the baseline and the --broker hosts,
     /// such as *.example.com (repeat for more).
-    #[arg(long, value_name = "ENTRY", value_parser = |v: &str| host_pattern("--allow", v))]
+    #[arg(long, value_name = "ENTRY", value_parser = checked(|v| host_pattern("--allow", v)))]
     allow: Vec<String>,
     /// An address block the proxies may connect to even when it is private or local, such as
     /// 10.0.0.0/8 (repeat for more).
-    #[arg(long = "allow-cidr", value_name = "CIDR", value_parser = |v: &str| cidr("--allow-cidr", v))]
+    #[arg(long = "allow-cidr", value_name = "CIDR", value_parser = checked(|v| cidr("--allow-cidr", v)))]
     cidrs: Vec<Cidr>,
 }
 

@@ -17,7 +17,7 @@
 //!   | cargo run -q -p agent-sandbox-examples --bin docker-argv -- --image alpine:3 -- id
 //! ```
 
-use agent_sandbox_examples::ArgError;
+use agent_sandbox_examples::{ArgError, checked};
 use clap::Parser;
 use docker_spec::{ContainerSpec, ImageRef, Network, NetworkName};
 use sandbox_core::{Access, AmbientHost, HostView, SandboxSpec};
@@ -52,15 +52,15 @@ Example: echo '{\"sessionId\":\"s\",\"bindMounts\":[{\"hostPath\":\"/srv/a\"}],\
 )]
 struct Cli {
     /// The image to run, such as alpine:3 or ghcr.io/org/tool:1.2.
-    #[arg(long, value_name = "REF", value_parser = image)]
+    #[arg(long, value_name = "REF", value_parser = checked(image))]
     image: ImageRef,
     /// The internal network (made with docker network create --internal) a spec whose network is
     /// enabled uses; without it the container gets --network=none.
-    #[arg(long, value_name = "NAME", value_parser = network)]
+    #[arg(long, value_name = "NAME", value_parser = checked(network))]
     network: Option<NetworkName>,
     /// A variable to set in the container, such as HTTPS_PROXY=http://10.0.0.2:3128 (repeat for
     /// more).
-    #[arg(long, value_name = "NAME=VALUE", value_parser = env_pair)]
+    #[arg(long, value_name = "NAME=VALUE", value_parser = checked(env_pair))]
     env: Vec<(String, String)>,
     /// The command the container runs, with its arguments, after --.
     #[arg(last = true, value_name = "COMMAND")]

@@ -11,7 +11,7 @@
 //! a fresh per-run secret (in the printed URLs); `--no-proxy-auth` is the
 //! explicit opt-out that serves every local client.
 
-use agent_sandbox_examples::{ArgError, cidr, host_pattern};
+use agent_sandbox_examples::{ArgError, checked, cidr, host_pattern};
 use clap::Parser;
 use connect_proxy::{
     AllowList, Baseline, Cidr, IpPolicy, Network, ProxyConfig, ProxyCredentials, ProxyPair,
@@ -51,26 +51,26 @@ const AFTER_HELP: &str = "Runs until SIGINT, SIGTERM (Ctrl-C on Windows) or stdi
 struct Cli {
     /// A host or pattern to let through, such as api.example.com or *.example.com (repeat for
     /// more).
-    #[arg(long, value_name = "ENTRY", value_parser = |v: &str| host_pattern("--allow", v))]
+    #[arg(long, value_name = "ENTRY", value_parser = checked(|v| host_pattern("--allow", v)))]
     allow: Vec<String>,
     /// A host or pattern to refuse even where an --allow entry or the baseline matches it (repeat
     /// for more).
-    #[arg(long, value_name = "ENTRY", value_parser = |v: &str| host_pattern("--deny", v))]
+    #[arg(long, value_name = "ENTRY", value_parser = checked(|v| host_pattern("--deny", v)))]
     deny: Vec<String>,
     /// An address block the proxies may connect to even when it is private or local, such as
     /// 10.0.0.0/8 (repeat for more).
-    #[arg(long = "allow-cidr", value_name = "CIDR", value_parser = |v: &str| cidr("--allow-cidr", v))]
+    #[arg(long = "allow-cidr", value_name = "CIDR", value_parser = checked(|v| cidr("--allow-cidr", v)))]
     cidrs: Vec<Cidr>,
     /// Leave out the baseline allowlist, so that only the --allow entries pass.
     #[arg(long)]
     no_baseline: bool,
     /// Whether the session reaches the network at all: on, or off to refuse every connection (any
     /// case).
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = network)]
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = checked(network))]
     network: Network,
     /// The size in bytes, from 1024 to 4194304, a connection's copy buffer grows to in each
     /// direction (default 262144).
-    #[arg(long, value_name = "BYTES", value_parser = copy_buffer)]
+    #[arg(long, value_name = "BYTES", value_parser = checked(copy_buffer))]
     copy_buffer: Option<usize>,
     /// Serve every local client, without the per-run secret the proxies otherwise require.
     #[arg(long)]
@@ -518,5 +518,6 @@ mod tests {
         ];
         let e = Cli::try_parse_from(argv).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidUtf8, "{e}");
+        assert!(e.to_string().contains("--allow takes UTF-8 text"), "{e}");
     }
 }

@@ -9,10 +9,10 @@
 //! env -0 | cargo run -q -p agent-sandbox-examples --bin env-scrub -- --inherit all | tr '\0' '\n'
 //! ```
 
-use agent_sandbox_examples::{ArgError, socket_addr};
+use agent_sandbox_examples::{ArgError, checked, checked_os, socket_addr};
 use clap::Parser;
-use clap::builder::{PathBufValueParser, TypedValueParser};
 use env_guard::{EnvGuard, Inherit, MAX_INPUT_BYTES, ProxyEnv, parse_records, write_records};
+use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -40,7 +40,7 @@ const AFTER_HELP: &str = "Example: env -0 | env-scrub --inherit all | tr '\\0' '
 struct Cli {
     /// Which input variables pass the first stage: core (a short list such as PATH, HOME, LANG and
     /// TERM, and every LC_*), all, or none.
-    #[arg(long, value_name = "core|all|none", default_value = "core", value_parser = inherit)]
+    #[arg(long, value_name = "core|all|none", default_value = "core", value_parser = checked(inherit))]
     inherit: Inherit,
     /// The HTTP proxy as IP:PORT, written into HTTP_PROXY, HTTPS_PROXY and their lower-case forms
     /// (with --proxy-socks).
@@ -48,7 +48,7 @@ struct Cli {
         long,
         value_name = "HOST:PORT",
         requires = "proxy_socks",
-        value_parser = |v: &str| socket_addr("--proxy-http", v)
+        value_parser = checked(|v| socket_addr("--proxy-http", v))
     )]
     proxy_http: Option<SocketAddr>,
     /// The SOCKS5 proxy as IP:PORT, written into ALL_PROXY and the GIT_SSH_COMMAND that routes ssh
@@ -57,12 +57,12 @@ struct Cli {
         long,
         value_name = "HOST:PORT",
         requires = "proxy_http",
-        value_parser = |v: &str| socket_addr("--proxy-socks", v)
+        value_parser = checked(|v| socket_addr("--proxy-socks", v))
     )]
     proxy_socks: Option<SocketAddr>,
     /// The absolute path of a PEM bundle every CA trust variable (SSL_CERT_FILE, CURL_CA_BUNDLE,
     /// ...) is pointed at.
-    #[arg(long, value_name = "FILE", value_parser = PathBufValueParser::new().try_map(ca_path))]
+    #[arg(long, value_name = "FILE", value_parser = checked_os(ca_path))]
     ca: Option<PathBuf>,
 }
 
@@ -77,7 +77,8 @@ fn inherit(value: &str) -> Result<Inherit, ArgError> {
 }
 
 /// A CA bundle path the guard accepts (absolute, no NUL, not too long).
-fn ca_path(path: PathBuf) -> Result<PathBuf, ArgError> {
+fn ca_path(path: &OsStr) -> Result<PathBuf, ArgError> {
+    let path = PathBuf::from(path);
     // The guard's own check decides.
     match EnvGuard::builder().ca_bundle(&path).build() {
         Ok(_) => Ok(path),

@@ -3,6 +3,7 @@
 //!
 //! The switch comes from `--sandbox`, else from `CC_SERVER_SANDBOX`, else on.
 
+use agent_sandbox_examples::checked;
 use clap::Parser;
 use sandbox_core::{BackendRequest, SANDBOX_SWITCH_ENV, SandboxSwitch, Surface, select_backend};
 use std::process::ExitCode;
@@ -34,8 +35,13 @@ off, any case), else it is on.";
 struct Cli {
     /// Whether runs are sandboxed when the host offers a backend: on, or off to opt out (any case;
     /// wins over CC_SERVER_SANDBOX).
-    #[arg(long, value_name = "on|off", value_parser = SandboxSwitch::parse)]
+    #[arg(long, value_name = "on|off", value_parser = checked(switch))]
     sandbox: Option<SandboxSwitch>,
+}
+
+/// `on` or `off`, in any case; the refusal names the flag.
+fn switch(value: &str) -> Result<SandboxSwitch, String> {
+    SandboxSwitch::parse(value).map_err(|e| format!("--sandbox: {e}"))
 }
 
 fn main() -> ExitCode {
@@ -132,8 +138,7 @@ mod tests {
                 Refused(
                     ErrorKind::ValueValidation,
                     &[
-                        "for '--sandbox <on|off>'",
-                        "invalid sandbox switch \"maybe\": accepted values are \"on\" and \"off\"",
+                        "error: --sandbox: invalid sandbox switch \"maybe\": accepted values are \"on\" and \"off\"",
                     ],
                 ),
             ),
@@ -209,5 +214,6 @@ mod tests {
         ];
         let e = Cli::try_parse_from(argv).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidUtf8, "{e}");
+        assert!(e.to_string().contains("--sandbox takes UTF-8 text"), "{e}");
     }
 }

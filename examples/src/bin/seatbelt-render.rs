@@ -15,9 +15,8 @@
 //!     --home "$HOME" --proxy-http 8080 --proxy-socks 1080
 //! ```
 
-use agent_sandbox_examples::{port, utf8_path};
+use agent_sandbox_examples::{checked, checked_os, port, utf8_path};
 use clap::Parser;
-use clap::builder::{OsStringValueParser, TypedValueParser};
 use sandbox_core::{AmbientHost, SandboxSpec};
 use seatbelt_profile::{DispatchProfileBuilder, TerminalProfileBuilder};
 use std::io::Read;
@@ -52,7 +51,7 @@ struct Cli {
     #[arg(
         long,
         value_name = "DIR",
-        value_parser = OsStringValueParser::new().try_map(|p| utf8_path("--home", &p))
+        value_parser = checked_os(|p| utf8_path("--home", p))
     )]
     home: String,
     /// The port of the session's HTTP proxy on 127.0.0.1 (required unless --terminal).
@@ -60,7 +59,7 @@ struct Cli {
         long,
         value_name = "PORT",
         required_unless_present = "terminal",
-        value_parser = |v: &str| port("--proxy-http", v)
+        value_parser = checked(|v| port("--proxy-http", v))
     )]
     proxy_http: Option<u16>,
     /// The port of the session's SOCKS5 proxy on 127.0.0.1 (required unless --terminal).
@@ -68,14 +67,14 @@ struct Cli {
         long,
         value_name = "PORT",
         required_unless_present = "terminal",
-        value_parser = |v: &str| port("--proxy-socks", v)
+        value_parser = checked(|v| port("--proxy-socks", v))
     )]
     proxy_socks: Option<u16>,
     /// A session temp directory the command may write in every mode (repeat for more).
     #[arg(
         long = "temp-dir",
         value_name = "DIR",
-        value_parser = OsStringValueParser::new().try_map(|p| utf8_path("--temp-dir", &p))
+        value_parser = checked_os(|p| utf8_path("--temp-dir", p))
     )]
     temp_dirs: Vec<String>,
     /// Print the fixed terminal profile instead, without reading a spec on stdin.
@@ -86,7 +85,7 @@ struct Cli {
     #[arg(
         long,
         value_name = "DIR",
-        value_parser = OsStringValueParser::new().try_map(|p| utf8_path("--workdir", &p))
+        value_parser = checked_os(|p| utf8_path("--workdir", p))
     )]
     workdir: Option<String>,
 }
