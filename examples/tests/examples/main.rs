@@ -13,4 +13,6 @@ mod agent_run;
 #[cfg(unix)]
 mod broker_proxy;
 #[cfg(unix)]
+mod cli;
+#[cfg(unix)]
 mod sandbox_probe;
