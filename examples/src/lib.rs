@@ -1,6 +1,6 @@
 //! Command-line pieces the example binaries share: the values their flags
-//! take (each refusal says what to type instead) and `agent-run`'s event
-//! log.
+//! take (each refusal says what to type instead), the clap value parsers
+//! made of them ([`checked`], [`checked_os`]) and `agent-run`'s event log.
 //!
 //! ```
 //! use agent_sandbox_examples::{EventsTo, header_template};
@@ -24,6 +24,9 @@ mod args;
 mod events;
 mod settings;
 
-pub use args::{ArgError, env_name, header_template, port, push_rule_file};
+pub use args::{
+    ArgError, Checked, CheckedOs, checked, checked_os, cidr, env_name, header_template, host,
+    host_pattern, port, push_rule_file, push_rule_path, socket_addr, utf8_path,
+};
 pub use events::{EventLog, EventsTo, ViolationTally};
 pub use settings::{MAX_SETTINGS_BYTES, read_settings, settings_args, srt_settings_args};

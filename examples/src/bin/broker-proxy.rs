@@ -20,102 +20,107 @@ use agent_sandbox::{
     DEFAULT_BROKER_PORT, broker_intercept_on_ports, credential_for_hosts,
     pem_certificates_from_file, rule_engine_from_file,
 };
-use agent_sandbox_examples::{header_template, port, push_rule_file};
+use agent_sandbox_examples::{
+    checked, checked_os, cidr, env_name, header_template, host, host_pattern, port, push_rule_path,
+    utf8_path,
+};
+use clap::Parser;
 use connect_proxy::{
     AllowList, Cidr, Host, IpPolicy, ProxyConfig, ProxyCredentials, ProxyPair, SystemResolver,
 };
-use cred_broker::{Broker, HeaderTemplate, Lease, SessionCa};
-use std::path::Path;
+use cred_broker::{Broker, HeaderTemplate, Lease, PushRuleSpec, SessionCa};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-const USAGE: &str =
-    "usage: broker-proxy --rules FILE --ca-out FILE --broker HOST... --credential-env NAME \
-[--template bearer|token|git-basic|header:NAME] [--push-rule FILE] [--broker-port PORT]... \
-[--upstream-ca FILE]... [--allow ENTRY]... [--allow-cidr CIDR]...
+const LONG_ABOUT: &str = "\
+Runs the session proxy pair (HTTP and SOCKS5) on 127.0.0.1 with the credential broker on the \
+--broker hosts, on port 443 and every --broker-port, without a sandbox.
 
-  --template TEMPLATE   how the real credential is sent: bearer, token, git-basic, or header:NAME
-                        for an API-key header such as header:x-api-key
-  --push-rule FILE      the TOML push rule git pushes must pass (as agent-run --broker-push-rule);
-                        without it every push is refused
-  --broker-port PORT    also broker the brokered hosts on PORT besides 443 (repeat for more)
+It writes the session CA to --ca-out and prints one JSON line: \
+{\"http\":..,\"socks\":..,\"httpUrl\":..,\"socksUrl\":..,\"ca\":..,\"phantom\":..,\"session\":..}. \
+Clients send the phantom token; the broker replaces it with the real credential, read from the \
+variable --credential-env names in this process's environment, on requests the --rules allow. \
+Refusals are logged on stderr as `denied: ACTION TARGET`.
 
-Runs until stdin ends or SIGINT/SIGTERM; with stdin /dev/null or closed, until a signal.";
+The proxies listen on loopback, where any local process can connect, so they serve only \
+clients that present this run's secret (carried in httpUrl and socksUrl): the broker never \
+injects the credential for anyone else.
 
-struct Options {
-    rules: Option<String>,
-    ca_out: Option<String>,
+Pushes are refused unless --push-rule allows them ({session} in the rule is the session id \
+of the JSON line).";
+
+const AFTER_HELP: &str = "\
+Runs until stdin ends or SIGINT/SIGTERM (Ctrl-C on Windows). With stdin /dev/null or closed \
+at start there is no input to end: it says so on stderr and runs until a signal.";
+
+#[derive(Debug, PartialEq, Parser)]
+#[command(
+    name = "broker-proxy",
+    version,
+    args_override_self = true,
+    about = "The session proxy pair on 127.0.0.1 with the credential broker on the chosen hosts",
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP
+)]
+struct Cli {
+    /// The broker's rule file (TOML, or JSON when its name ends in .json) that decides which
+    /// requests get the credential.
+    #[arg(long, value_name = "FILE")]
+    rules: PathBuf,
+    /// Where to write the session CA certificate (PEM) that clients must trust.
+    #[arg(
+        long,
+        value_name = "FILE",
+        value_parser = checked_os(|p| utf8_path("--ca-out", p))
+    )]
+    ca_out: String,
+    /// A host whose requests get the real credential, such as api.github.com (repeat for more).
+    #[arg(
+        long = "broker",
+        value_name = "HOST",
+        required = true,
+        value_parser = checked(|v| host("--broker", v))
+    )]
     hosts: Vec<String>,
-    credential_env: Option<String>,
+    /// The variable of this process's environment that holds the real credential.
+    #[arg(long, value_name = "NAME", value_parser = checked(|v| env_name("--credential-env", v)))]
+    credential_env: String,
+    /// How the real credential is sent: bearer, token, git-basic, or header:NAME for an API-key
+    /// header such as header:x-api-key.
+    #[arg(
+        long,
+        value_name = "TEMPLATE",
+        default_value = "bearer",
+        value_parser = checked(|v| header_template("--template", v))
+    )]
     template: HeaderTemplate,
-    push_rule: Option<String>,
+    /// The TOML push rule git pushes must pass (as agent-run --broker-push-rule); without it every
+    /// push is refused.
+    #[arg(
+        long,
+        value_name = "FILE",
+        value_parser = checked_os(|p| push_rule_path("--push-rule", Path::new(p)))
+    )]
+    push_rule: Option<PushRuleSpec>,
+    /// Also broker the brokered hosts on PORT besides 443 (repeat for more).
+    #[arg(long = "broker-port", value_name = "PORT", value_parser = checked(|v| port("--broker-port", v)))]
     ports: Vec<u16>,
-    upstream_ca: Vec<String>,
+    /// A PEM file of extra root certificates to trust for upstream servers (repeat for more).
+    #[arg(long, value_name = "FILE")]
+    upstream_ca: Vec<PathBuf>,
+    /// A host or pattern the proxies also let through, besides the baseline and the --broker hosts,
+    /// such as *.example.com (repeat for more).
+    #[arg(long, value_name = "ENTRY", value_parser = checked(|v| host_pattern("--allow", v)))]
     allow: Vec<String>,
+    /// An address block the proxies may connect to even when it is private or local, such as
+    /// 10.0.0.0/8 (repeat for more).
+    #[arg(long = "allow-cidr", value_name = "CIDR", value_parser = checked(|v| cidr("--allow-cidr", v)))]
     cidrs: Vec<Cidr>,
 }
 
-fn parse(args: Vec<String>) -> Result<Options, String> {
-    let mut o = Options {
-        rules: None,
-        ca_out: None,
-        hosts: Vec::new(),
-        credential_env: None,
-        template: HeaderTemplate::Bearer,
-        push_rule: None,
-        ports: Vec::new(),
-        upstream_ca: Vec::new(),
-        allow: Vec::new(),
-        cidrs: Vec::new(),
-    };
-    let mut it = args.into_iter();
-    while let Some(a) = it.next() {
-        let mut v = |n: &str| it.next().ok_or_else(|| format!("{n} needs a value"));
-        match a.as_str() {
-            "--rules" => o.rules = Some(v("--rules")?),
-            "--ca-out" => o.ca_out = Some(v("--ca-out")?),
-            "--broker" => o.hosts.push(v("--broker")?),
-            "--credential-env" => o.credential_env = Some(v("--credential-env")?),
-            "--template" => {
-                o.template =
-                    header_template("--template", &v("--template")?).map_err(|e| e.to_string())?
-            }
-            "--push-rule" => o.push_rule = Some(v("--push-rule")?),
-            "--broker-port" => {
-                let p = port("--broker-port", &v("--broker-port")?).map_err(|e| e.to_string())?;
-                if !o.ports.contains(&p) {
-                    o.ports.push(p);
-                }
-            }
-            "--upstream-ca" => o.upstream_ca.push(v("--upstream-ca")?),
-            "--allow" => o.allow.push(v("--allow")?),
-            "--allow-cidr" => {
-                let c = v("--allow-cidr")?;
-                o.cidrs
-                    .push(c.parse().map_err(|e| format!("--allow-cidr {c}: {e}"))?);
-            }
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    if o.rules.is_none() || o.ca_out.is_none() || o.hosts.is_empty() || o.credential_env.is_none() {
-        return Err("--rules, --ca-out, --broker and --credential-env are required".into());
-    }
-    Ok(o)
-}
-
 fn main() -> ExitCode {
-    let o = match parse(std::env::args().skip(1).collect()) {
-        Ok(o) => o,
-        Err(e) if e.is_empty() => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("broker-proxy: {e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    let o = Cli::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -136,11 +141,10 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(o: Options) -> Result<(), String> {
+async fn run(o: Cli) -> Result<(), String> {
     let s = |e: &dyn std::fmt::Display| e.to_string();
-    let rules = o.rules.as_deref().unwrap_or_default();
-    let engine = rule_engine_from_file(Path::new(rules)).map_err(|e| s(&e))?;
-    let env_name = o.credential_env.as_deref().unwrap_or_default();
+    let engine = rule_engine_from_file(&o.rules).map_err(|e| s(&e))?;
+    let env_name = o.credential_env.as_str();
     let value = std::env::var(env_name).map_err(|_| format!("{env_name} is not set"))?;
     let cred =
         credential_for_hosts(env_name, value, o.template.clone(), &o.hosts).map_err(|e| s(&e))?;
@@ -149,16 +153,16 @@ async fn run(o: Options) -> Result<(), String> {
     let lease = Lease::builder(&session, &cred).build().map_err(|e| s(&e))?;
     let mut b = Broker::builder(Arc::new(ca), engine);
     b.grant(cred, lease.clone());
-    if let Some(path) = &o.push_rule {
-        b.push_rule(push_rule_file("--push-rule", path).map_err(|e| s(&e))?);
+    if let Some(rule) = &o.push_rule {
+        b.push_rule(rule.clone());
     }
     for path in &o.upstream_ca {
-        for der in pem_certificates_from_file(Path::new(path)).map_err(|e| s(&e))? {
+        for der in pem_certificates_from_file(path).map_err(|e| s(&e))? {
             b.extra_root_der(&der);
         }
     }
     let broker = Arc::new(b.build().map_err(|e| s(&e))?);
-    let ca_out = o.ca_out.as_deref().unwrap_or_default();
+    let ca_out = o.ca_out.as_str();
     std::fs::write(ca_out, broker.ca().ca_cert_pem()).map_err(|e| format!("{ca_out}: {e}"))?;
 
     // The hook compares canonical hosts; the allowlist canonicalises the
@@ -244,10 +248,14 @@ async fn run(o: Options) -> Result<(), String> {
     Ok(())
 }
 
-/// The ports the broker claims: 443 and every `--broker-port`.
+/// The ports the broker claims: 443 and every `--broker-port`, each once.
 fn brokered_ports(extra: &[u16]) -> Vec<u16> {
     let mut ports = vec![DEFAULT_BROKER_PORT];
-    ports.extend(extra.iter().filter(|p| **p != DEFAULT_BROKER_PORT));
+    for p in extra {
+        if !ports.contains(p) {
+            ports.push(*p);
+        }
+    }
     ports
 }
 
@@ -292,6 +300,10 @@ fn stdin_is_null() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
+    use clap::error::ErrorKind;
+    use std::ffi::OsString;
+    use std::path::Path;
 
     const REQUIRED: [&str; 8] = [
         "--rules",
@@ -304,78 +316,429 @@ mod tests {
         "REAL",
     ];
 
-    fn with_required(extra: &[&str]) -> Vec<String> {
-        REQUIRED
-            .iter()
-            .chain(extra)
-            .map(|s| (*s).to_owned())
-            .collect()
+    const PUSH_RULE: &str = "refs = [\"refs/heads/agent/{session}/*\"]\n";
+
+    const TEMPLATE_TAKES: &str = "--template takes bearer, token, git-basic or header:NAME \
+        (NAME a header name such as x-api-key, not a framing or routing header)";
+
+    /// The command line as `argv` gives it, `@required` standing for the
+    /// four required flags and `@dir` for a directory holding `push.toml`
+    /// (a push rule) and `bad.toml` (not one).
+    fn parse(dir: &Path, argv: &[&str]) -> Result<Cli, clap::Error> {
+        let mut full = vec![OsString::from("broker-proxy")];
+        for a in argv {
+            match *a {
+                "@required" => full.extend(REQUIRED.map(OsString::from)),
+                a => full.push(a.replace("@dir", &dir.display().to_string()).into()),
+            }
+        }
+        Cli::try_parse_from(full)
     }
 
-    fn refusal(extra: &[&str]) -> String {
-        match parse(with_required(extra)) {
-            Ok(_) => panic!("{extra:?} was accepted"),
-            Err(e) => e,
+    /// What the four required flags parse to, the rest at their defaults.
+    fn required_alone() -> Cli {
+        Cli {
+            rules: "r.toml".into(),
+            ca_out: "ca.pem".into(),
+            hosts: vec!["api.example.com".into()],
+            credential_env: "REAL".into(),
+            template: HeaderTemplate::Bearer,
+            push_rule: None,
+            ports: vec![],
+            upstream_ca: vec![],
+            allow: vec![],
+            cidrs: vec![],
+        }
+    }
+
+    enum Want {
+        /// It parses to `required_alone()` changed by this.
+        Parsed(fn(&mut Cli)),
+        /// It is refused with this kind, the message holding each part.
+        Refused(ErrorKind, &'static [&'static str]),
+    }
+    use Want::{Parsed, Refused};
+
+    #[test]
+    fn the_command_is_well_formed_and_every_flag_says_what_it_does() {
+        let cmd = Cli::command();
+        cmd.clone().debug_assert();
+        for arg in cmd.get_arguments() {
+            assert!(arg.get_help().is_some(), "{} has no help", arg.get_id());
         }
     }
 
     #[test]
-    fn push_rule_ports_and_template_parse_to_their_values() {
-        let o = parse(with_required(&[
-            "--push-rule",
-            "push.toml",
-            "--broker-port",
-            "8443",
-            "--broker-port",
-            "9443",
-            "--broker-port",
-            "8443",
-            "--template",
-            "header:x-api-key",
-        ]))
-        .unwrap();
-        assert_eq!(o.push_rule.as_deref(), Some("push.toml"));
-        assert_eq!(o.ports, [8443, 9443]);
-        assert_eq!(brokered_ports(&o.ports), [443, 8443, 9443]);
-        assert_eq!(
-            o.template,
-            HeaderTemplate::Header {
-                name: "x-api-key".into()
-            }
-        );
-        let o = parse(with_required(&["--broker-port", "443"])).unwrap();
-        assert_eq!(brokered_ports(&o.ports), [443]);
-        let o = parse(with_required(&[])).unwrap();
-        assert_eq!(o.push_rule, None);
-        assert_eq!(brokered_ports(&o.ports), [443]);
-        assert_eq!(o.template, HeaderTemplate::Bearer);
-    }
-
-    #[test]
-    fn a_refused_value_says_what_to_type_instead() {
-        let cases: &[(&[&str], &str)] = &[
+    fn every_flag_in_each_form_and_every_refusal() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("push.toml"), PUSH_RULE).unwrap();
+        std::fs::write(dir.path().join("bad.toml"), "refs = \"refs/heads/main\"\n").unwrap();
+        let cases: &[(&str, &[&str], Want)] = &[
             (
-                &["--broker-port", "0"],
-                "--broker-port takes a port number from 1 to 65535, not \"0\"",
+                "the four required flags alone leave the rest at their defaults",
+                &["@required"],
+                Parsed(|_| {}),
             ),
             (
-                &["--broker-port", "65536"],
-                "--broker-port takes a port number from 1 to 65535, not \"65536\"",
+                "each required flag also takes --name=value",
+                &[
+                    "--rules=r.toml",
+                    "--ca-out=ca.pem",
+                    "--broker=api.example.com",
+                    "--credential-env=REAL",
+                ],
+                Parsed(|_| {}),
             ),
-            (&["--broker-port"], "--broker-port needs a value"),
-            (&["--push-rule"], "--push-rule needs a value"),
             (
-                &["--template", "header:host"],
-                "--template takes bearer, token, git-basic or header:NAME (NAME a header name \
-                 such as x-api-key, not a framing or routing header), not \"header:host\"",
+                "--broker repeats, each host kept as given",
+                &[
+                    "@required",
+                    "--broker",
+                    "git.example.org",
+                    "--broker=10.0.0.5",
+                ],
+                Parsed(|c| {
+                    c.hosts.push("git.example.org".into());
+                    c.hosts.push("10.0.0.5".into());
+                }),
+            ),
+            (
+                "--template token",
+                &["@required", "--template", "token"],
+                Parsed(|c| c.template = HeaderTemplate::Token),
+            ),
+            (
+                "--template=git-basic",
+                &["@required", "--template=git-basic"],
+                Parsed(|c| c.template = HeaderTemplate::git_basic()),
+            ),
+            (
+                "--template header:NAME for an API-key header",
+                &["@required", "--template", "header:x-api-key"],
+                Parsed(|c| {
+                    c.template = HeaderTemplate::Header {
+                        name: "x-api-key".into(),
+                    }
+                }),
+            ),
+            (
+                "a single-value flag given twice: the last one counts",
+                &["@required", "--template", "token", "--credential-env=OTHER"],
+                Parsed(|c| {
+                    c.template = HeaderTemplate::Token;
+                    c.credential_env = "OTHER".into();
+                }),
+            ),
+            (
+                "--broker-port repeats in both forms; brokered_ports drops the repeat",
+                &[
+                    "@required",
+                    "--broker-port",
+                    "8443",
+                    "--broker-port=9443",
+                    "--broker-port",
+                    "8443",
+                ],
+                Parsed(|c| c.ports = vec![8443, 9443, 8443]),
+            ),
+            (
+                "--push-rule FILE is read as it is parsed",
+                &["@required", "--push-rule", "@dir/push.toml"],
+                Parsed(|c| c.push_rule = Some(toml::from_str(PUSH_RULE).unwrap())),
+            ),
+            (
+                "--push-rule=FILE",
+                &["@required", "--push-rule=@dir/push.toml"],
+                Parsed(|c| c.push_rule = Some(toml::from_str(PUSH_RULE).unwrap())),
+            ),
+            (
+                "--upstream-ca repeats in both forms, in order",
+                &["@required", "--upstream-ca", "a.pem", "--upstream-ca=b.pem"],
+                Parsed(|c| c.upstream_ca = vec!["a.pem".into(), "b.pem".into()]),
+            ),
+            (
+                "--allow repeats in both forms, patterns kept as given",
+                &[
+                    "@required",
+                    "--allow",
+                    "*.example.net",
+                    "--allow=pypi.org:443",
+                ],
+                Parsed(|c| c.allow = vec!["*.example.net".into(), "pypi.org:443".into()]),
+            ),
+            (
+                "--allow-cidr repeats in both forms",
+                &[
+                    "@required",
+                    "--allow-cidr",
+                    "10.0.0.0/8",
+                    "--allow-cidr=fd00::/8",
+                ],
+                Parsed(|c| {
+                    c.cidrs = vec!["10.0.0.0/8".parse().unwrap(), "fd00::/8".parse().unwrap()]
+                }),
+            ),
+            (
+                "nothing given: every required flag is named",
+                &[],
+                Refused(
+                    ErrorKind::MissingRequiredArgument,
+                    &[
+                        "the following required arguments were not provided",
+                        "--rules <FILE>",
+                        "--ca-out <FILE>",
+                        "--broker <HOST>",
+                        "--credential-env <NAME>",
+                        "Usage: broker-proxy",
+                    ],
+                ),
+            ),
+            (
+                "without --rules",
+                &[
+                    "--ca-out",
+                    "c",
+                    "--broker",
+                    "h.example",
+                    "--credential-env",
+                    "X",
+                ],
+                Refused(ErrorKind::MissingRequiredArgument, &["--rules <FILE>"]),
+            ),
+            (
+                "without --ca-out",
+                &[
+                    "--rules",
+                    "r",
+                    "--broker",
+                    "h.example",
+                    "--credential-env",
+                    "X",
+                ],
+                Refused(ErrorKind::MissingRequiredArgument, &["--ca-out <FILE>"]),
+            ),
+            (
+                "without --broker",
+                &["--rules", "r", "--ca-out", "c", "--credential-env", "X"],
+                Refused(ErrorKind::MissingRequiredArgument, &["--broker <HOST>"]),
+            ),
+            (
+                "without --credential-env",
+                &["--rules", "r", "--ca-out", "c", "--broker", "h.example"],
+                Refused(
+                    ErrorKind::MissingRequiredArgument,
+                    &["--credential-env <NAME>"],
+                ),
+            ),
+            (
+                "a flag without its value",
+                &["@required", "--broker-port"],
+                Refused(
+                    ErrorKind::InvalidValue,
+                    &["a value is required for '--broker-port <PORT>'"],
+                ),
+            ),
+            (
+                "--broker-port 0 is no port",
+                &["@required", "--broker-port", "0"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &["--broker-port takes a port number from 1 to 65535, not \"0\""],
+                ),
+            ),
+            (
+                "--broker-port=65536 is out of range",
+                &["@required", "--broker-port=65536"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &["--broker-port takes a port number from 1 to 65535, not \"65536\""],
+                ),
+            ),
+            (
+                "--template takes the names in lower case",
+                &["@required", "--template", "Bearer"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &[TEMPLATE_TAKES, "not \"Bearer\""],
+                ),
+            ),
+            (
+                "--template header:NAME refuses a routing header",
+                &["@required", "--template=header:host"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &[TEMPLATE_TAKES, "not \"header:host\""],
+                ),
+            ),
+            (
+                "--credential-env takes a variable name",
+                &["--credential-env", "REAL-TOKEN", "@required"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &[
+                        "--credential-env takes a variable name (letters, digits and _, \
+                       not starting with a digit) such as ANTHROPIC_API_KEY, not \"REAL-TOKEN\"",
+                    ],
+                ),
+            ),
+            (
+                "--broker takes a host, not a URL",
+                &["@required", "--broker", "https://api.example.com"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &[
+                        "--broker takes a host name or IP address such as api.github.com: \
+                       host \"https://api.example.com\" is refused",
+                    ],
+                ),
+            ),
+            (
+                "--allow refuses a pattern with two wildcards",
+                &["@required", "--allow", "*.*.example.com"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &[
+                        "--allow takes a host or pattern such as api.example.com, *.example.com \
+                       or 10.0.0.5:8443: entry \"*.*.example.com\" has more than one '*'",
+                    ],
+                ),
+            ),
+            (
+                "--allow-cidr refuses a prefix longer than the address",
+                &["@required", "--allow-cidr=10.0.0.0/33"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &[
+                        "--allow-cidr takes an address block such as 10.0.0.0/8 or fd00::/8: \
+                       CIDR \"10.0.0.0/33\" is refused: the prefix length is longer than the address",
+                    ],
+                ),
+            ),
+            (
+                "--push-rule names a file that is not a push rule",
+                &["@required", "--push-rule", "@dir/bad.toml"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &["--push-rule @dir/bad.toml: not a push rule"],
+                ),
+            ),
+            (
+                "--push-rule names a file that is not there",
+                &["@required", "--push-rule=@dir/missing.toml"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &[
+                        "--push-rule @dir/missing.toml: ",
+                        "give a TOML push rule file",
+                    ],
+                ),
+            ),
+            (
+                "a misspelt flag gets the nearest one suggested",
+                &["@required", "--allow-cider", "10.0.0.0/8"],
+                Refused(
+                    ErrorKind::UnknownArgument,
+                    &[
+                        "unexpected argument '--allow-cider'",
+                        "a similar argument exists: '--allow-cidr'",
+                    ],
+                ),
+            ),
+            (
+                "a word that is no flag",
+                &["@required", "extra"],
+                Refused(ErrorKind::UnknownArgument, &["unexpected argument 'extra'"]),
+            ),
+            (
+                "--help explains every flag and how the run ends",
+                &["--help"],
+                Refused(
+                    ErrorKind::DisplayHelp,
+                    &[
+                        "--broker-port <PORT>",
+                        "Also broker the brokered hosts on PORT besides 443",
+                        "--template <TEMPLATE>",
+                        "[default: bearer]",
+                        "Runs until stdin ends or SIGINT/SIGTERM",
+                    ],
+                ),
+            ),
+            (
+                "--version names the program",
+                &["--version"],
+                Refused(
+                    ErrorKind::DisplayVersion,
+                    &[concat!("broker-proxy ", env!("CARGO_PKG_VERSION"))],
+                ),
             ),
         ];
-        for (extra, want) in cases {
-            assert_eq!(refusal(extra), *want, "{extra:?}");
+        let at_dir = |s: &str| s.replace("@dir", &dir.path().display().to_string());
+        for (intent, argv, want) in cases {
+            match (parse(dir.path(), argv), want) {
+                (Ok(got), Parsed(edit)) => {
+                    let mut expected = required_alone();
+                    edit(&mut expected);
+                    assert_eq!(got, expected, "{intent}");
+                }
+                (Err(e), Refused(kind, parts)) => {
+                    let text = e.to_string();
+                    assert_eq!(e.kind(), *kind, "{intent}: {text}");
+                    for part in *parts {
+                        assert!(text.contains(&at_dir(part)), "{intent}: {part:?} in {text}");
+                    }
+                }
+                (Ok(got), Refused(..)) => panic!("{intent}: accepted as {got:?}"),
+                (Err(e), Parsed(_)) => panic!("{intent}: refused: {e}"),
+            }
         }
-        assert_eq!(
-            parse(vec!["--broker-port".into(), "8443".into()]).err(),
-            Some("--rules, --ca-out, --broker and --credential-env are required".into())
+    }
+
+    #[test]
+    fn brokered_ports_are_443_and_each_extra_port_once() {
+        assert_eq!(brokered_ports(&[]), [443]);
+        assert_eq!(brokered_ports(&[443]), [443]);
+        assert_eq!(brokered_ports(&[8443, 9443, 8443, 443]), [443, 8443, 9443]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn paths_that_are_not_utf8_are_arguments() {
+        use std::os::unix::ffi::OsStringExt;
+        let odd = || OsString::from_vec(vec![b'/', b't', 0xff]);
+        let mut argv: Vec<OsString> = [
+            "broker-proxy",
+            "--ca-out",
+            "ca.pem",
+            "--broker",
+            "h.example",
+        ]
+        .map(OsString::from)
+        .into();
+        argv.extend([
+            "--credential-env".into(),
+            "X".into(),
+            "--rules".into(),
+            odd(),
+        ]);
+        argv.extend(["--upstream-ca".into(), odd()]);
+        let cli = Cli::try_parse_from(&argv).unwrap();
+        assert_eq!(cli.rules, PathBuf::from(odd()));
+        assert_eq!(cli.upstream_ca, [PathBuf::from(odd())]);
+        // A push rule file that is not there is a refusal naming it.
+        let mut with_push = argv.clone();
+        with_push.extend(["--push-rule".into(), odd()]);
+        let e = Cli::try_parse_from(&with_push).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ValueValidation);
+        assert!(e.to_string().contains("--push-rule /t\u{fffd}: "), "{e}");
+        // The CA's path is printed in the JSON line, so it must be text.
+        let mut with_ca = argv;
+        with_ca.extend(["--ca-out".into(), odd()]);
+        let e = Cli::try_parse_from(&with_ca).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ValueValidation);
+        assert!(
+            e.to_string()
+                .contains("--ca-out takes a UTF-8 path, not \"/t\u{fffd}\""),
+            "{e}"
         );
     }
 }

@@ -11,6 +11,8 @@
 //! a fresh per-run secret (in the printed URLs); `--no-proxy-auth` is the
 //! explicit opt-out that serves every local client.
 
+use agent_sandbox_examples::{ArgError, checked, cidr, host_pattern};
+use clap::Parser;
 use connect_proxy::{
     AllowList, Baseline, Cidr, IpPolicy, Network, ProxyConfig, ProxyCredentials, ProxyPair,
     SystemResolver,
@@ -21,8 +23,86 @@ use std::sync::Arc;
 #[cfg(unix)]
 use tokio::signal::unix::{SignalKind, signal};
 
-const USAGE: &str = "usage: egress-proxy [--allow ENTRY]... [--deny ENTRY]... \
-[--allow-cidr CIDR]... [--no-baseline] [--network on|off] [--copy-buffer BYTES] [--no-proxy-auth]";
+const LONG_ABOUT: &str = "\
+Starts one HTTP + SOCKS5 proxy pair on 127.0.0.1 with the host's resolver and prints \
+{\"http\":\"127.0.0.1:P\",\"socks\":\"127.0.0.1:Q\",\"httpUrl\":\"http://session:SECRET@...\",\
+\"socksUrl\":\"socks5h://...\"} on stdout. Each decision is logged on stderr.
+
+A host passes when an --allow entry or the baseline (LLM providers, git hosting, package \
+registries, GitHub) matches it and neither the fixed denylist nor a --deny entry does; \
+everything else is refused. Addresses are limited to public unicast ones unless an \
+--allow-cidr block grants more.
+
+Any local process can connect to a loopback port, so the proxies require a fresh per-run \
+secret (in the printed URLs); --no-proxy-auth is the explicit opt-out that serves every local \
+client.";
+
+const AFTER_HELP: &str = "Runs until SIGINT, SIGTERM (Ctrl-C on Windows) or stdin closes.";
+
+#[derive(Debug, PartialEq, Parser)]
+#[command(
+    name = "egress-proxy",
+    version,
+    args_override_self = true,
+    about = "One HTTP + SOCKS5 egress proxy pair on 127.0.0.1 that lets through only the allowed hosts",
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP
+)]
+struct Cli {
+    /// A host or pattern to let through, such as api.example.com or *.example.com (repeat for
+    /// more).
+    #[arg(long, value_name = "ENTRY", value_parser = checked(|v| host_pattern("--allow", v)))]
+    allow: Vec<String>,
+    /// A host or pattern to refuse even where an --allow entry or the baseline matches it (repeat
+    /// for more).
+    #[arg(long, value_name = "ENTRY", value_parser = checked(|v| host_pattern("--deny", v)))]
+    deny: Vec<String>,
+    /// An address block the proxies may connect to even when it is private or local, such as
+    /// 10.0.0.0/8 (repeat for more).
+    #[arg(long = "allow-cidr", value_name = "CIDR", value_parser = checked(|v| cidr("--allow-cidr", v)))]
+    cidrs: Vec<Cidr>,
+    /// Leave out the baseline allowlist, so that only the --allow entries pass.
+    #[arg(long)]
+    no_baseline: bool,
+    /// Whether the session reaches the network at all: on, or off to refuse every connection (any
+    /// case).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = checked(network))]
+    network: Network,
+    /// The size in bytes, from 1024 to 4194304, a connection's copy buffer grows to in each
+    /// direction (default 262144).
+    #[arg(long, value_name = "BYTES", value_parser = checked(copy_buffer))]
+    copy_buffer: Option<usize>,
+    /// Serve every local client, without the per-run secret the proxies otherwise require.
+    #[arg(long)]
+    no_proxy_auth: bool,
+}
+
+/// `on` or `off`, in any case.
+fn network(value: &str) -> Result<Network, ArgError> {
+    match value.to_ascii_lowercase().as_str() {
+        "on" => Ok(Network::Enabled),
+        "off" => Ok(Network::Disabled),
+        _ => Err(ArgError::bad_value("--network", value, "on or off")),
+    }
+}
+
+/// A copy buffer size the proxy configuration accepts.
+fn copy_buffer(value: &str) -> Result<usize, ArgError> {
+    let bad = || {
+        ArgError::bad_value(
+            "--copy-buffer",
+            value,
+            "a number of bytes from 1024 to 4194304, such as 65536",
+        )
+    };
+    let n: usize = value.parse().map_err(|_| bad())?;
+    // The configuration's own check decides the range.
+    ProxyConfig::builder()
+        .copy_buffer_bytes(n)
+        .build()
+        .map(|_| n)
+        .map_err(|_| bad())
+}
 
 struct Args {
     list: AllowList,
@@ -31,63 +111,35 @@ struct Args {
     auth: bool,
 }
 
-fn parse_args() -> Result<Option<Args>, String> {
-    let mut list = AllowList::builder();
-    let mut ip = IpPolicy::new();
-    let mut copy_buffer = None;
-    let mut auth = true;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match arg.as_str() {
-            "--allow" => {
-                list.allow(value("--allow")?);
-            }
-            "--deny" => {
-                list.deny(value("--deny")?);
-            }
-            "--allow-cidr" => {
-                let cidr: Cidr = value("--allow-cidr")?.parse().map_err(|e| format!("{e}"))?;
-                ip.allow_cidr(cidr);
-            }
-            "--no-baseline" => {
-                list.baseline(Baseline::Exclude);
-            }
-            "--network" => {
-                let network = match value("--network")?.to_ascii_lowercase().as_str() {
-                    "on" => Network::Enabled,
-                    "off" => Network::Disabled,
-                    other => return Err(format!("--network takes on or off, not {other:?}")),
-                };
-                list.network(network);
-            }
-            "--copy-buffer" => {
-                let v = value("--copy-buffer")?;
-                copy_buffer = Some(v.parse().map_err(|_| format!("bad --copy-buffer {v:?}"))?);
-            }
-            "--no-proxy-auth" => auth = false,
-            "-h" | "--help" => return Ok(None),
-            other => return Err(format!("unknown argument {other:?}")),
+impl Cli {
+    /// The allowlist and address policy the flags describe.
+    fn into_args(self) -> Result<Args, String> {
+        let mut list = AllowList::builder();
+        list.allow_all(self.allow).network(self.network);
+        for entry in self.deny {
+            list.deny(entry);
         }
+        if self.no_baseline {
+            list.baseline(Baseline::Exclude);
+        }
+        let mut ip = IpPolicy::new();
+        for c in self.cidrs {
+            ip.allow_cidr(c);
+        }
+        Ok(Args {
+            list: list.build().map_err(|e| e.to_string())?,
+            ip,
+            copy_buffer: self.copy_buffer,
+            auth: !self.no_proxy_auth,
+        })
     }
-    let list = list.build().map_err(|e| e.to_string())?;
-    Ok(Some(Args {
-        list,
-        ip,
-        copy_buffer,
-        auth,
-    }))
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
+    let args = match Cli::parse().into_args() {
+        Ok(a) => a,
         Err(e) => {
-            eprintln!("egress-proxy: {e}\n{USAGE}");
+            eprintln!("egress-proxy: {e}");
             return ExitCode::from(2);
         }
     };
@@ -183,4 +235,289 @@ async fn run(args: Args) -> Result<(), String> {
     pair.shutdown().await;
     let _ = logger.await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+    use clap::error::ErrorKind;
+    use connect_proxy::{DenyReason, Verdict};
+    use std::ffi::OsString;
+
+    fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("egress-proxy").chain(argv.iter().copied()))
+    }
+
+    /// What no flags at all parse to.
+    fn defaults() -> Cli {
+        Cli {
+            allow: vec![],
+            deny: vec![],
+            cidrs: vec![],
+            no_baseline: false,
+            network: Network::Enabled,
+            copy_buffer: None,
+            no_proxy_auth: false,
+        }
+    }
+
+    enum Want {
+        /// It parses to `defaults()` changed by this.
+        Parsed(fn(&mut Cli)),
+        /// It is refused with this kind, the message holding each part.
+        Refused(ErrorKind, &'static [&'static str]),
+    }
+    use Want::{Parsed, Refused};
+
+    const ALLOW_TAKES: &str =
+        "takes a host or pattern such as api.example.com, *.example.com or 10.0.0.5:8443: ";
+
+    #[test]
+    fn the_command_is_well_formed_and_every_flag_says_what_it_does() {
+        let cmd = Cli::command();
+        cmd.clone().debug_assert();
+        for arg in cmd.get_arguments() {
+            assert!(arg.get_help().is_some(), "{} has no help", arg.get_id());
+        }
+    }
+
+    #[test]
+    fn every_flag_in_each_form_and_every_refusal() {
+        let cases: &[(&str, &[&str], Want)] = &[
+            ("no flags: baseline, network on, auth", &[], Parsed(|_| {})),
+            (
+                "--allow repeats in both forms, entries kept as given",
+                &["--allow", "*.example.com", "--allow=10.0.0.5:8443"],
+                Parsed(|c| c.allow = vec!["*.example.com".into(), "10.0.0.5:8443".into()]),
+            ),
+            (
+                "--deny repeats in both forms",
+                &["--deny", "evil.example.com", "--deny=*.example.org"],
+                Parsed(|c| c.deny = vec!["evil.example.com".into(), "*.example.org".into()]),
+            ),
+            (
+                "--allow-cidr repeats in both forms",
+                &["--allow-cidr", "10.0.0.0/8", "--allow-cidr=fd00::/8"],
+                Parsed(|c| {
+                    c.cidrs = vec!["10.0.0.0/8".parse().unwrap(), "fd00::/8".parse().unwrap()]
+                }),
+            ),
+            (
+                "--no-baseline",
+                &["--no-baseline"],
+                Parsed(|c| c.no_baseline = true),
+            ),
+            (
+                "--network off",
+                &["--network", "off"],
+                Parsed(|c| c.network = Network::Disabled),
+            ),
+            (
+                "--network=ON in any case",
+                &["--network=ON"],
+                Parsed(|c| c.network = Network::Enabled),
+            ),
+            (
+                "--network given twice: the last one counts",
+                &["--network", "on", "--network", "Off"],
+                Parsed(|c| c.network = Network::Disabled),
+            ),
+            (
+                "--copy-buffer BYTES at the bottom of its range",
+                &["--copy-buffer", "1024"],
+                Parsed(|c| c.copy_buffer = Some(1024)),
+            ),
+            (
+                "--copy-buffer=BYTES at the top of its range",
+                &["--copy-buffer=4194304"],
+                Parsed(|c| c.copy_buffer = Some(4 << 20)),
+            ),
+            (
+                "--no-proxy-auth",
+                &["--no-proxy-auth"],
+                Parsed(|c| c.no_proxy_auth = true),
+            ),
+            (
+                "--allow refuses a URL",
+                &["--allow", "https://api.example.com"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &["--allow ", ALLOW_TAKES, "has a scheme; give the host only"],
+                ),
+            ),
+            (
+                "--deny refuses a bare wildcard",
+                &["--deny=*"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &["--deny ", ALLOW_TAKES, "is a bare '*'"],
+                ),
+            ),
+            (
+                "--allow-cidr refuses what is no address",
+                &["--allow-cidr", "intranet"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &[
+                        "--allow-cidr takes an address block such as 10.0.0.0/8 or fd00::/8: \
+                       CIDR \"intranet\" is refused: the address is not an IPv4 or IPv6 literal",
+                    ],
+                ),
+            ),
+            (
+                "--network takes on or off only",
+                &["--network", "maybe"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &["--network takes on or off, not \"maybe\""],
+                ),
+            ),
+            (
+                "--copy-buffer takes a number",
+                &["--copy-buffer", "64k"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &[
+                        "--copy-buffer takes a number of bytes from 1024 to 4194304, such as \
+                       65536, not \"64k\"",
+                    ],
+                ),
+            ),
+            (
+                "--copy-buffer below the range",
+                &["--copy-buffer=1023"],
+                Refused(ErrorKind::ValueValidation, &["not \"1023\""]),
+            ),
+            (
+                "--copy-buffer above the range",
+                &["--copy-buffer", "4194305"],
+                Refused(ErrorKind::ValueValidation, &["not \"4194305\""]),
+            ),
+            (
+                "a flag without its value",
+                &["--allow"],
+                Refused(
+                    ErrorKind::InvalidValue,
+                    &["a value is required for '--allow <ENTRY>'"],
+                ),
+            ),
+            (
+                "a switch takes no value",
+                &["--no-baseline=yes"],
+                Refused(ErrorKind::TooManyValues, &["--no-baseline"]),
+            ),
+            (
+                "a misspelt flag gets the nearest one suggested",
+                &["--no-proxy-ath"],
+                Refused(
+                    ErrorKind::UnknownArgument,
+                    &[
+                        "unexpected argument '--no-proxy-ath'",
+                        "a similar argument exists: '--no-proxy-auth'",
+                    ],
+                ),
+            ),
+            (
+                "a word that is no flag",
+                &["example.com"],
+                Refused(
+                    ErrorKind::UnknownArgument,
+                    &["unexpected argument 'example.com'"],
+                ),
+            ),
+            (
+                "--help explains the flags and the per-run secret",
+                &["--help"],
+                Refused(
+                    ErrorKind::DisplayHelp,
+                    &[
+                        "--no-proxy-auth",
+                        "--copy-buffer <BYTES>",
+                        "[default: on]",
+                        "--no-proxy-auth is the explicit opt-out",
+                    ],
+                ),
+            ),
+            (
+                "--version names the program",
+                &["--version"],
+                Refused(
+                    ErrorKind::DisplayVersion,
+                    &[concat!("egress-proxy ", env!("CARGO_PKG_VERSION"))],
+                ),
+            ),
+        ];
+        for (intent, argv, want) in cases {
+            match (parse(argv), want) {
+                (Ok(got), Parsed(edit)) => {
+                    let mut expected = defaults();
+                    edit(&mut expected);
+                    assert_eq!(got, expected, "{intent}");
+                }
+                (Err(e), Refused(kind, parts)) => {
+                    let text = e.to_string();
+                    assert_eq!(e.kind(), *kind, "{intent}: {text}");
+                    for part in *parts {
+                        assert!(text.contains(part), "{intent}: {part:?} in {text}");
+                    }
+                }
+                (Ok(got), Refused(..)) => panic!("{intent}: accepted as {got:?}"),
+                (Err(e), Parsed(_)) => panic!("{intent}: refused: {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_flags_make_the_list_and_policy_they_name() {
+        let args = |argv: &[&str]| parse(argv).unwrap().into_args().unwrap();
+        let a = args(&[]);
+        assert_eq!(a.list.decide_str("api.anthropic.com", 443), Verdict::Allow);
+        assert_eq!(
+            a.list.decide_str("example.com", 443),
+            Verdict::Deny(DenyReason::NotAllowed)
+        );
+        assert!(a.auth);
+        assert_eq!(a.copy_buffer, None);
+        let a = args(&[
+            "--no-baseline",
+            "--allow",
+            "*.example.com",
+            "--deny",
+            "bad.example.com",
+            "--copy-buffer",
+            "65536",
+            "--no-proxy-auth",
+        ]);
+        assert_eq!(a.list.decide_str("ok.example.com", 443), Verdict::Allow);
+        assert_eq!(
+            a.list.decide_str("bad.example.com", 443),
+            Verdict::Deny(DenyReason::Denylisted)
+        );
+        assert_eq!(
+            a.list.decide_str("api.anthropic.com", 443),
+            Verdict::Deny(DenyReason::NotAllowed)
+        );
+        assert!(!a.auth);
+        assert_eq!(a.copy_buffer, Some(65536));
+        let a = args(&["--network", "off", "--allow", "example.com"]);
+        assert_eq!(
+            a.list.decide_str("example.com", 443),
+            Verdict::Deny(DenyReason::NetworkDisabled)
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_value_that_is_not_utf8_is_refused_not_a_panic() {
+        use std::os::unix::ffi::OsStringExt;
+        let argv = [
+            OsString::from("egress-proxy"),
+            "--allow".into(),
+            OsString::from_vec(vec![b'/', b't', 0xff]),
+        ];
+        let e = Cli::try_parse_from(argv).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidUtf8, "{e}");
+        assert!(e.to_string().contains("--allow takes UTF-8 text"), "{e}");
+    }
 }

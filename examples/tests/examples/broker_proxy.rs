@@ -184,9 +184,10 @@ fn a_push_rule_that_does_not_parse_or_a_bad_port_is_refused_before_it_listens() 
             .output()
             .unwrap()
     };
+    // The push rule is read with the command line: a usage error.
     let o = run(&["--push-rule", push.to_str().unwrap()]);
     let log = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{log}");
+    assert_eq!(o.status.code(), Some(2), "{log}");
     assert!(
         log.contains(&format!("--push-rule {}: not a push rule", push.display())),
         "{log}"
@@ -197,7 +198,7 @@ fn a_push_rule_that_does_not_parse_or_a_bad_port_is_refused_before_it_listens() 
     assert_eq!(o.status.code(), Some(2), "{log}");
     assert!(
         log.contains("--broker-port takes a port number from 1 to 65535, not \"99999\"")
-            && log.contains("usage: broker-proxy"),
+            && log.contains("For more information, try '--help'."),
         "{log}"
     );
 }

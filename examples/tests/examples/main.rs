@@ -13,6 +13,8 @@ mod agent_run;
 #[cfg(unix)]
 mod broker_proxy;
 #[cfg(unix)]
+mod cli;
+#[cfg(unix)]
 mod sandbox_probe;
 #[cfg(unix)]
 mod srt_settings;
