@@ -119,8 +119,9 @@ async fn bind_listeners(
     *sandbox_pid = Some(pid);
     // bubblewrap reports the pid while the sandbox may still be setting up
     // its namespaces (`--disable-userns` adds one); joining them in that
-    // window is refused, so try a few times before falling back.
-    let mut attempt = 0;
+    // window is refused, so try again until a deadline (generous: on a
+    // loaded machine that window lasts longer) before falling back.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(3);
     let listeners = loop {
         let bound = tokio::task::spawn_blocking(move || {
             netns::bind_in_sandbox(pid, &[GUEST_HTTP_PORT, GUEST_SOCKS_PORT])
@@ -129,9 +130,11 @@ async fn bind_listeners(
         .map_err(std::io::Error::other)?;
         match bound {
             Ok(l) => break l,
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && attempt < 25 => {
-                attempt += 1;
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            Err(e)
+                if e.kind() == std::io::ErrorKind::PermissionDenied
+                    && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             }
             Err(e) => return Err(e),
         }
