@@ -354,7 +354,9 @@ impl ManagerBuilder {
                     socat,
                     temp_dir: temp_dir()?,
                     filename_rules: decision.rules,
-                    name_guard: self.name_guard.clone(),
+                    // Only where it can run: a launcher the kernel cannot
+                    // run would fail every launch.
+                    name_guard: self.name_guard.clone().filter(|_| decision.guard_runs),
                     inner_bridge: self.inner_bridge,
                 }))
             }

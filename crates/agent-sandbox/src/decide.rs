@@ -83,6 +83,10 @@ pub(crate) struct FilenameRulesDecision {
     pub(crate) rules: FilenameRules,
     /// The log line (bubblewrap only: Seatbelt refuses the names itself).
     pub(crate) log_line: Option<String>,
+    /// Whether the name guard can run here (a launcher is set and the
+    /// kernel supports it): then it runs wherever something is writable,
+    /// for its socket supervision, whatever the filename rules.
+    pub(crate) guard_runs: bool,
 }
 
 /// Decides filename-glob handling (R-NAMEGUARD-1, R-DISPATCH-3).
@@ -118,7 +122,13 @@ pub(crate) fn filename_rules(
         None
     } else {
         match (rules, &blocker) {
-            (FilenameRules::DropFilenameGlobDenies, _) => Some(
+            (FilenameRules::DropFilenameGlobDenies, None) => Some(
+                "filename-glob write denies (.env, *.key, *.pem) are DROPPED (opt-out \
+                 --no-filename-rules); the name guard still runs where something is writable, \
+                 so Unix sockets that host processes make there stay unreachable"
+                    .to_string(),
+            ),
+            (FilenameRules::DropFilenameGlobDenies, Some(_)) => Some(
                 "filename-glob write denies (.env, *.key, *.pem) are DROPPED for this host: \
                  bubblewrap cannot refuse new names, and Unix sockets that host processes \
                  make in the writable mounts stay reachable (opt-out --no-filename-rules)"
@@ -134,7 +144,11 @@ pub(crate) fn filename_rules(
             (_, None) => None,
         }
     };
-    Ok(FilenameRulesDecision { rules, log_line })
+    Ok(FilenameRulesDecision {
+        rules,
+        log_line,
+        guard_runs: blocker.is_none(),
+    })
 }
 
 /// The selection's log line, printed after the probe's start-up line
@@ -246,6 +260,15 @@ mod tests {
                 "guard",
                 Ok(DropFilenameGlobDenies),
                 Some("filename-glob write denies (.env, *.key, *.pem) are DROPPED"),
+            ),
+            (
+                "the opt-out where the guard cannot run says sockets stay reachable",
+                Some(DropFilenameGlobDenies),
+                true,
+                true,
+                "unavailable",
+                Ok(DropFilenameGlobDenies),
+                Some("filename-glob write denies (.env, *.key, *.pem) are DROPPED for this host"),
             ),
             (
                 "explicit refuse is kept; the log says the guard is off",

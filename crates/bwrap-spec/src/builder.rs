@@ -376,7 +376,12 @@ impl BwrapBuilder {
             FilenameRules::EnforcedByNameGuard => guard_globs.extend(unenforced),
             FilenameRules::DropFilenameGlobDenies => dropped.extend(unenforced),
         }
-        let launcher = if guard_globs.is_empty() {
+        // The guard runs whenever a rule needs it, and also, when it was
+        // given, wherever something is writable: it alone keeps the command
+        // from reaching a Unix socket a host process made there (it takes
+        // `connect`), filename rules or not.
+        let supervise_sockets = !writable.is_empty() && self.launcher.is_some();
+        let launcher = if guard_globs.is_empty() && !supervise_sockets {
             None
         } else {
             let Some(l) = self.launcher.clone() else {

@@ -94,8 +94,8 @@ impl BwrapPlan {
     }
 
     /// What to run after the options so that `command` runs under the plan's
-    /// creation-time rules: `command` itself when the plan has none, else
-    /// the launcher (at [`crate::NAME_GUARD_GUEST_PATH`]) with one `--deny`
+    /// creation-time rules and socket supervision: `command` itself when
+    /// the plan has no launcher, else the launcher (at [`crate::NAME_GUARD_GUEST_PATH`]) with one `--deny`
     /// per rule and, with `report_fd`, `--report-fd N` so that each refusal
     /// is reported on that descriptor (which must then be open in
     /// bubblewrap).
@@ -105,20 +105,20 @@ impl BwrapPlan {
         S: Into<OsString>,
     {
         match &self.launcher {
-            Some(l) if !self.name_guard_globs.is_empty() => guarded_argv(
+            Some(l) => guarded_argv(
                 l,
                 &self.name_guard_globs,
                 &self.unix_sockets,
                 report_fd,
                 command,
             ),
-            _ => command.into_iter().map(Into::into).collect(),
+            None => command.into_iter().map(Into::into).collect(),
         }
     }
 
     /// Whether commands run under the name guard.
     pub fn is_guarded(&self) -> bool {
-        self.launcher.is_some() && !self.name_guard_globs.is_empty()
+        self.launcher.is_some()
     }
 
     /// Whether the options fit on the command line ([`MAX_ARGV_BYTES`]);

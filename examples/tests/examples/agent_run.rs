@@ -985,36 +985,41 @@ fn a_granted_unix_socket_is_reached_and_a_host_socket_in_the_worktree_is_not() {
         c = lambda p: socket.socket(socket.AF_UNIX).connect_ex(p)\n\
         print('agent', c(os.environ['SSH_AUTH_SOCK']))\n\
         print('tree', c('host.sock'))\n";
-    let o = Command::new(BIN)
-        .args([
-            "--allow-unix-socket",
-            agent.to_str().unwrap(),
-            "--",
-            "python3",
-            "-c",
-            script,
-        ])
-        .current_dir(&d)
-        .env("SSH_AUTH_SOCK", &agent)
-        .env_remove("CC_SERVER_SANDBOX")
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        out.contains("agent 0\n") && out.contains("tree 13\n"),
-        "{out}{}",
-        err(&o)
-    );
-    assert!(agent_l.accept().is_ok());
-    assert!(
-        in_tree.accept().is_err(),
-        "the worktree's host socket was reached"
-    );
-    assert!(
-        err(&o).contains("violation: network-outbound"),
-        "{}",
-        err(&o)
-    );
+    // With the filename rules dropped too: the guard still supervises
+    // connect wherever something is writable.
+    for rules in [&[][..], &["--no-filename-rules"][..]] {
+        let o = Command::new(BIN)
+            .args(rules)
+            .args([
+                "--allow-unix-socket",
+                agent.to_str().unwrap(),
+                "--",
+                "python3",
+                "-c",
+                script,
+            ])
+            .current_dir(&d)
+            .env("SSH_AUTH_SOCK", &agent)
+            .env_remove("CC_SERVER_SANDBOX")
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            out.contains("agent 0\n") && out.contains("tree 13\n"),
+            "{rules:?}: {out}{}",
+            err(&o)
+        );
+        assert!(agent_l.accept().is_ok());
+        assert!(
+            in_tree.accept().is_err(),
+            "{rules:?}: the worktree's host socket was reached"
+        );
+        assert!(
+            err(&o).contains("violation: network-outbound"),
+            "{rules:?}: {}",
+            err(&o)
+        );
+    }
 
     let o = agent_run(
         &d,

@@ -28,7 +28,8 @@ struct Case {
     #[serde(default)]
     read_reopen: Vec<String>,
     /// `"launcher"`: enforced by a name guard at /opt/ng; `"no-launcher"`:
-    /// enforced by a name guard but none set.
+    /// enforced by a name guard but none set; `"sockets-only"`: filename
+    /// rules dropped, a launcher given.
     name_guard: Option<String>,
     expected: Option<Vec<String>>,
     /// The last arguments of the plan, when the whole argv is not given.
@@ -76,6 +77,10 @@ fn argv_table() {
         match c.name_guard.as_deref() {
             Some("launcher") => {
                 b.filename_rules(FilenameRules::EnforcedByNameGuard)
+                    .name_guard_launcher(NameGuardLauncher::multi_call("/opt/ng", ["--guard"]));
+            }
+            Some("sockets-only") => {
+                b.filename_rules(FilenameRules::DropFilenameGlobDenies)
                     .name_guard_launcher(NameGuardLauncher::multi_call("/opt/ng", ["--guard"]));
             }
             Some("no-launcher") => {
