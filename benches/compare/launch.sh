@@ -4,8 +4,8 @@
 #     into $SRT_PREFIX);
 #   - bare bubblewrap (`bwrap --ro-bind / / --unshare-all -- /bin/true`);
 #   - our `agent-run -- true` (proxies, bridges, full policy, the command under
-#     the name guard) and `agent-run --no-filename-rules -- true` (the same
-#     without the guard).
+#     the name guard) and `agent-run --no-filename-rules --no-name-guard --
+#     true` (the same without the guard).
 # Prints median wall time (hyperfine) and peak RSS (GNU time, largest process)
 # per tool and the ratios against srt. RUNS=30 by default; SMOKE=1 runs each
 # tool 3 times after one warm-up, with one memory run, nothing timed
@@ -36,7 +36,7 @@ declare -A CMD=(
     [srt]="$SRT -c true"
     [bwrap]="bwrap --ro-bind / / --unshare-all -- /bin/true"
     [agent-run]="$AGENT_RUN -- true"
-    [agent-run-noguard]="$AGENT_RUN --no-filename-rules -- true"
+    [agent-run-noguard]="$AGENT_RUN --no-filename-rules --no-name-guard -- true"
 )
 TOOLS="srt bwrap agent-run agent-run-noguard"
 declare -A MED MEM
