@@ -211,7 +211,8 @@ impl ManagerBuilder {
     }
     /// Makes `path`, inside one of the [`ManagerBuilder::read_deny`] paths,
     /// readable again (read-only): a denied directory with some of its
-    /// contents allowed back. Never reaches into the curated secret set.
+    /// contents allowed back. A path reaching into the curated secret set
+    /// is refused at launch.
     /// Widens what a [`ManagerBuilder::read_deny`] hides, nothing else.
     pub fn allow_read_within_denies(&mut self, path: impl Into<String>) -> &mut Self {
         self.reads.again.push(path.into());

@@ -125,9 +125,10 @@ impl BwrapBuilder {
 
     /// Makes paths readable again inside the extra read denies of
     /// [`BwrapBuilder::read_deny`] (a denied directory with some of its
-    /// subdirectories or files allowed back), read-only. Never inside the
-    /// curated secret set: a path under a secret stays hidden. Like the
-    /// extra denies, literal paths only (a glob is refused).
+    /// subdirectories or files allowed back), read-only. Never into the
+    /// curated secret set: a path inside a secret, or around a secret
+    /// pattern, is refused at build. Like the extra denies, literal paths
+    /// only (a glob is refused).
     pub fn read_reopen<I, S>(&mut self, entries: I) -> &mut BwrapBuilder
     where
         I: IntoIterator<Item = S>,
@@ -261,6 +262,13 @@ impl BwrapBuilder {
             extra: PathSet::resolve(&self.extra_read_deny, home, host)?,
             reopen: PathSet::resolve(&self.read_reopen, home, host)?,
         };
+        if let Some(path) = read_deny.reopen_into_secrets() {
+            return Err(ErrorKind::BadPath {
+                path,
+                reason: "a path read again cannot reach into the fixed secret set",
+            }
+            .into());
+        }
         let mut write_entries: Vec<String> = self.spec.protected_paths.clone();
         let anchors: Vec<&str> = writable
             .iter()

@@ -148,19 +148,7 @@ pub(crate) fn read_denies<H: HostView + ?Sized>(
 ) {
     let extra = denies.extra.spellings();
     let fixed = denies.fixed.spellings();
-    // Never read again inside a secret, nor around a secret pattern that
-    // no mask can hide (what it matches is not known here).
-    let reopen: Vec<String> = denies
-        .reopen
-        .spellings()
-        .into_iter()
-        .filter(|r| {
-            !fixed.iter().any(|f| match glob_base(f) {
-                Some(base) => is_under(r, base) || is_under(base, r),
-                None => is_under(r, f),
-            })
-        })
-        .collect();
+    let reopen = denies.reopen.spellings();
     // The extra denies first, shallow first (each with what is read again
     // inside it), then the secrets: a secret under a path read again is
     // masked after that path is bound back.
@@ -194,6 +182,21 @@ pub(crate) fn read_denies<H: HostView + ?Sized>(
         } else if host.exists(path) {
             a.triple("--ro-bind", "/dev/null", p);
         }
+    }
+}
+
+impl ReadDenies {
+    /// The first path read again that reaches into the secret set: inside
+    /// a secret, or around a secret pattern no mask can hide (what it
+    /// matches is not known here). Such a grant is refused, never skipped.
+    pub(crate) fn reopen_into_secrets(&self) -> Option<String> {
+        let fixed = self.fixed.spellings();
+        self.reopen.spellings().into_iter().find(|r| {
+            fixed.iter().any(|f| match glob_base(f) {
+                Some(base) => is_under(r, base) || is_under(base, r),
+                None => is_under(r, f),
+            })
+        })
     }
 }
 

@@ -243,6 +243,7 @@ mod tests {
     use clap::CommandFactory;
     use clap::error::ErrorKind;
     use connect_proxy::{DenyReason, Verdict};
+    #[cfg(unix)]
     use std::ffi::OsString;
 
     fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {

@@ -140,7 +140,6 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
     use clap::error::ErrorKind;
-    use std::ffi::OsString;
 
     fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("env-scrub").chain(argv.iter().copied()))
@@ -350,6 +349,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_ca_path_that_is_not_utf8_is_an_argument() {
+        use std::ffi::OsString;
         use std::os::unix::ffi::OsStringExt;
         let odd = OsString::from_vec(vec![b'/', b't', 0xff]);
         let cli =

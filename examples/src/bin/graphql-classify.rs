@@ -57,6 +57,7 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
     use clap::error::ErrorKind;
+    #[cfg(unix)]
     use std::ffi::OsString;
 
     enum Want {

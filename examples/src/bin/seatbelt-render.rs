@@ -152,6 +152,7 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
     use clap::error::ErrorKind;
+    #[cfg(unix)]
     use std::ffi::OsString;
 
     fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {

@@ -1147,8 +1147,7 @@ async fn an_extra_read_deny_hides_its_tree_except_what_is_read_again_and_never_a
         .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())])
         .read_deny(t.p("ws/data"))
         .allow_read_within_denies(t.p("ws/data/pub"))
-        .read_deny(t.p("home"))
-        .allow_read_within_denies(t.p("home/.ssh"));
+        .read_deny(t.p("home"));
     let m = b.build().unwrap();
     let mut h = m.launch(t.spec("read-deny")).await.unwrap();
     let r = run(
@@ -1167,7 +1166,7 @@ async fn an_extra_read_deny_hides_its_tree_except_what_is_read_again_and_never_a
     // Only what is read again shows in the denied directory.
     assert!(r.stdout.contains("\npub\n"), "{}", r.stdout);
     assert!(!r.stdout.contains("secret.txt"), "{}", r.stdout);
-    // A secret is never read again, whatever asks for it.
+    // The denied home shows nothing, its secrets least of all.
     assert!(!r.stdout.contains("SECRET-KEY"), "{}", r.stdout);
     assert!(!r.stdout.contains(".ssh"), "{}", r.stdout);
     assert!(r.stdout.ends_with("done\n"), "{}", r.stdout);
@@ -1177,6 +1176,16 @@ async fn an_extra_read_deny_hides_its_tree_except_what_is_read_again_and_never_a
         "HIDDEN-DATA"
     );
     m.destroy(&mut h).await.unwrap();
+
+    // A secret is never read again, whatever asks for it: refused at launch.
+    b.allow_read_within_denies(t.p("home/.ssh"));
+    let m = b.build().unwrap();
+    let err = m.launch(t.spec("read-deny-2")).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("cannot reach into the fixed secret set"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

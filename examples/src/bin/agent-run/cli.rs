@@ -173,8 +173,9 @@ struct Cli {
     #[arg(long, value_name = "PATH")]
     read_deny: Vec<String>,
 
-    /// Make PATH, inside a --read-deny path, readable again (read-only);
-    /// never a path of the fixed secret set; repeat for more.
+    /// Make PATH, inside a --read-deny path, readable again (read-only); a
+    /// path reaching into the fixed secret set refuses the run; repeat for
+    /// more.
     #[arg(long, value_name = "PATH")]
     allow_read_within_denies: Vec<String>,
 
