@@ -18,3 +18,5 @@ mod cli;
 mod sandbox_probe;
 #[cfg(unix)]
 mod srt_settings;
+#[cfg(unix)]
+mod ssh_agent;
