@@ -3,7 +3,8 @@
 //! each time.
 //!
 //! The record lives in the user's runtime directory (`XDG_RUNTIME_DIR`,
-//! only when it is a directory of this user's that nobody else may enter)
+//! only when it is a directory of this user's that nobody else may enter;
+//! for root without one, `/run/agent-sandbox`, made 0700)
 //! and holds a key of everything the answer depends on: the bubblewrap
 //! binary (path, device, inode, size, modification time), the kernel
 //! release, the user, and the user-namespace sysctls. A record is used for
@@ -30,13 +31,38 @@ const SYSCTLS: &[&str] = &[
     "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
 ];
 
-/// The user's runtime directory, when it is one only this user may enter.
+/// Root's record directory when it has no `XDG_RUNTIME_DIR` (a service, CI):
+/// in `/run`, where only root may create entries.
+const ROOT_RUNTIME_DIR: &str = "/run/agent-sandbox";
+
+/// The user's runtime directory, when it is one only this user may enter;
+/// for root without one, [`ROOT_RUNTIME_DIR`] (made 0700 when missing).
 pub(crate) fn runtime_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?);
+    let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR") else {
+        return root_runtime_dir();
+    };
+    let dir = PathBuf::from(dir);
     if !dir.is_absolute() {
         return None;
     }
     private_to_us(&dir).then_some(dir)
+}
+
+#[cfg(unix)]
+fn root_runtime_dir() -> Option<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    if !root {
+        return None;
+    }
+    let dir = PathBuf::from(ROOT_RUNTIME_DIR);
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    private_to_us(&dir).then_some(dir)
+}
+
+#[cfg(not(unix))]
+fn root_runtime_dir() -> Option<PathBuf> {
+    None
 }
 
 #[cfg(unix)]
@@ -119,6 +145,22 @@ pub(crate) fn remember(dir: &Path, key: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn root_without_a_runtime_directory_gets_a_private_one_in_run() {
+        use std::os::unix::fs::MetadataExt;
+        let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+        match root_runtime_dir() {
+            Some(dir) => {
+                assert!(root, "only root gets {ROOT_RUNTIME_DIR}");
+                assert_eq!(dir, Path::new(ROOT_RUNTIME_DIR));
+                let meta = std::fs::symlink_metadata(&dir).unwrap();
+                assert!(meta.is_dir() && meta.mode() & 0o077 == 0 && meta.uid() == 0);
+            }
+            None => assert!(!root || !Path::new("/run").is_dir(), "root in a writable /run"),
+        }
+    }
 
     #[test]
     fn a_success_is_remembered_for_its_key_and_its_time_only() {
