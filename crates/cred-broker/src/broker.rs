@@ -220,7 +220,11 @@ impl BrokerBuilder {
     /// The push rule every `git-receive-pack` request must pass, compiled
     /// by [`BrokerBuilder::build`] for the session the granted leases are
     /// bound to (`{session}` is replaced by it; every grant must name the
-    /// same session). Without a push rule every push is refused.
+    /// same session). Without a push rule every push is refused: each of
+    /// its refs is answered `ng` with the reason (no push rule is
+    /// configured) in git's report ([`push_rule::report_refused`]), so
+    /// `git push` prints `[remote rejected]` for it as for a refusal by
+    /// the rule, and nothing reaches the upstream.
     ///
     /// A push (`POST .../git-receive-pack`, as [`crate::GitClassifier`]
     /// recognises it, whichever classifiers the rule engine has) is

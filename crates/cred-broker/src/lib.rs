@@ -210,16 +210,18 @@
 //! `git-push`, any other request on a git path refused. In a [`Broker`],
 //! a push (`POST .../git-receive-pack`) is handled apart, whatever
 //! classifiers the rule engine was built with: its head must agree with
-//! the target, pass the rule engine (classes come from the head alone)
-//! and find a push rule configured ([`BrokerBuilder::push_rule`]; without
-//! one every push is refused), else it is answered 403 and the connection
-//! closed before any body byte is read. The body is then streamed into a
+//! the target and pass the rule engine (classes come from the head
+//! alone), else it is answered 403 and the connection closed before any
+//! body byte is read. The body is then streamed into a
 //! [`push_rule::PushBody`] (bounded by [`GitLimits`], not by
-//! [`Limits::max_body`]) and judged by [`PushRule::check_spooled`]. A
-//! refused push is answered `200 OK`, `Content-Type:
-//! application/x-git-receive-pack-result`, with
+//! [`Limits::max_body`]) and judged by [`PushRule::check_spooled`], the
+//! push rule of [`BrokerBuilder::push_rule`]; without one every ref of
+//! every push is refused ([`push_rule::report_refused`], the reason "no
+//! push rule is configured"). A refused push is answered `200 OK`,
+//! `Content-Type: application/x-git-receive-pack-result`, with
 //! [`push_rule::report_status`] (so `git push` prints `! [remote
-//! rejected] <ref> (<reason>)`), reported as a violation, and nothing of
+//! rejected] <ref> (<reason>)`), reported as a violation (naming the
+//! rule's patterns and each refused ref with its reason), and nothing of
 //! it reaches the upstream; an allowed push is forwarded after the lease
 //! check, with the real credential, identity-encoded (no
 //! `Content-Encoding`) and with a `Content-Length` of its own. A

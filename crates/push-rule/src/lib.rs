@@ -37,7 +37,8 @@
 //! - **The answer.** [`report_status`] writes the refusal in git's own
 //!   report format (side-band wrapped when negotiated), so `git push`
 //!   prints `! [remote rejected] <ref> (<reason>)`; send it as
-//!   [`RECEIVE_PACK_RESULT`].
+//!   [`RECEIVE_PACK_RESULT`]. [`report_refused`] refuses every ref of a
+//!   push for one reason, in the same shape.
 //!
 //! The crate knows nothing of HTTP framing, TLS or credentials: a caller
 //! (the credential broker) removes the HTTP framing, passes the body here,
@@ -134,7 +135,7 @@ pub use error::{Error, ErrorKind};
 pub use limits::GitLimits;
 pub use pack::{Ancestry, PackCommits, apply_delta, read_pack};
 pub use pktline::{MAX_PKT_LEN, MAX_PKT_PAYLOAD, Pkt, PktRead, read_all, read_pkt, write_pkt};
-pub use report::{RECEIVE_PACK_RESULT, report_status};
+pub use report::{RECEIVE_PACK_RESULT, report_refused, report_status};
 pub use rule::{
     MAX_REF_PATTERNS, Permission, PushDecision, PushRule, PushRuleSpec, RefVerdict, Refusal,
     Verdict,

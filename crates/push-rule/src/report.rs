@@ -21,13 +21,31 @@ fn clean(text: &str) -> String {
 /// packets and a final flush when the client asked for `side-band-64k`
 /// (or `side-band`).
 pub fn report_status(decision: &PushDecision, push: &ReceivePack) -> Result<Vec<u8>, Error> {
+    let lines = decision.refs().iter().map(|r| match r.refusal() {
+        Some(why) => format!("ng {} {}\n", r.refname(), clean(&why.to_string())),
+        None => format!("ok {}\n", r.refname()),
+    });
+    report(lines, push)
+}
+
+/// The response body refusing every ref update of `push` for one
+/// `reason` (a push refused as a whole, before any rule could judge its
+/// refs): `unpack ok`, then `ng <ref> <reason>` per update, in the shape
+/// of [`report_status`]. A push with no updates (git's probe before a
+/// large push) gets `unpack ok` alone.
+pub fn report_refused(push: &ReceivePack, reason: &str) -> Result<Vec<u8>, Error> {
+    let why = clean(reason);
+    let lines = push
+        .updates()
+        .iter()
+        .map(|u| format!("ng {} {why}\n", u.refname()));
+    report(lines, push)
+}
+
+fn report(lines: impl Iterator<Item = String>, push: &ReceivePack) -> Result<Vec<u8>, Error> {
     let mut report = Vec::new();
     write_pkt(&mut report, Pkt::Data(b"unpack ok\n"))?;
-    for r in decision.refs() {
-        let line = match r.refusal() {
-            Some(why) => format!("ng {} {}\n", r.refname(), clean(&why.to_string())),
-            None => format!("ok {}\n", r.refname()),
-        };
+    for line in lines {
         write_pkt(&mut report, Pkt::Data(line.as_bytes()))?;
     }
     write_pkt(&mut report, Pkt::Flush)?;

@@ -249,6 +249,12 @@ impl PushRule {
         })
     }
 
+    /// The ref patterns, as compiled for the session (`{session}`
+    /// substituted), in the order given.
+    pub fn patterns(&self) -> Vec<String> {
+        self.refs.iter().map(|p| p.join("/")).collect()
+    }
+
     /// Whether `refname` matches one of the patterns.
     pub fn matches(&self, refname: &str) -> bool {
         let parts: Vec<&str> = refname.split('/').collect();

@@ -25,7 +25,7 @@
 //! The helpers read the ambient process (its `PATH`, `CI`, the skip
 //! variable, its limits): they are for tests only.
 //!
-//! # Behaviour tables and a TLS origin
+//! # Behaviour tables, a TLS origin and a git server
 //!
 //! - [`cases`] (feature `cases`): [`cases::load`] reads the `[[case]]`
 //!   entries of a TOML table under a crate's `testdata/`
@@ -37,17 +37,26 @@
 //!   [`tls_origin::read_message`] for either side of an HTTP/1.1
 //!   exchange, and the client side ([`tls_origin::client_config`],
 //!   [`tls_origin::connect`]).
+//! - [`git_origin`] (feature `git-origin`): a [`git_origin::GitServer`]
+//!   running `git http-backend` as CGI behind such an origin, serving the
+//!   repositories under a directory to clients that send one credential
+//!   and recording the `Authorization` of every request, with the
+//!   git-basic form of a token ([`git_origin::basic`]).
 //!
 //! # Crate features
 //!
 //! - `cases`: the table loader (serde, toml).
 //! - `tls-origin`: the TLS origin (rustls with ring, tokio, rcgen).
+//! - `git-origin`: the git server (`tls-origin`, and `git` on the host
+//!   when it runs).
 //!
-//! Neither is on by default, so a test binary that needs only the host
+//! None is on by default, so a test binary that needs only the host
 //! requirements builds none of it.
 
 #[cfg(feature = "cases")]
 pub mod cases;
+#[cfg(feature = "git-origin")]
+pub mod git_origin;
 mod requirement;
 #[cfg(feature = "tls-origin")]
 pub mod tls_origin;

@@ -10,7 +10,8 @@
 //! input to end: it says so on stderr and runs until a signal. Pushes are
 //! refused unless `--push-rule` allows them (the TOML of `agent-run
 //! --broker-push-rule`; `{session}` is the session id of the JSON line).
-//! Refusals are logged on stderr. The real credential is read
+//! Refusals are logged on stderr, one line each: `denied: ACTION TARGET
+//! (REASON)`. The real credential is read
 //! from the named variable of this process's environment. The proxies listen
 //! on loopback, where any local process can connect, so they serve only
 //! clients that present this run's secret (carried in `httpUrl` and
@@ -29,6 +30,7 @@ use connect_proxy::{
     AllowList, Cidr, Host, IpPolicy, ProxyConfig, ProxyCredentials, ProxyPair, SystemResolver,
 };
 use cred_broker::{Broker, HeaderTemplate, Lease, PushRuleSpec, SessionCa};
+use sandbox_core::SandboxViolation;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -41,7 +43,8 @@ It writes the session CA to --ca-out and prints one JSON line: \
 {\"http\":..,\"socks\":..,\"httpUrl\":..,\"socksUrl\":..,\"ca\":..,\"phantom\":..,\"session\":..}. \
 Clients send the phantom token; the broker replaces it with the real credential, read from the \
 variable --credential-env names in this process's environment, on requests the --rules allow. \
-Refusals are logged on stderr as `denied: ACTION TARGET`.
+Refusals are logged on stderr as `denied: ACTION TARGET (REASON)`: a refused push names each \
+refused ref with its reason and the push rule's patterns.
 
 The proxies listen on loopback, where any local process can connect, so they serve only \
 clients that present this run's secret (carried in httpUrl and socksUrl): the broker never \
@@ -228,8 +231,8 @@ async fn run(o: Cli) -> Result<(), String> {
     tokio::pin!(terminated);
     loop {
         tokio::select! {
-            Some(v) = proxy_v.recv() => eprintln!("denied: {} {}", v.action, v.target),
-            Ok(v) = broker_v.recv() => eprintln!("denied: {} {}", v.action, v.target),
+            Some(v) = proxy_v.recv() => eprintln!("{}", denial_line(&v)),
+            Ok(v) = broker_v.recv() => eprintln!("{}", denial_line(&v)),
             _ = tokio::signal::ctrl_c() => break,
             _ = &mut terminated => break,
             _ = &mut stdin_closed => break,
@@ -240,12 +243,21 @@ async fn run(o: Cli) -> Result<(), String> {
     // reported are all queued, and none is lost to the race with stdin.
     pair.shutdown().await;
     while let Some(v) = proxy_v.try_recv() {
-        eprintln!("denied: {} {}", v.action, v.target);
+        eprintln!("{}", denial_line(&v));
     }
     while let Ok(v) = broker_v.try_recv() {
-        eprintln!("denied: {} {}", v.action, v.target);
+        eprintln!("{}", denial_line(&v));
     }
     Ok(())
+}
+
+/// The stderr line for a refusal: `denied: ACTION TARGET`, then the
+/// reason in parentheses when there is one.
+fn denial_line(v: &SandboxViolation) -> String {
+    match v.raw.as_deref().filter(|r| !r.is_empty()) {
+        Some(why) => format!("denied: {} {} ({why})", v.action, v.target),
+        None => format!("denied: {} {}", v.action, v.target),
+    }
 }
 
 /// The ports the broker claims: 443 and every `--broker-port`, each once.
@@ -691,6 +703,23 @@ mod tests {
                 (Err(e), Parsed(_)) => panic!("{intent}: refused: {e}"),
             }
         }
+    }
+
+    #[test]
+    fn a_denial_line_names_the_action_the_target_and_the_reason() {
+        let v = SandboxViolation::new("broker-deny", "git.example:443 /r.git/git-receive-pack");
+        assert_eq!(
+            denial_line(&v),
+            "denied: broker-deny git.example:443 /r.git/git-receive-pack"
+        );
+        let v = v.with_raw("git pushes are refused: no push rule is configured");
+        assert_eq!(
+            denial_line(&v),
+            "denied: broker-deny git.example:443 /r.git/git-receive-pack \
+             (git pushes are refused: no push rule is configured)"
+        );
+        let v = SandboxViolation::network_outbound("a.example", 80).with_raw("");
+        assert_eq!(denial_line(&v), "denied: network-outbound a.example:80");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The example binaries end to end on the real host. They run Unix
-//! programs (`/bin/sh`, bubblewrap, setpriv, curl), so they are built on
+//! programs (`/bin/sh`, bubblewrap, setpriv, curl, git), so they are built on
 //! Unix only; elsewhere this binary has no tests.
 #![allow(
     clippy::unwrap_used,
@@ -12,6 +12,8 @@
 mod agent_run;
 #[cfg(unix)]
 mod broker_proxy;
+#[cfg(unix)]
+mod broker_proxy_push;
 #[cfg(unix)]
 mod cli;
 #[cfg(unix)]

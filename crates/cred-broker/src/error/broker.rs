@@ -139,12 +139,16 @@ pub enum RulesErrorKind {
         /// The connection target.
         target: String,
     },
-    /// A `git-receive-pack` request reached a broker without a push rule.
+    /// A `git-receive-pack` request reached a broker without a push rule
+    /// (answered in git's report format, every ref refused with this).
     #[error("git pushes are refused: no push rule is configured")]
     NoPushRule,
     /// The push rule refused a push (answered in git's report format).
-    #[error("push refused by the push rule: {refs}")]
+    #[error("push refused by the push rule [{rule}]: {refs}")]
     PushRefused {
+        /// The rule's ref patterns as compiled for the session, joined by
+        /// `, ` (truncated).
+        rule: String,
         /// Each refused ref and why (truncated).
         refs: String,
     },

@@ -1,7 +1,7 @@
 //! The git smart-HTTP classifier.
 
 use crate::classify::{Classification, ClassifyInput, RequestClass, RequestClassifier};
-use crate::error::{Error, RulesErrorKind};
+use crate::error::Error;
 use crate::head::RequestHead;
 use crate::path_glob::normal_path;
 use crate::streamed::BodyReader;
@@ -55,7 +55,8 @@ pub enum GitRequest {
 /// itself ([`RequestClassifier::streams_body`]): the body goes into a
 /// [`push_rule::PushBody`] (the pack spooled within [`GitLimits`]) and is
 /// judged by the push rule given with [`GitClassifier::with_push_rule`];
-/// without one every push is refused before its body is read.
+/// without one every ref of every push is refused, answered in git's
+/// report format like any refused push.
 #[derive(Debug, Clone, Default)]
 pub struct GitClassifier {
     limits: GitLimits,
@@ -203,9 +204,10 @@ impl RequestClassifier for GitClassifier {
     }
 
     fn start_body(&self, head: &RequestHead) -> Result<Box<dyn BodyReader>, Error> {
-        let Some(rule) = &self.push_rule else {
-            return Err(RulesErrorKind::NoPushRule.into());
-        };
-        Ok(super::push::reader(head, Arc::clone(rule), self.limits))
+        Ok(super::push::reader(
+            head,
+            self.push_rule.as_ref().map(Arc::clone),
+            self.limits,
+        ))
     }
 }

@@ -4,17 +4,16 @@
 //! git's report format, nothing forwarded), and the credential swap.
 
 use crate::support::proxy_pair;
-use test_support::tls_origin::{Message, Origin, Reply, TestPki};
+use test_support::git_origin::{GitServer, base64, basic};
+use test_support::tls_origin::TestPki;
 
 use cred_broker::{
     Broker, Credential, GitClassifier, GitLimits, HeaderTemplate, Lease, PushRuleSpec, RuleEngine,
     RuleFile, Secret, SessionCa, UpstreamRoots,
 };
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::Arc;
-use tokio::io::AsyncWriteExt;
 
 const SECRET: &str = "real-git-secret-5b81d2";
 const HOST: &str = "git.test";
@@ -27,178 +26,6 @@ decision = "allow"
 hosts = ["git.test"]
 classes = ["git-fetch", "git-push"]
 "#;
-
-fn base64(bytes: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for c in bytes.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-fn basic(token: &str) -> String {
-    format!(
-        "Basic {}",
-        base64(format!("x-access-token:{token}").as_bytes())
-    )
-}
-
-/// What the git server saw: each request line and its `Authorization`.
-#[derive(Debug, Clone)]
-struct Seen {
-    line: String,
-    auth: Option<String>,
-}
-
-/// The local HTTPS git server: a recording origin running `git
-/// http-backend` for each request.
-struct GitServer {
-    origin: Origin,
-}
-
-impl GitServer {
-    fn addr(&self) -> SocketAddr {
-        self.origin.addr()
-    }
-
-    /// Each request line and its `Authorization` (several joined by `|`).
-    fn seen(&self) -> Vec<Seen> {
-        self.origin
-            .seen()
-            .iter()
-            .map(|m| {
-                let auths = m.headers("authorization");
-                Seen {
-                    line: m.request_line().to_owned(),
-                    auth: if auths.len() == 1 {
-                        Some(auths[0].to_owned())
-                    } else {
-                        Some(auths.join(" | ")).filter(|s| !s.is_empty())
-                    },
-                }
-            })
-            .collect()
-    }
-}
-
-/// A request's fields: names in lower case, values trimmed.
-fn fields(m: &Message) -> Vec<(String, String)> {
-    m.head
-        .split("\r\n")
-        .skip(1)
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect()
-}
-
-/// Runs `git http-backend` for one request; the CGI answer as HTTP.
-async fn cgi(root: &Path, line: &str, headers: &[(String, String)], body: Vec<u8>) -> Vec<u8> {
-    let mut parts = line.split(' ');
-    let method = parts.next().unwrap_or("");
-    let target = parts.next().unwrap_or("");
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let header = |name: &str| {
-        headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-    };
-    let mut cmd = tokio::process::Command::new("git");
-    cmd.arg("http-backend")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", root)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_PROJECT_ROOT", root)
-        .env("GIT_HTTP_EXPORT_ALL", "1")
-        .env("REQUEST_METHOD", method)
-        .env("PATH_INFO", path)
-        .env("QUERY_STRING", query)
-        .env("CONTENT_LENGTH", body.len().to_string())
-        .env("REMOTE_USER", "x-access-token")
-        .env("REMOTE_ADDR", "127.0.0.1")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    for (name, var) in [
-        ("content-type", "CONTENT_TYPE"),
-        ("content-encoding", "HTTP_CONTENT_ENCODING"),
-        ("git-protocol", "HTTP_GIT_PROTOCOL"),
-    ] {
-        if let Some(v) = header(name) {
-            cmd.env(var, v);
-        }
-    }
-    let mut child = cmd.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = tokio::spawn(async move {
-        let _ = stdin.write_all(&body).await;
-    });
-    let out = child.wait_with_output().await.unwrap();
-    let _ = writer.await;
-    let raw = out.stdout;
-    let (split, skip) = match raw.windows(4).position(|w| w == b"\r\n\r\n") {
-        Some(i) => (i, 4),
-        None => match raw.windows(2).position(|w| w == b"\n\n") {
-            Some(i) => (i, 2),
-            None => (raw.len(), 0),
-        },
-    };
-    let cgi_head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let cgi_body = &raw[(split + skip).min(raw.len())..];
-    let mut status = "200 OK".to_owned();
-    let mut fields = String::new();
-    for l in cgi_head.lines() {
-        let Some((n, v)) = l.split_once(':') else {
-            continue;
-        };
-        if n.eq_ignore_ascii_case("status") {
-            status = v.trim().to_owned();
-        } else {
-            fields.push_str(&format!("{}: {}\r\n", n.trim(), v.trim()));
-        }
-    }
-    let mut resp = format!(
-        "HTTP/1.1 {status}\r\n{fields}Content-Length: {}\r\n\r\n",
-        cgi_body.len()
-    )
-    .into_bytes();
-    resp.extend_from_slice(cgi_body);
-    resp
-}
-
-/// A local HTTPS git server that requires the real credential (401
-/// otherwise) and records every request.
-async fn git_server(root: PathBuf, pki: &TestPki) -> GitServer {
-    let want = basic(SECRET);
-    let origin = Origin::start(pki, move |m| {
-        let (root, want) = (root.clone(), want.clone());
-        async move {
-            if m.headers("authorization") == [want.as_str()] {
-                let headers = fields(&m);
-                Reply::new(cgi(&root, m.request_line(), &headers, m.body.clone()).await)
-            } else {
-                Reply::new(
-                    b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\nContent-Length: 0\r\n\r\n"
-                        .to_vec(),
-                )
-            }
-        }
-    })
-    .await;
-    GitServer { origin }
-}
 
 /// A git command with a clean configuration: no system or global config,
 /// no credential helper, no prompts, the proxy and the session CA set,
@@ -278,7 +105,7 @@ async fn real_git_through_proxy_and_broker() {
     let bare = root.join("repo.git");
 
     let pki = TestPki::new(&[HOST]);
-    let server = git_server(root.clone(), &pki).await;
+    let server = GitServer::start(root.clone(), &pki, SECRET).await;
     let ca_der = pki.ca_der;
     let port = server.addr().port();
 
@@ -382,12 +209,7 @@ async fn real_git_through_proxy_and_broker() {
     assert!(before.contains(&format!("{branch} {three}")), "{before}");
     assert!(before.contains("refs/heads/main "), "{before}");
     assert_eq!(before.lines().count(), 2, "{before}");
-    let receive_posts = |s: &GitServer| {
-        s.seen()
-            .iter()
-            .filter(|r| r.line.starts_with("POST ") && r.line.contains("/git-receive-pack "))
-            .count()
-    };
+    let receive_posts = GitServer::receive_pack_posts;
     // Three pushes, and the `0000` probe git sends before a chunked one.
     assert_eq!(receive_posts(&server), 4);
 

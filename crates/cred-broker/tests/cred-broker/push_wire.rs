@@ -1,8 +1,8 @@
 //! Pushes on the wire, through `Broker::serve` to a recording HTTPS origin:
 //! no push rule means every push is refused; an allowed push reaches the
 //! origin identity-encoded with a `Content-Length` whatever its client
-//! framing and encoding was; a refused push is answered in git's report
-//! format and reaches nothing.
+//! framing and encoding was; a refused push, by the rule or for want of
+//! one, is answered in git's report format and reaches nothing.
 
 use crate::support::read_message;
 use cred_broker::push_rule::{Pkt, write_pkt};
@@ -124,11 +124,22 @@ fn ids() -> (String, String) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn push_without_a_push_rule_is_refused() {
+async fn push_without_a_push_rule_is_refused_in_gits_report_format() {
     let w = world(None).await;
+    let mut violations = w.broker.subscribe_violations();
     let port = w.origin.addr().port();
     let mut c = connect(&w).await;
-    let body = push_body(ZERO, &ids().1, "refs/heads/agent/s-wire/x", b"PACK");
+    let (old, new) = ids();
+    // Two refs, one the session's own: without a rule neither may move.
+    let mut body = Vec::new();
+    for line in [
+        format!("{ZERO} {new} refs/heads/agent/s-wire/x\0report-status side-band-64k"),
+        format!("{old} {new} refs/heads/main"),
+    ] {
+        write_pkt(&mut body, Pkt::Data(line.as_bytes())).unwrap();
+    }
+    write_pkt(&mut body, Pkt::Flush).unwrap();
+    body.extend_from_slice(b"PACK-not-forwarded");
     let mut req = head(&w, port, &format!("Content-Length: {}\r\n", body.len())).into_bytes();
     req.extend_from_slice(&body);
     c.write_all(&req).await.unwrap();
@@ -137,19 +148,46 @@ async fn push_without_a_push_rule_is_refused() {
         .await
         .unwrap()
         .unwrap();
-    assert!(h.starts_with("HTTP/1.1 403 "), "{h}");
-    assert!(h.contains("Connection: close\r\n"), "{h}");
+    // Not a bare 403 (git would print neither ref nor reason): git's
+    // report, each ref `ng` with the reason.
+    assert!(h.starts_with("HTTP/1.1 200 OK\r\n"), "{h}");
     assert!(
-        String::from_utf8_lossy(&b).contains("no push rule is configured"),
+        h.contains("Content-Type: application/x-git-receive-pack-result\r\n"),
         "{h}"
     );
-    // Refused at its head, before the body was read: the connection ends.
+    let text = String::from_utf8_lossy(&b);
+    assert!(text.contains("\u{1}000eunpack ok\n"), "{text}");
+    for refname in ["refs/heads/agent/s-wire/x", "refs/heads/main"] {
+        assert!(
+            text.contains(&format!(
+                "ng {refname} git pushes are refused: no push rule is configured\n"
+            )),
+            "{refname}: {text}"
+        );
+    }
+    assert!(!text.contains("\nok "), "{text}");
+    let v = violations.try_recv().unwrap();
     assert!(
-        tokio::time::timeout(GUARD, read_message(&mut c, &mut buf))
-            .await
-            .unwrap()
-            .is_none()
+        format!("{v:?}").contains("no push rule is configured"),
+        "{v:?}"
     );
+    // Nothing reached the origin, and the connection is kept: the next
+    // push is refused the same way.
+    assert!(w.seen().is_empty());
+    let body = push_body(ZERO, &new, "refs/heads/agent/s-wire/y", b"PACK");
+    let mut req = head(&w, port, &format!("Content-Length: {}\r\n", body.len())).into_bytes();
+    req.extend_from_slice(&body);
+    c.write_all(&req).await.unwrap();
+    let (h, b) = tokio::time::timeout(GUARD, read_message(&mut c, &mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(h.starts_with("HTTP/1.1 200 OK\r\n"), "{h}");
+    assert!(
+        String::from_utf8_lossy(&b).contains("ng refs/heads/agent/s-wire/y git pushes are refused"),
+        "{h}"
+    );
+    assert!(w.seen().is_empty());
     // A fetch is not a push and goes through.
     let mut c = connect(&w).await;
     let mut buf = Vec::new();
@@ -256,9 +294,13 @@ async fn refused_push_gets_git_report_and_reaches_nothing() {
         "{text}"
     );
     assert!(w.seen().is_empty());
+    // The violation names the rule and each refused ref with its reason.
     let v = violations.try_recv().unwrap();
     assert!(
-        format!("{v:?}").contains("push refused by the push rule"),
+        format!("{v:?}").contains(
+            "push refused by the push rule [refs/heads/agent/s-wire/**]: \
+             refs/heads/main: ref not allowed by the push rule"
+        ),
         "{v:?}"
     );
     // The connection is kept: a later allowed push goes through.

@@ -4,7 +4,7 @@
 use crate::support::{RULE, body_of, gzip, load, push_body, rule, variant};
 use push_rule::{
     GitLimits, ObjectFormat, Permission, Pkt, PushRule, PushRuleSpec, ReceivePack, Verdict,
-    decode_body, parse_receive_pack, read_all, report_status,
+    decode_body, parse_receive_pack, read_all, report_refused, report_status,
 };
 use serde::Deserialize;
 
@@ -173,4 +173,70 @@ fn refusal_in_gits_report_format() {
             ]
         );
     }
+}
+
+/// The lines of a report, unwrapped from side-band 1 when `banded`.
+fn report_lines(report: &[u8], banded: bool) -> Vec<String> {
+    let inner = if banded {
+        let pkts = read_all(report, 10).unwrap();
+        assert_eq!(pkts.len(), 2);
+        let Pkt::Data(d) = pkts[0] else { panic!() };
+        assert_eq!(d[0], 1);
+        d[1..].to_vec()
+    } else {
+        report.to_vec()
+    };
+    read_all(&inner, 10)
+        .unwrap()
+        .into_iter()
+        .map(|p| match p {
+            Pkt::Data(d) => String::from_utf8(d.to_vec()).unwrap(),
+            _ => "0000".to_owned(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_push_refused_as_a_whole_names_every_ref_with_the_one_reason() {
+    let limits = GitLimits::default();
+    let a = "a".repeat(40);
+    let b = "b".repeat(40);
+    for (caps, banded) in [
+        ("report-status", false),
+        ("report-status side-band-64k", true),
+    ] {
+        let body = push_body(
+            ObjectFormat::Sha1,
+            &[
+                ("", &b, "refs/heads/agent/s1/ok"),
+                (&a, &b, "refs/heads/main"),
+            ],
+            caps,
+        );
+        let rp = parse_receive_pack(&body, &limits).unwrap();
+        let report = report_refused(&rp, "no rule\there").unwrap();
+        assert_eq!(
+            report_lines(&report, banded),
+            [
+                "unpack ok\n",
+                "ng refs/heads/agent/s1/ok no rule here\n",
+                "ng refs/heads/main no rule here\n",
+                "0000",
+            ],
+            "{caps}"
+        );
+    }
+    // git's probe before a large push names no ref: `unpack ok` alone.
+    let rp = parse_receive_pack(b"0000", &limits).unwrap();
+    assert_eq!(
+        report_lines(&report_refused(&rp, "no rule").unwrap(), false),
+        ["unpack ok\n", "0000"]
+    );
+}
+
+#[test]
+fn a_compiled_rule_names_its_patterns_with_the_session() {
+    let spec = PushRuleSpec::new(["refs/heads/agent/{session}/*", "refs/tags/**"]);
+    let rule = PushRule::compile(&spec, "s1").unwrap();
+    assert_eq!(rule.patterns(), ["refs/heads/agent/s1/*", "refs/tags/**"]);
 }
