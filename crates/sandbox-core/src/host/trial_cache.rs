@@ -158,7 +158,10 @@ mod tests {
                 let meta = std::fs::symlink_metadata(&dir).unwrap();
                 assert!(meta.is_dir() && meta.mode() & 0o077 == 0 && meta.uid() == 0);
             }
-            None => assert!(!root || !Path::new("/run").is_dir(), "root in a writable /run"),
+            None => assert!(
+                !root || !Path::new("/run").is_dir(),
+                "root in a writable /run"
+            ),
         }
     }
 
