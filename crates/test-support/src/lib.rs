@@ -25,7 +25,7 @@
 //! The helpers read the ambient process (its `PATH`, `CI`, the skip
 //! variable, its limits): they are for tests only.
 //!
-//! # Behaviour tables, a TLS origin and a git server
+//! # Behaviour tables, a TLS origin, a git server and command-line tables
 //!
 //! - [`cases`] (feature `cases`): [`cases::load`] reads the `[[case]]`
 //!   entries of a TOML table under a crate's `testdata/`
@@ -42,6 +42,9 @@
 //!   repositories under a directory to clients that send one credential
 //!   and recording the `Authorization` of every request, with the
 //!   git-basic form of a token ([`git_origin::basic`]).
+//! - [`cli_table`] (feature `cli-table`): [`cli_table::check`] runs a table
+//!   of command lines against a clap parser, each case parsed to a value
+//!   or refused with a kind and message parts.
 //!
 //! # Crate features
 //!
@@ -49,12 +52,15 @@
 //! - `tls-origin`: the TLS origin (rustls with ring, tokio, rcgen).
 //! - `git-origin`: the git server (`tls-origin`, and `git` on the host
 //!   when it runs).
+//! - `cli-table`: the command-line table (clap).
 //!
 //! None is on by default, so a test binary that needs only the host
 //! requirements builds none of it.
 
 #[cfg(feature = "cases")]
 pub mod cases;
+#[cfg(feature = "cli-table")]
+pub mod cli_table;
 #[cfg(feature = "git-origin")]
 pub mod git_origin;
 mod requirement;

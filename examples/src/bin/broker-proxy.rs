@@ -363,13 +363,7 @@ mod tests {
         }
     }
 
-    enum Want {
-        /// It parses to `required_alone()` changed by this.
-        Parsed(fn(&mut Cli)),
-        /// It is refused with this kind, the message holding each part.
-        Refused(ErrorKind, &'static [&'static str]),
-    }
-    use Want::{Parsed, Refused};
+    use test_support::cli_table::Want::{self, Parsed, Refused};
 
     #[test]
     fn the_command_is_well_formed_and_every_flag_says_what_it_does() {
@@ -385,7 +379,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("push.toml"), PUSH_RULE).unwrap();
         std::fs::write(dir.path().join("bad.toml"), "refs = \"refs/heads/main\"\n").unwrap();
-        let cases: &[(&str, &[&str], Want)] = &[
+        let cases: &[(&str, &[&str], Want<Cli>)] = &[
             (
                 "the four required flags alone leave the rest at their defaults",
                 &["@required"],
@@ -685,24 +679,12 @@ mod tests {
             ),
         ];
         let at_dir = |s: &str| s.replace("@dir", &dir.path().display().to_string());
-        for (intent, argv, want) in cases {
-            match (parse(dir.path(), argv), want) {
-                (Ok(got), Parsed(edit)) => {
-                    let mut expected = required_alone();
-                    edit(&mut expected);
-                    assert_eq!(got, expected, "{intent}");
-                }
-                (Err(e), Refused(kind, parts)) => {
-                    let text = e.to_string();
-                    assert_eq!(e.kind(), *kind, "{intent}: {text}");
-                    for part in *parts {
-                        assert!(text.contains(&at_dir(part)), "{intent}: {part:?} in {text}");
-                    }
-                }
-                (Ok(got), Refused(..)) => panic!("{intent}: accepted as {got:?}"),
-                (Err(e), Parsed(_)) => panic!("{intent}: refused: {e}"),
-            }
-        }
+        test_support::cli_table::check(
+            cases,
+            |argv| parse(dir.path(), argv),
+            required_alone,
+            |p| at_dir(p),
+        );
     }
 
     #[test]

@@ -181,13 +181,7 @@ mod tests {
         }
     }
 
-    enum Want {
-        /// It parses to `image_alone()` changed by this.
-        Parsed(fn(&mut Cli)),
-        /// It is refused with this kind, the message holding each part.
-        Refused(ErrorKind, &'static [&'static str]),
-    }
-    use Want::{Parsed, Refused};
+    use test_support::cli_table::Want::{self, Parsed, Refused};
 
     const ENV_TAKES: &str = "--env takes NAME=VALUE with NAME letters, digits and _, not \
         starting with a digit, such as HTTPS_PROXY=http://10.0.0.2:3128, not ";
@@ -203,7 +197,7 @@ mod tests {
 
     #[test]
     fn every_flag_in_each_form_and_every_refusal() {
-        let cases: &[(&str, &[&str], Want)] = &[
+        let cases: &[(&str, &[&str], Want<Cli>)] = &[
             (
                 "--image alone: no network, no variables, the image's own command",
                 &["--image", "alpine:3"],
@@ -329,24 +323,7 @@ mod tests {
                 ),
             ),
         ];
-        for (intent, argv, want) in cases {
-            match (parse(argv), want) {
-                (Ok(got), Parsed(edit)) => {
-                    let mut expected = image_alone();
-                    edit(&mut expected);
-                    assert_eq!(got, expected, "{intent}");
-                }
-                (Err(e), Refused(kind, parts)) => {
-                    let text = e.to_string();
-                    assert_eq!(e.kind(), *kind, "{intent}: {text}");
-                    for part in *parts {
-                        assert!(text.contains(part), "{intent}: {part:?} in {text}");
-                    }
-                }
-                (Ok(got), Refused(..)) => panic!("{intent}: accepted as {got:?}"),
-                (Err(e), Parsed(_)) => panic!("{intent}: refused: {e}"),
-            }
-        }
+        test_support::cli_table::check(cases, parse, image_alone, |p| p.to_owned());
     }
 
     #[cfg(unix)]

@@ -263,13 +263,7 @@ mod tests {
         }
     }
 
-    enum Want {
-        /// It parses to `defaults()` changed by this.
-        Parsed(fn(&mut Cli)),
-        /// It is refused with this kind, the message holding each part.
-        Refused(ErrorKind, &'static [&'static str]),
-    }
-    use Want::{Parsed, Refused};
+    use test_support::cli_table::Want::{self, Parsed, Refused};
 
     const ALLOW_TAKES: &str =
         "takes a host or pattern such as api.example.com, *.example.com or 10.0.0.5:8443: ";
@@ -285,7 +279,7 @@ mod tests {
 
     #[test]
     fn every_flag_in_each_form_and_every_refusal() {
-        let cases: &[(&str, &[&str], Want)] = &[
+        let cases: &[(&str, &[&str], Want<Cli>)] = &[
             ("no flags: baseline, network on, auth", &[], Parsed(|_| {})),
             (
                 "--allow repeats in both forms, entries kept as given",
@@ -449,24 +443,7 @@ mod tests {
                 ),
             ),
         ];
-        for (intent, argv, want) in cases {
-            match (parse(argv), want) {
-                (Ok(got), Parsed(edit)) => {
-                    let mut expected = defaults();
-                    edit(&mut expected);
-                    assert_eq!(got, expected, "{intent}");
-                }
-                (Err(e), Refused(kind, parts)) => {
-                    let text = e.to_string();
-                    assert_eq!(e.kind(), *kind, "{intent}: {text}");
-                    for part in *parts {
-                        assert!(text.contains(part), "{intent}: {part:?} in {text}");
-                    }
-                }
-                (Ok(got), Refused(..)) => panic!("{intent}: accepted as {got:?}"),
-                (Err(e), Parsed(_)) => panic!("{intent}: refused: {e}"),
-            }
-        }
+        test_support::cli_table::check(cases, parse, defaults, |p| p.to_owned());
     }
 
     #[test]

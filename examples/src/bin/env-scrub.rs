@@ -155,13 +155,7 @@ mod tests {
         }
     }
 
-    enum Want {
-        /// It parses to `defaults()` changed by this.
-        Parsed(fn(&mut Cli)),
-        /// It is refused with this kind, the message holding each part.
-        Refused(ErrorKind, &'static [&'static str]),
-    }
-    use Want::{Parsed, Refused};
+    use test_support::cli_table::Want::{self, Parsed, Refused};
 
     const ADDR_TAKES: &str =
         "takes HOST:PORT with a numeric IP address, such as 127.0.0.1:8080 or [::1]:8080";
@@ -177,7 +171,7 @@ mod tests {
 
     #[test]
     fn every_flag_in_each_form_and_every_refusal() {
-        let cases: &[(&str, &[&str], Want)] = &[
+        let cases: &[(&str, &[&str], Want<Cli>)] = &[
             (
                 "no flags: the core set, no proxy, no CA",
                 &[],
@@ -326,24 +320,7 @@ mod tests {
                 ),
             ),
         ];
-        for (intent, argv, want) in cases {
-            match (parse(argv), want) {
-                (Ok(got), Parsed(edit)) => {
-                    let mut expected = defaults();
-                    edit(&mut expected);
-                    assert_eq!(got, expected, "{intent}");
-                }
-                (Err(e), Refused(kind, parts)) => {
-                    let text = e.to_string();
-                    assert_eq!(e.kind(), *kind, "{intent}: {text}");
-                    for part in *parts {
-                        assert!(text.contains(part), "{intent}: {part:?} in {text}");
-                    }
-                }
-                (Ok(got), Refused(..)) => panic!("{intent}: accepted as {got:?}"),
-                (Err(e), Parsed(_)) => panic!("{intent}: refused: {e}"),
-            }
-        }
+        test_support::cli_table::check(cases, parse, defaults, |p| p.to_owned());
     }
 
     #[cfg(unix)]

@@ -180,13 +180,7 @@ mod tests {
         }
     }
 
-    enum Want {
-        /// It parses to `dispatch()` changed by this.
-        Parsed(fn(&mut Cli)),
-        /// It is refused with this kind, the message holding each part.
-        Refused(ErrorKind, &'static [&'static str]),
-    }
-    use Want::{Parsed, Refused};
+    use test_support::cli_table::Want::{self, Parsed, Refused};
 
     #[test]
     fn the_command_is_well_formed_and_every_flag_says_what_it_does() {
@@ -199,7 +193,7 @@ mod tests {
 
     #[test]
     fn every_flag_in_each_form_and_every_refusal() {
-        let cases: &[(&str, &[&str], Want)] = &[
+        let cases: &[(&str, &[&str], Want<Cli>)] = &[
             (
                 "the dispatch profile's three flags",
                 &DISPATCH,
@@ -365,24 +359,7 @@ mod tests {
                 ),
             ),
         ];
-        for (intent, argv, want) in cases {
-            match (parse(argv), want) {
-                (Ok(got), Parsed(edit)) => {
-                    let mut expected = dispatch();
-                    edit(&mut expected);
-                    assert_eq!(got, expected, "{intent}");
-                }
-                (Err(e), Refused(kind, parts)) => {
-                    let text = e.to_string();
-                    assert_eq!(e.kind(), *kind, "{intent}: {text}");
-                    for part in *parts {
-                        assert!(text.contains(part), "{intent}: {part:?} in {text}");
-                    }
-                }
-                (Ok(got), Refused(..)) => panic!("{intent}: accepted as {got:?}"),
-                (Err(e), Parsed(_)) => panic!("{intent}: refused: {e}"),
-            }
-        }
+        test_support::cli_table::check(cases, parse, dispatch, |p| p.to_owned());
     }
 
     /// The profile carries its paths as text: a path that is not UTF-8

@@ -33,10 +33,11 @@ const SYSCTLS: &[&str] = &[
 
 /// Root's record directory when it has no `XDG_RUNTIME_DIR` (a service, CI):
 /// in `/run`, where only root may create entries.
+#[cfg(unix)]
 const ROOT_RUNTIME_DIR: &str = "/run/agent-sandbox";
 
 /// The user's runtime directory, when it is one only this user may enter;
-/// for root without one, [`ROOT_RUNTIME_DIR`] (made 0700 when missing).
+/// for root without one, `/run/agent-sandbox` (made 0700 when missing).
 pub(crate) fn runtime_dir() -> Option<PathBuf> {
     let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR") else {
         return root_runtime_dir();
