@@ -25,8 +25,10 @@ SRT="$SRT_PREFIX/node_modules/.bin/srt"
 [ -x "$SRT" ] || bash benches/compare/install-peers.sh >&2 || true
 [ -x "$SRT" ] || die "missing peer: $SRT"
 
-cargo build --release --locked -q -p agent-sandbox-examples --bin agent-run
-AGENT_RUN="$PWD/target/release/agent-run"
+# Smoke mode times nothing: the dev build the tests made serves.
+if smoke; then profile=dev dir=debug; else profile=release dir=release; fi
+cargo build --locked -q --profile "$profile" -p agent-sandbox-examples --bin agent-run
+AGENT_RUN="$PWD/target/$dir/agent-run"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

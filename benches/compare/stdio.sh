@@ -20,8 +20,10 @@ else
     BYTES=${BYTES:-$((1 << 30))} ROUNDS=${ROUNDS:-10000} REPEAT=${REPEAT:-5}
 fi
 need bwrap socat python3
-cargo build --release --locked -q -p agent-sandbox-examples --bin agent-run
-AGENT_RUN="$PWD/target/release/agent-run"
+# Smoke mode times nothing: the dev build the tests made serves.
+if smoke; then profile=dev dir=debug; else profile=release dir=release; fi
+cargo build --locked -q --profile "$profile" -p agent-sandbox-examples --bin agent-run
+AGENT_RUN="$PWD/target/$dir/agent-run"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
