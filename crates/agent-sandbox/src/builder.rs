@@ -203,8 +203,9 @@ impl ManagerBuilder {
     }
     /// Hides `path` (a literal path, `~` allowed) from reading, besides the
     /// curated secret set: a directory becomes empty, a file reads as empty.
-    /// Under bubblewrap only paths the sandbox shows need it; the Seatbelt
-    /// backend refuses extra read denies at launch (not yet rendered).
+    /// Under bubblewrap only paths the sandbox shows need it; Seatbelt denies
+    /// the reads in its profile (its terminal profile refuses extra denies
+    /// at launch).
     pub fn read_deny(&mut self, path: impl Into<String>) -> &mut Self {
         self.reads.deny.push(path.into());
         self

@@ -71,6 +71,8 @@ pub struct DispatchProfileBuilder {
     temp_dirs: Vec<String>,
     dns_socket: String,
     unix_sockets: Vec<String>,
+    read_deny: Vec<String>,
+    read_again: Vec<String>,
 }
 
 impl DispatchProfileBuilder {
@@ -84,6 +86,8 @@ impl DispatchProfileBuilder {
             temp_dirs: Vec::new(),
             dns_socket: DNS_SOCKET.to_owned(),
             unix_sockets: Vec::new(),
+            read_deny: Vec::new(),
+            read_again: Vec::new(),
         }
     }
 
@@ -143,6 +147,64 @@ impl DispatchProfileBuilder {
         out
     }
 
+    /// Hides `path` (a literal path, `~` allowed; a glob is refused at
+    /// build) from reading, besides the curated secret set.
+    pub fn read_deny(&mut self, path: impl Into<String>) -> &mut DispatchProfileBuilder {
+        self.read_deny.push(path.into());
+        self
+    }
+
+    /// Makes `path`, inside a [`DispatchProfileBuilder::read_deny`] path,
+    /// readable again. One reaching into the secret set (inside a secret,
+    /// or around a secret pattern) is refused at build; the secrets are
+    /// denied again after it besides.
+    pub fn allow_read_within_denies(
+        &mut self,
+        path: impl Into<String>,
+    ) -> &mut DispatchProfileBuilder {
+        self.read_again.push(path.into());
+        self
+    }
+
+    /// The extra read denies and the paths read again, resolved: literal
+    /// paths only, and nothing read again inside the secret set.
+    fn extra_reads<H: HostView + ?Sized>(
+        &self,
+        secrets: &PathSet,
+        home: &Path,
+        host: &H,
+    ) -> Result<(PathSet, PathSet), Error> {
+        for p in self.read_deny.iter().chain(&self.read_again) {
+            if sandbox_core::is_glob(p) {
+                return Err(ErrorKind::InvalidPath {
+                    path: p.clone(),
+                    reason: "an extra read deny or a path read again is a path, not a glob",
+                }
+                .into());
+            }
+        }
+        let denied = resolve_dirs(&self.read_deny, home, host)?;
+        let again = resolve_dirs(&self.read_again, home, host)?;
+        let secret_spellings = secrets.spellings();
+        for r in again.spellings() {
+            let into_secret = secret_spellings.iter().any(|s| {
+                let base = match s.find(['*', '?']) {
+                    Some(i) => s[..i].rfind('/').map_or("/", |slash| &s[..slash.max(1)]),
+                    None => return Path::new(&r).starts_with(s),
+                };
+                Path::new(&r).starts_with(base) || Path::new(base).starts_with(&r)
+            });
+            if into_secret {
+                return Err(ErrorKind::InvalidPath {
+                    path: r,
+                    reason: "a path read again cannot reach into the fixed secret set",
+                }
+                .into());
+            }
+        }
+        Ok((denied, again))
+    }
+
     /// Resolves every path on `host` and builds the profile.
     pub fn build<H: HostView + ?Sized>(&self, host: &H) -> Result<Profile, Error> {
         let host = &MacTarget(host);
@@ -182,6 +244,26 @@ impl DispatchProfileBuilder {
             &[Operation::FileReadAll],
             deny_filters(&secrets, host)?,
         );
+        if !self.read_deny.is_empty() || !self.read_again.is_empty() {
+            let (denied, again) = self.extra_reads(&secrets, home, host)?;
+            p.comment("The host's own read denies, then what is read again inside them.");
+            p.rule_if_any(
+                Action::Deny,
+                &[Operation::FileReadAll],
+                deny_filters(&denied, host)?,
+            );
+            p.rule_if_any(
+                Action::Allow,
+                &[Operation::FileReadAll],
+                subpath_filters(&again, host)?,
+            );
+            p.comment("The secrets stay unreadable whatever is read again (the last match wins).");
+            p.rule_if_any(
+                Action::Deny,
+                &[Operation::FileReadAll],
+                deny_filters(&secrets, host)?,
+            );
+        }
 
         p.comment("Writes: reset to deny, then the writable directories (R-SEATBELT-3).");
         p.rule(Rule::new(Action::Deny, Operation::FileWriteAll, Vec::new()));

@@ -63,15 +63,17 @@ pub(crate) async fn launch(
     settings: &Settings,
     spec: &SandboxSpec,
 ) -> Result<Launched, Error> {
-    if !settings.reads.is_empty() {
-        return Err(ErrorKind::NotSupported {
-            what: "an extra read deny (or a path read again inside one) under Seatbelt",
-        }
-        .into());
-    }
     let home = settings.home.to_string_lossy().into_owned();
     let host = &*settings.host;
     if settings.surface == Surface::Terminal {
+        // The fixed terminal profile takes no extra read rules.
+        if !settings.reads.is_empty() {
+            return Err(ErrorKind::NotSupported {
+                what: "an extra read deny (or a path read again inside one) on the terminal \
+                       surface under Seatbelt",
+            }
+            .into());
+        }
         let mut b = seatbelt_profile::TerminalProfileBuilder::new();
         b.home(&home);
         if let Some(w) = &spec.guest_workdir {
@@ -110,6 +112,12 @@ pub(crate) async fn launch(
         .temp_dir(egress.dir().to_string_lossy());
     for s in &settings.unix_sockets {
         b.allow_unix_socket(s.clone());
+    }
+    for d in &settings.reads.deny {
+        b.read_deny(d.clone());
+    }
+    for r in &settings.reads.again {
+        b.allow_read_within_denies(r.clone());
     }
     let (profile, system_log) = tagged(config, settings, b.build(host))?;
     // No bridges: the run reaches the proxies on their own ports, and the

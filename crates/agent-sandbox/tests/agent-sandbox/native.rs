@@ -969,6 +969,38 @@ async fn on_macos_a_dispatch_gets_a_seatbelt_profile_that_reaches_only_its_proxi
 }
 
 #[tokio::test]
+async fn on_macos_the_extra_read_denies_are_in_the_profile_and_a_secret_is_never_read_again() {
+    use seatbelt_profile::{Evaluator, Operation, Target};
+    let t = Tree::new("seatbelt-reads");
+    let mut b = SandboxManager::builder(macos_probe(), real_paths());
+    b.home(t.p("home"))
+        .temp_dir(t.p("sockets"))
+        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())])
+        .read_deny(t.p("ws/data"))
+        .allow_read_within_denies(t.p("ws/data/pub"));
+    let m = b.build().unwrap();
+    let mut h = m.launch(t.spec("seatbelt-reads")).await.unwrap();
+    let profile = m.seatbelt_profile(&h).expect("a seatbelt session");
+    let eval = Evaluator::from_sbpl(profile.text(), &profile.params_map()).unwrap();
+    let read = |p: &str| eval.allows(Operation::FileReadData, Target::Path(&t.p(p)));
+    assert!(!read("ws/data/secret.txt"));
+    assert!(read("ws/data/pub/ok.txt"));
+    assert!(read("ws/src/main.rs"));
+    assert!(!read("home/.ssh/id_rsa"));
+    m.destroy(&mut h).await.unwrap();
+    // Reading a secret again is refused at launch.
+    b.read_deny(t.p("home"))
+        .allow_read_within_denies(t.p("home/.ssh"));
+    let m = b.build().unwrap();
+    let err = m.launch(t.spec("seatbelt-reads-2")).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("cannot reach into the fixed secret set"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
 async fn repositories_made_inside_are_named_at_destroy() {
     if !native_available() {
         return;

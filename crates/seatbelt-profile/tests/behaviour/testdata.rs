@@ -208,6 +208,11 @@ struct ProfileCase {
     workdir: Option<String>,
     #[serde(default)]
     temp_dirs: Vec<String>,
+    /// Extra read denies, and paths read again inside them.
+    #[serde(default)]
+    read_deny: Vec<String>,
+    #[serde(default)]
+    read_again: Vec<String>,
     http: Option<u16>,
     socks: Option<u16>,
     #[serde(default)]
@@ -267,6 +272,12 @@ fn build_case(c: &ProfileCase) -> Result<Profile, Error> {
         .socks_proxy_port(c.socks.unwrap_or(1080));
     for t in &c.temp_dirs {
         b.temp_dir(t.clone());
+    }
+    for d in &c.read_deny {
+        b.read_deny(d.clone());
+    }
+    for r in &c.read_again {
+        b.allow_read_within_denies(r.clone());
     }
     b.build(&host)
 }
