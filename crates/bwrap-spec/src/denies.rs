@@ -191,24 +191,11 @@ impl ReadDenies {
     /// matches is not known here). Such a grant is refused, never skipped.
     pub(crate) fn reopen_into_secrets(&self) -> Option<String> {
         let fixed = self.fixed.spellings();
-        self.reopen.spellings().into_iter().find(|r| {
-            fixed.iter().any(|f| match glob_base(f) {
-                Some(base) => is_under(r, base) || is_under(base, r),
-                None => is_under(r, f),
-            })
-        })
+        self.reopen
+            .spellings()
+            .into_iter()
+            .find(|r| sandbox_core::reaches_into(r, &fixed))
     }
-}
-
-/// The directory a glob's matches lie under (the part before the segment
-/// with the first glob character), or `None` when `p` is no glob.
-fn glob_base(p: &str) -> Option<&str> {
-    let first = p.find(['*', '?', '['])?;
-    Some(
-        p[..first]
-            .rfind('/')
-            .map_or("/", |slash| &p[..slash.max(1)]),
-    )
 }
 
 pub(crate) fn depth(p: &str) -> usize {

@@ -140,7 +140,7 @@ pub use handle::SandboxHandle;
 pub use host::{AmbientHost, BWRAP_TRY_ARGS, FakeHost, HostView, Os, find_on_path};
 pub use mode::{Access, Mode};
 pub use name_guard_invocation::{InvocationProblem, NAME_GUARD_USAGE, NameGuardInvocation};
-pub use paths::{PathEntry, PathSet, expand_tilde, is_glob};
+pub use paths::{PathEntry, PathSet, expand_tilde, is_glob, reaches_into};
 pub use port::{DynSandboxPort, EventStream, PortFuture, SandboxPort};
 pub use probe::{
     AMBIENT_PROBE_TIMEOUT, FilenameRuleSupport, MicrovmProbe, NAME_GUARD_MIN_KERNEL,

@@ -11,6 +11,23 @@ pub fn is_glob(entry: &str) -> bool {
     entry.contains('*') || entry.contains('?')
 }
 
+/// Whether granting `path` would reach into one of `denied` (spellings of
+/// deny entries): `path` lies inside a plain entry, or inside or around the
+/// directory a glob's matches lie under (what the glob matches there is
+/// not known, so both ways count). Lexical: give resolved spellings.
+pub fn reaches_into(path: &str, denied: &[String]) -> bool {
+    let path = Path::new(path);
+    denied.iter().any(|d| match d.find(['*', '?', '[']) {
+        Some(first) => {
+            let base = d[..first]
+                .rfind('/')
+                .map_or("/", |slash| &d[..slash.max(1)]);
+            path.starts_with(base) || Path::new(base).starts_with(path)
+        }
+        None => path.starts_with(d),
+    })
+}
+
 /// Expands a leading `~` or `~/` against `home`. Other entries come back
 /// unchanged. `~user` is [`ErrorKind::UnsupportedTilde`].
 pub fn expand_tilde(entry: &str, home: &Path) -> Result<String, Error> {

@@ -187,14 +187,7 @@ impl DispatchProfileBuilder {
         let again = resolve_dirs(&self.read_again, home, host)?;
         let secret_spellings = secrets.spellings();
         for r in again.spellings() {
-            let into_secret = secret_spellings.iter().any(|s| {
-                let base = match s.find(['*', '?']) {
-                    Some(i) => s[..i].rfind('/').map_or("/", |slash| &s[..slash.max(1)]),
-                    None => return Path::new(&r).starts_with(s),
-                };
-                Path::new(&r).starts_with(base) || Path::new(base).starts_with(&r)
-            });
-            if into_secret {
+            if sandbox_core::reaches_into(&r, &secret_spellings) {
                 return Err(ErrorKind::InvalidPath {
                     path: r,
                     reason: "a path read again cannot reach into the fixed secret set",
