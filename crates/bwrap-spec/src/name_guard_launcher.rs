@@ -76,6 +76,7 @@ where
         report_fd,
         deny_globs: rules.to_vec(),
         unix_sockets: unix_sockets.iter().map(Into::into).collect(),
+        host: None,
         command: command.into_iter().map(Into::into).collect(),
     };
     let mut out: Vec<OsString> = Vec::with_capacity(rules.len() * 2 + 8);

@@ -65,6 +65,23 @@ pub enum ErrorKind {
         /// Why it is refused.
         reason: &'static str,
     },
+    /// A host confinement path cannot be used (`--landlock`).
+    #[error("invalid path {path:?} for {option}: {reason}")]
+    InvalidHostPath {
+        /// The option.
+        option: &'static str,
+        /// The path (at most 256 characters of it, lossy).
+        path: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// The Landlock rules cannot be enforced by this kernel, or applying
+    /// them failed: the command does not run.
+    #[error("cannot confine with Landlock: {reason}")]
+    Landlock {
+        /// What the kernel or the ruleset said.
+        reason: String,
+    },
     /// The supervisor failed.
     #[error("the supervisor failed (errno {errno})")]
     Supervise {

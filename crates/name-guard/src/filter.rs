@@ -2,7 +2,7 @@
 //! architecture's system call table ([`crate::syscalls`]).
 
 use crate::sys::SockFilter;
-use crate::syscalls::{Abi, ArgTest, Role};
+use crate::syscalls::{Abi, ArgTest, Role, SocketArgs};
 
 #[cfg(test)]
 mod interpreter;
@@ -16,6 +16,7 @@ const JEQ_K: u16 = 0x15;
 const JGE_K: u16 = 0x35;
 const JSET_K: u16 = 0x45;
 const RET_K: u16 = 0x06;
+const ALU_AND_K: u16 = 0x54;
 
 const RET_ALLOW: u32 = 0x7fff_0000;
 const RET_USER_NOTIF: u32 = 0x7fc0_0000;
@@ -30,6 +31,23 @@ fn off_arg(i: u8) -> u32 {
 /// `O_CREAT | __O_TMPFILE`: an open with either bit may create a file (the
 /// same bits on x86-64 and aarch64).
 pub(crate) const CREATING_OPEN_BITS: u32 = 0o100 | 0o20_000_000;
+
+/// On the host, opens that may write are notified too: `O_WRONLY`,
+/// `O_RDWR` and `O_TRUNC` (the same bits on x86-64 and aarch64), so that
+/// the supervisor can refuse a protected path; read-only opens never reach
+/// it.
+pub(crate) const WRITING_OPEN_BITS: u32 = 0o1 | 0o2 | 0o1000;
+
+/// Where the filter runs: what differs is only which calls reach the
+/// supervisor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Inside bubblewrap: mounts and the network namespace do the rest.
+    Bubblewrap,
+    /// On the host, under Landlock (`--landlock`): also write-opens,
+    /// truncations and removals, and only Unix and TCP stream sockets.
+    Host,
+}
 
 /// `PR_SET_DUMPABLE`.
 const PR_SET_DUMPABLE: u32 = 4;
@@ -47,8 +65,14 @@ fn ins(code: u16, jt: u8, jf: u8, k: u32) -> SockFilter {
 /// Then each call of the table is one block that returns when the number
 /// matches and falls through, with the number loaded, when it does not;
 /// a call the table does not name is allowed.
-pub(crate) fn program(abi: &Abi, supervisor: i32) -> Vec<SockFilter> {
+pub(crate) fn program(abi: &Abi, supervisor: i32, place: Place) -> Vec<SockFilter> {
     let eperm = RET_ERRNO | libc::EPERM as u32;
+    let host = place == Place::Host;
+    let open_bits = if host {
+        CREATING_OPEN_BITS | WRITING_OPEN_BITS
+    } else {
+        CREATING_OPEN_BITS
+    };
     let sup = supervisor as u32;
     let mut p = vec![
         ins(LD_W_ABS, 0, 0, OFF_ARCH),
@@ -66,13 +90,27 @@ pub(crate) fn program(abi: &Abi, supervisor: i32) -> Vec<SockFilter> {
             Role::OpenIfCreating(o) => p.extend([
                 ins(JEQ_K, 0, 4, nr),
                 ins(LD_W_ABS, 0, 0, off_arg(o.flags)),
-                ins(JSET_K, 0, 1, CREATING_OPEN_BITS),
+                ins(JSET_K, 0, 1, open_bits),
                 ins(RET_K, 0, 0, RET_USER_NOTIF),
                 ins(RET_K, 0, 0, RET_ALLOW),
             ]),
             Role::Notified(_) => {
                 p.extend([ins(JEQ_K, 0, 1, nr), ins(RET_K, 0, 0, RET_USER_NOTIF)]);
             }
+            // Inside bubblewrap these are allowed: no block at all.
+            Role::HostNotified(_) | Role::HostSocket(_) | Role::HostRefusedWhen { .. }
+                if !host => {}
+            Role::HostNotified(_) => {
+                p.extend([ins(JEQ_K, 0, 1, nr), ins(RET_K, 0, 0, RET_USER_NOTIF)]);
+            }
+            Role::HostSocket(args) => p.extend(socket_block(nr, args)),
+            Role::HostRefusedWhen { arg, bits } => p.extend([
+                ins(JEQ_K, 0, 4, nr),
+                ins(LD_W_ABS, 0, 0, off_arg(arg)),
+                ins(JSET_K, 0, 1, bits),
+                ins(RET_K, 0, 0, eperm),
+                ins(RET_K, 0, 0, RET_ALLOW),
+            ]),
             Role::Refused => p.extend([ins(JEQ_K, 0, 1, nr), ins(RET_K, 0, 0, eperm)]),
             Role::NoSys => p.extend([
                 ins(JEQ_K, 0, 1, nr),
@@ -109,4 +147,38 @@ pub(crate) fn program(abi: &Abi, supervisor: i32) -> Vec<SockFilter> {
     }
     p.push(ins(RET_K, 0, 0, RET_ALLOW));
     p
+}
+
+/// `socket` or `socketpair` on the host: `AF_UNIX` with `SOCK_STREAM` or
+/// `SOCK_SEQPACKET`, or `AF_INET`/`AF_INET6` with `SOCK_STREAM` and protocol
+/// 0 or `IPPROTO_TCP`; anything else `EACCES`. The type's flag bits
+/// (`SOCK_NONBLOCK`, `SOCK_CLOEXEC`) are masked off. Every path returns
+/// but the first jump, which leaves the number loaded.
+fn socket_block(nr: u32, a: SocketArgs) -> [SockFilter; 17] {
+    let eacces = RET_ERRNO | libc::EACCES as u32;
+    let (unix, inet, inet6) = (
+        libc::AF_UNIX as u32,
+        libc::AF_INET as u32,
+        libc::AF_INET6 as u32,
+    );
+    let (stream, seqpacket) = (libc::SOCK_STREAM as u32, libc::SOCK_SEQPACKET as u32);
+    [
+        /* 0 */ ins(JEQ_K, 0, 16, nr),
+        /* 1 */ ins(LD_W_ABS, 0, 0, off_arg(a.domain)),
+        /* 2 */ ins(JEQ_K, 0, 4, unix),
+        /* 3 */ ins(LD_W_ABS, 0, 0, off_arg(a.kind)),
+        /* 4 */ ins(ALU_AND_K, 0, 0, 0xf),
+        /* 5 */ ins(JEQ_K, 10, 0, stream),
+        /* 6 */ ins(JEQ_K, 9, 8, seqpacket),
+        /* 7 */ ins(JEQ_K, 1, 0, inet),
+        /* 8 */ ins(JEQ_K, 0, 6, inet6),
+        /* 9 */ ins(LD_W_ABS, 0, 0, off_arg(a.kind)),
+        /* 10 */ ins(ALU_AND_K, 0, 0, 0xf),
+        /* 11 */ ins(JEQ_K, 0, 3, stream),
+        /* 12 */ ins(LD_W_ABS, 0, 0, off_arg(a.protocol)),
+        /* 13 */ ins(JEQ_K, 2, 0, 0),
+        /* 14 */ ins(JEQ_K, 1, 0, libc::IPPROTO_TCP as u32),
+        /* 15 */ ins(RET_K, 0, 0, eacces),
+        /* 16 */ ins(RET_K, 0, 0, RET_ALLOW),
+    ]
 }

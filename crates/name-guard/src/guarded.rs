@@ -37,7 +37,16 @@ pub(crate) fn run(inv: &Invocation) -> Result<Outcome, Error> {
     sys::ignore_signal(libc::SIGPIPE);
     // The supervisor and the command run with no capability at all.
     sys::drop_all_capabilities().map_err(|errno| ErrorKind::Supervise { errno })?;
-    let prog = filter::program(abi, sys::getpid());
+    // On the host, Landlock holds this process (the supervisor to be) and
+    // the command alike, before anything else runs.
+    let place = match &inv.host {
+        Some(h) => {
+            crate::landlock_rules::restrict(h)?;
+            filter::Place::Host
+        }
+        None => filter::Place::Bubblewrap,
+    };
+    let prog = filter::program(abi, sys::getpid(), place);
     let (child, listener) =
         sys::spawn_filtered(&prog, &argv).map_err(|errno| ErrorKind::Spawn { errno })?;
     sys::ignore_signal(libc::SIGINT);
@@ -58,7 +67,13 @@ fn supervise(
 ) -> Result<Outcome, Error> {
     let sup_err = |errno| Error::from(ErrorKind::Supervise { errno });
     let pidfd = sys::pidfd_open(child).map_err(sup_err)?;
-    let mut sup = supervisor::Supervisor::new(abi, listener.as_raw_fd(), &inv.rules, inv.report_fd);
+    let mut sup = supervisor::Supervisor::new(
+        abi,
+        listener.as_raw_fd(),
+        &inv.rules,
+        inv.host.as_ref(),
+        inv.report_fd,
+    );
     sup.grant_sockets(&inv.unix_sockets);
     let mut listener = Some(listener);
     loop {
@@ -124,6 +139,7 @@ mod tests {
             command: vec!["a\0b".into()],
             report_fd: None,
             unix_sockets: Vec::new(),
+            host: None,
         };
         let e = run(&inv).unwrap_err();
         assert!(matches!(e.kind(), ErrorKind::Usage(_)), "{e}");

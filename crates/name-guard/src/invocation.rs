@@ -25,6 +25,10 @@ pub struct Invocation {
     /// processes bind (`--allow-unix-socket PATH`): known by what each path
     /// names when the command starts.
     pub unix_sockets: Vec<OsString>,
+    /// Confinement on the host without namespaces (`--landlock`): Landlock
+    /// rules the launcher applies to itself before it forks, and the
+    /// supervisor's checks of protected paths and TCP connects.
+    pub host: Option<crate::HostRules>,
 }
 
 impl Invocation {
@@ -48,6 +52,7 @@ impl Invocation {
             command: line.command,
             report_fd: line.report_fd,
             unix_sockets: line.unix_sockets,
+            host: line.host.as_ref().map(crate::HostRules::new).transpose()?,
         })
     }
 }

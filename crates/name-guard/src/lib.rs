@@ -182,6 +182,7 @@
 //! `tar` and cargo from the machine.
 
 mod error;
+mod host;
 mod invocation;
 mod launch;
 mod limits;
@@ -196,6 +197,8 @@ mod guarded;
 #[path = "unsupported.rs"]
 mod guarded;
 #[cfg(target_os = "linux")]
+mod landlock_rules;
+#[cfg(target_os = "linux")]
 mod supervisor;
 #[cfg(target_os = "linux")]
 mod sys;
@@ -203,6 +206,7 @@ mod sys;
 mod syscalls;
 
 pub use error::{Error, ErrorKind};
+pub use host::HostRules;
 pub use invocation::{Invocation, MAX_COMMAND_ARGS};
 pub use launch::{MIN_KERNEL, Outcome, Stats, kernel_release_supported, launcher_main, run};
 pub use limits::{MAX_RETRIES, MAX_SYMLINK_HOPS, MAX_WAITING_FIFO_OPENS, PATH_MAX};

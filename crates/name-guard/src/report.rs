@@ -44,11 +44,17 @@ pub enum DeniedCall {
     Mkdir,
     /// `bind` of a Unix socket to a path.
     Bind,
-    /// `connect` to a Unix socket the guarded tree did not bind.
+    /// `connect` to a Unix socket the guarded tree did not bind, or, on the
+    /// host, to a TCP address that is not one of the session's proxies
+    /// (the path is then `ADDRESS:PORT`).
     Connect,
+    /// On the host: `unlink`, `unlinkat` or `rmdir` of a protected path.
+    Unlink,
+    /// On the host: `truncate` of a protected file.
+    Truncate,
 }
 
-const CALLS: [DeniedCall; 9] = [
+const CALLS: [DeniedCall; 11] = [
     DeniedCall::Open,
     DeniedCall::Creat,
     DeniedCall::Mknod,
@@ -58,6 +64,8 @@ const CALLS: [DeniedCall; 9] = [
     DeniedCall::Mkdir,
     DeniedCall::Bind,
     DeniedCall::Connect,
+    DeniedCall::Unlink,
+    DeniedCall::Truncate,
 ];
 
 impl DeniedCall {
@@ -73,6 +81,8 @@ impl DeniedCall {
             DeniedCall::Mkdir => "mkdir",
             DeniedCall::Bind => "bind",
             DeniedCall::Connect => "connect",
+            DeniedCall::Unlink => "unlink",
+            DeniedCall::Truncate => "truncate",
         }
     }
 
@@ -350,7 +360,7 @@ mod tests {
 
     #[test]
     fn malformed_lines_are_refused() {
-        assert_eq!(reason(b"unlink /x.pem\n"), "unknown call");
+        assert_eq!(reason(b"chmod /x.pem\n"), "unknown call");
         assert_eq!(reason(b"OPEN /x.pem"), "unknown call");
         assert_eq!(reason(b" /x.pem"), "unknown call");
         assert_eq!(reason(b"open"), "missing space");

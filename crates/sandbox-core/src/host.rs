@@ -97,6 +97,16 @@ pub trait HostView {
         let _ = bwrap;
         Err("this host view cannot start bubblewrap to try it".to_owned())
     }
+
+    /// Says whether this kernel can enforce every Landlock rule the
+    /// Landlock mechanism uses ([`LANDLOCK_MIN_ABI`](crate::LANDLOCK_MIN_ABI):
+    /// file rules, TCP bind and connect rules, and the abstract Unix socket
+    /// and signal scopes), by creating (and dropping) such a ruleset: `Err`
+    /// says why not. Nothing is restricted by asking. The provided
+    /// implementation answers `Err` (fail closed).
+    fn try_landlock(&self) -> Result<(), String> {
+        Err("this host view cannot try Landlock".to_owned())
+    }
 }
 
 /// The arguments of the probe's one bubblewrap launch
@@ -265,9 +275,18 @@ impl HostView for AmbientHost {
         }
         tried
     }
+    fn try_landlock(&self) -> Result<(), String> {
+        self.try_landlock_now()
+    }
+
 }
 
 impl AmbientHost {
+    /// See [`HostView::try_landlock`]; called by the [`HostView`] impl.
+    fn try_landlock_now(&self) -> Result<(), String> {
+        landlock_trial::try_ruleset()
+    }
+
     /// One trial launch of `bwrap`, now.
     fn try_bubblewrap_now(&self, bwrap: &Path) -> Result<(), String> {
         let bwrap = bwrap.to_path_buf();
@@ -319,5 +338,6 @@ pub fn find_on_path<H: HostView + ?Sized>(
 }
 
 mod fake;
+mod landlock_trial;
 mod trial_cache;
 pub use fake::FakeHost;

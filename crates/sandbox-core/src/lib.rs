@@ -139,12 +139,14 @@ pub use git::linked_git_dir_entries;
 pub use handle::SandboxHandle;
 pub use host::{AmbientHost, BWRAP_TRY_ARGS, FakeHost, HostView, Os, find_on_path};
 pub use mode::{Access, Mode};
-pub use name_guard_invocation::{InvocationProblem, NAME_GUARD_USAGE, NameGuardInvocation};
+pub use name_guard_invocation::{
+    HostConfinement, InvocationProblem, NAME_GUARD_USAGE, NameGuardInvocation,
+};
 pub use paths::{PathEntry, PathSet, expand_tilde, is_glob, reaches_into};
 pub use port::{DynSandboxPort, EventStream, PortFuture, SandboxPort};
 pub use probe::{
-    AMBIENT_PROBE_TIMEOUT, FilenameRuleSupport, MicrovmProbe, NAME_GUARD_MIN_KERNEL,
-    NativeMechanism, NativeProbe, Platform, ProbeCache, ProbeOptions, ProbeReport,
+    AMBIENT_PROBE_TIMEOUT, FilenameRuleSupport, LANDLOCK_MIN_ABI, MicrovmProbe,
+    NAME_GUARD_MIN_KERNEL, NOTE_LANDLOCK, NativeMechanism, NativeProbe, Platform, ProbeCache, ProbeOptions, ProbeReport,
     kernel_runs_name_guard, kernel_version, probe_ambient,
 };
 pub use running::{

@@ -1,8 +1,10 @@
 //! The name-guard launcher's command line as a value: built by the plan that
 //! puts the launcher in front of a command, parsed by the launcher.
 //!
-//! `[--report-fd N] [--allow-unix-socket PATH]... --deny GLOB... -- CMD
-//! ARGS`: options come before `--`,
+//! `[--report-fd N] [--allow-unix-socket PATH]... [--landlock [--write PATH]...
+//! [--read-deny PATH]... [--read-again PATH]... [--protect PATH]...
+//! [--connect-tcp PORT]...] --deny GLOB... -- CMD ARGS`: options come before
+//! `--`,
 //! each option's value is the next argument whatever it looks like (a glob
 //! may start with `-`), and everything after `--` is the command.
 
@@ -10,8 +12,9 @@ use crate::{Error, ErrorKind};
 use std::ffi::{OsStr, OsString};
 
 /// The usage line, for error messages.
-pub const NAME_GUARD_USAGE: &str =
-    "name-guard-exec [--report-fd N] [--allow-unix-socket PATH]... --deny GLOB... -- CMD ARGS";
+pub const NAME_GUARD_USAGE: &str = "name-guard-exec [--report-fd N] [--allow-unix-socket PATH]... \
+     [--landlock [--write PATH]... [--read-deny PATH]... [--read-again PATH]... [--protect PATH]... \
+     [--connect-tcp PORT]...] --deny GLOB... -- CMD ARGS";
 
 /// The arguments of the name-guard launcher, after its program name (and
 /// after any marker a multi-call program reads first).
@@ -33,8 +36,36 @@ pub struct NameGuardInvocation {
     /// binds itself (`--allow-unix-socket PATH`, once each): absolute paths,
     /// as they are inside the sandbox.
     pub unix_sockets: Vec<OsString>,
+    /// Confinement on the host itself, without namespaces (`--landlock`
+    /// and the options after it): Landlock rules that the launcher applies
+    /// to itself before it forks, and the supervisor's extra checks.
+    /// `None` inside bubblewrap.
+    pub host: Option<HostConfinement>,
     /// The command and its arguments (at least one element).
     pub command: Vec<OsString>,
+}
+
+/// What the launcher enforces when it runs on the host with no namespaces
+/// around it (the Landlock mechanism). Every path is absolute.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostConfinement {
+    /// Trees the command may write (`--write PATH`): the writable roots and
+    /// runner state directories. Nothing else is writable but the
+    /// terminal and null devices.
+    pub writable: Vec<OsString>,
+    /// Paths the command may not read (`--read-deny PATH`): the secret set
+    /// and the host's extra denies. Everything else is readable.
+    pub read_deny: Vec<OsString>,
+    /// Paths inside a read deny that are readable again
+    /// (`--read-again PATH`).
+    pub read_again: Vec<OsString>,
+    /// Paths inside writable trees that stay unwritable, unremovable and
+    /// unmovable, with everything below them (`--protect PATH`).
+    pub protect: Vec<OsString>,
+    /// The ports on 127.0.0.1 the command may connect to
+    /// (`--connect-tcp PORT`): the session's two proxies. No other TCP
+    /// address is reachable.
+    pub tcp_ports: Vec<u16>,
 }
 
 /// What is wrong with a name-guard command line.
@@ -64,6 +95,37 @@ pub enum InvocationProblem {
     RelativeSocketPath {
         /// The path (at most 64 characters of it, lossy).
         path: String,
+    },
+    /// A path given to a `--landlock` option is not absolute.
+    #[error("{option} needs an absolute path, not {path:?}")]
+    RelativePath {
+        /// The option.
+        option: &'static str,
+        /// The path (at most 64 characters of it, lossy).
+        path: String,
+    },
+    /// A `--landlock` option is given without `--landlock` before it.
+    #[error("{option} is only valid after --landlock")]
+    NeedsLandlock {
+        /// The option.
+        option: &'static str,
+    },
+    /// `--landlock` is given twice.
+    #[error("--landlock given twice")]
+    RepeatedLandlock,
+    /// More paths or ports for one `--landlock` option than the limit.
+    #[error("more than {limit} {option} values")]
+    TooManyValues {
+        /// The option.
+        option: &'static str,
+        /// The limit.
+        limit: usize,
+    },
+    /// A `--connect-tcp` value is not a port number from 1 to 65535.
+    #[error("--connect-tcp needs a port number from 1 to 65535, not {value:?}")]
+    BadPort {
+        /// The value (at most 32 characters of it).
+        value: String,
     },
     /// More `--allow-unix-socket` paths than the limit.
     #[error("more than {limit} --allow-unix-socket paths")]
@@ -119,6 +181,9 @@ impl NameGuardInvocation {
     pub const MAX_DENY_GLOBS: usize = 4096;
     /// Most `--allow-unix-socket` paths.
     pub const MAX_UNIX_SOCKETS: usize = 64;
+    /// Most values of each `--landlock` option (`--write`, `--read-deny`,
+    /// `--read-again`, `--protect`, `--connect-tcp`).
+    pub const MAX_HOST_VALUES: usize = 4096;
     /// Most arguments of the guarded command.
     pub const MAX_COMMAND_ARGS: usize = 4096;
     /// Longest single argument, in bytes (Linux passes no longer one to a
@@ -139,6 +204,7 @@ impl NameGuardInvocation {
             report_fd: None,
             deny_globs: deny_globs.into_iter().map(Into::into).collect(),
             unix_sockets: Vec::new(),
+            host: None,
             command: command.into_iter().map(Into::into).collect(),
         }
     }
@@ -155,6 +221,19 @@ impl NameGuardInvocation {
         for s in &self.unix_sockets {
             out.push("--allow-unix-socket".into());
             out.push(s.clone());
+        }
+        if let Some(h) = &self.host {
+            out.push("--landlock".into());
+            for (option, paths) in h.path_lists() {
+                for p in paths {
+                    out.push(option.into());
+                    out.push(p.clone());
+                }
+            }
+            for port in &h.tcp_ports {
+                out.push("--connect-tcp".into());
+                out.push(port.to_string().into());
+            }
         }
         for g in &self.deny_globs {
             out.push("--deny".into());
@@ -209,6 +288,20 @@ impl NameGuardInvocation {
                     .into());
                 }
                 inv.unix_sockets.push(v);
+            } else if a == "--landlock" {
+                if inv.host.is_some() {
+                    return Err(InvocationProblem::RepeatedLandlock.into());
+                }
+                inv.host = Some(HostConfinement::default());
+            } else if let Some(option) = HostConfinement::OPTIONS.iter().find(|o| a == **o) {
+                let option: &'static str = option;
+                let Some(host) = inv.host.as_mut() else {
+                    return Err(InvocationProblem::NeedsLandlock { option }.into());
+                };
+                let v = it
+                    .next()
+                    .ok_or(InvocationProblem::MissingValue { option })?;
+                host.push(option, v)?;
             } else if a == "--report-fd" {
                 if seen_fd {
                     return Err(InvocationProblem::RepeatedReportFd.into());
@@ -267,6 +360,9 @@ impl NameGuardInvocation {
                 .into());
             }
         }
+        if let Some(h) = &self.host {
+            h.check()?;
+        }
         if self.command.is_empty() {
             return Err(InvocationProblem::NoCommand.into());
         }
@@ -278,6 +374,96 @@ impl NameGuardInvocation {
         }
         for a in &self.command {
             check_arg(a)?;
+        }
+        Ok(())
+    }
+}
+
+impl HostConfinement {
+    /// The options that take a value after `--landlock`.
+    const OPTIONS: [&'static str; 5] = [
+        "--write",
+        "--read-deny",
+        "--read-again",
+        "--protect",
+        "--connect-tcp",
+    ];
+
+    /// Each path option with its paths, in command-line order.
+    fn path_lists(&self) -> [(&'static str, &Vec<OsString>); 4] {
+        [
+            ("--write", &self.writable),
+            ("--read-deny", &self.read_deny),
+            ("--read-again", &self.read_again),
+            ("--protect", &self.protect),
+        ]
+    }
+
+    fn push(&mut self, option: &'static str, v: OsString) -> Result<(), Error> {
+        let too_many = || -> Error {
+            InvocationProblem::TooManyValues {
+                option,
+                limit: NameGuardInvocation::MAX_HOST_VALUES,
+            }
+            .into()
+        };
+        if option == "--connect-tcp" {
+            if self.tcp_ports.len() >= NameGuardInvocation::MAX_HOST_VALUES {
+                return Err(too_many());
+            }
+            let b = v.as_encoded_bytes();
+            let port = (!b.is_empty() && b.len() <= 5 && b.iter().all(u8::is_ascii_digit))
+                .then(|| v.to_str().and_then(|s| s.parse::<u16>().ok()))
+                .flatten()
+                .filter(|p| *p != 0)
+                .ok_or_else(|| InvocationProblem::BadPort {
+                    value: preview(&v, 32),
+                })?;
+            self.tcp_ports.push(port);
+            return Ok(());
+        }
+        let list = match option {
+            "--write" => &mut self.writable,
+            "--read-deny" => &mut self.read_deny,
+            "--read-again" => &mut self.read_again,
+            _ => &mut self.protect,
+        };
+        if list.len() >= NameGuardInvocation::MAX_HOST_VALUES {
+            return Err(too_many());
+        }
+        list.push(v);
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), Error> {
+        for (option, paths) in self.path_lists() {
+            if paths.len() > NameGuardInvocation::MAX_HOST_VALUES {
+                return Err(InvocationProblem::TooManyValues {
+                    option,
+                    limit: NameGuardInvocation::MAX_HOST_VALUES,
+                }
+                .into());
+            }
+            for p in paths {
+                check_arg(p)?;
+                if !p.as_encoded_bytes().starts_with(b"/") {
+                    return Err(InvocationProblem::RelativePath {
+                        option,
+                        path: preview(p, 64),
+                    }
+                    .into());
+                }
+            }
+        }
+        if self.tcp_ports.len() > NameGuardInvocation::MAX_HOST_VALUES {
+            return Err(InvocationProblem::TooManyValues {
+                option: "--connect-tcp",
+                limit: NameGuardInvocation::MAX_HOST_VALUES,
+            }
+            .into());
+        }
+        if self.tcp_ports.contains(&0) {
+            return Err(InvocationProblem::BadPort { value: "0".into() }.into());
         }
         Ok(())
     }

@@ -46,12 +46,36 @@ pub enum NativeMechanism {
     Seatbelt,
     /// bubblewrap, with socat for the proxy bridges.
     Bubblewrap,
+    /// Landlock and the name guard's seccomp supervisor, with no
+    /// namespaces: for Linux hosts where bubblewrap cannot make its
+    /// namespaces (see [`NOTE_LANDLOCK`] for what is weaker).
+    Landlock,
+}
+
+impl NativeMechanism {
+    /// A short name for logs and handle details: `seatbelt`, `bubblewrap`,
+    /// `landlock`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NativeMechanism::Seatbelt => "seatbelt",
+            NativeMechanism::Bubblewrap => "bubblewrap",
+            NativeMechanism::Landlock => "landlock",
+        }
+    }
 }
 
 /// The note for a macOS host.
 pub const NOTE_SEATBELT: &str = "sandbox-exec (Seatbelt): namespace isolation, no kernel boundary";
 /// The note for a Linux or WSL2 host with bubblewrap and socat.
 pub const NOTE_BUBBLEWRAP: &str = "bubblewrap: namespace isolation, no kernel boundary";
+/// The note for a Linux host where bubblewrap cannot run and Landlock can:
+/// what it enforces, and each way it is weaker than bubblewrap.
+pub const NOTE_LANDLOCK: &str = "landlock: Landlock file, TCP and scope rules with the name guard's seccomp supervisor, no namespaces; weaker than bubblewrap: other processes are visible in /proc, no private /tmp, secrets are unreadable but not hidden";
+/// The lowest Landlock ABI the Landlock mechanism runs on: 4 brought TCP
+/// rules, 5 device ioctls, 6 the abstract Unix socket and signal scopes
+/// (Linux 6.12). An older ABI cannot keep the command from signalling a host
+/// process, so it is not offered.
+pub const LANDLOCK_MIN_ABI: u32 = 6;
 /// The lowest Linux release whose seccomp user notification can inject a
 /// descriptor and answer in one step (`SECCOMP_ADDFD_FLAG_SEND`, 5.14) and
 /// keep a notified caller waiting through non-fatal signals
@@ -275,9 +299,33 @@ impl ProbeReport {
                     Some((_, bwrap)) if missing.is_empty() => host.try_bubblewrap(bwrap),
                     _ => Ok(()),
                 };
-                if let Err(why) = tried {
+                let landlock = || match (&filename_rules, host.try_landlock()) {
+                    (FilenameRuleSupport::NameGuard, Ok(())) => Ok(()),
+                    (FilenameRuleSupport::NameGuard, Err(why)) => Err(why),
+                    (FilenameRuleSupport::Unavailable(why), _) => {
+                        Err(format!("the name guard cannot run ({why})"))
+                    }
+                    (FilenameRuleSupport::Seatbelt, _) => Err("not Linux".to_owned()),
+                };
+                if let Err(why) = &tried
+                    && let Ok(()) = landlock()
+                {
+                    NativeProbe {
+                        available: true,
+                        mechanism: Some(NativeMechanism::Landlock),
+                        tools,
+                        note: Some(format!(
+                            "{NOTE_LANDLOCK}; bubblewrap cannot make its namespaces here ({why}); {NOTE_NAME_GUARD}"
+                        )),
+                        requires_install: false,
+                        missing_packages: Vec::new(),
+                        hint: None,
+                        filename_rules,
+                    }
+                } else if let Err(why) = tried {
+                    let no_landlock = landlock().err().unwrap_or_default();
                     let hint = format!(
-                        "bwrap is installed but cannot make its namespaces on this host ({why}); user namespaces may be disabled or restricted here"
+                        "bwrap is installed but cannot make its namespaces on this host ({why}); user namespaces may be disabled or restricted here; nor can Landlock confine here ({no_landlock})"
                     );
                     NativeProbe {
                         available: false,

@@ -2,7 +2,7 @@
 //! uses, run on a synthetic `struct seccomp_data`: what the kernel would
 //! answer, without installing anything.
 
-use super::{JEQ_K, JGE_K, JSET_K, LD_W_ABS, RET_K};
+use super::{ALU_AND_K, JEQ_K, JGE_K, JSET_K, LD_W_ABS, RET_K};
 use crate::sys::SockFilter;
 
 /// A `struct seccomp_data` (the instruction pointer is never read).
@@ -62,6 +62,10 @@ pub(super) fn run(prog: &[SockFilter], d: &Data) -> u32 {
             JEQ_K => jump(a == f.k),
             JGE_K => jump(a >= f.k),
             JSET_K => jump(a & f.k != 0),
+            ALU_AND_K => {
+                a &= f.k;
+                1
+            }
             RET_K => return f.k,
             code => panic!("unknown instruction {code:#x} at {pc}"),
         };

@@ -22,7 +22,7 @@ fn both() -> [&'static Abi; 2] {
 /// The program's answer to call `name` of `abi` with `args`.
 fn answer(abi: &Abi, name: &str, args: &[u64]) -> u32 {
     let nr = nr_of(abi, name);
-    run(&program(abi, SUP), &Data::new(abi.audit_arch, nr, args))
+    run(&program(abi, SUP, Place::Bubblewrap), &Data::new(abi.audit_arch, nr, args))
 }
 
 fn nr_of(abi: &Abi, name: &str) -> u32 {
@@ -35,7 +35,7 @@ fn nr_of(abi: &Abi, name: &str) -> u32 {
 #[test]
 fn program_is_well_formed() {
     for abi in both() {
-        let p = program(abi, SUP);
+        let p = program(abi, SUP, Place::Bubblewrap);
         assert!(p.len() < 200, "{}: {} instructions", abi.name, p.len());
         // Every jump lands inside the program.
         for (i, f) in p.iter().enumerate() {
@@ -57,7 +57,7 @@ fn a_call_of_another_architecture_is_refused() {
         0,
     ];
     for abi in both() {
-        let p = program(abi, SUP);
+        let p = program(abi, SUP, Place::Bubblewrap);
         for arch in others.into_iter().filter(|&a| a != abi.audit_arch) {
             // Every number, listed or not (i386's 5 is its open, 39 and 172
             // are getpid somewhere), with flags that would create.
@@ -72,7 +72,7 @@ fn a_call_of_another_architecture_is_refused() {
 
 #[test]
 fn x32_calls_are_refused_on_x86_64() {
-    let p = program(&X86_64, SUP);
+    let p = program(&X86_64, SUP, Place::Bubblewrap);
     // x32's openat (257), its own numbers from 512, getpid (39).
     for nr in [257, 512, 519, 39, 0] {
         let d = Data::new(X86_64.audit_arch, 0x4000_0000 | nr, &[0, 0, 0]);
@@ -113,7 +113,7 @@ fn an_open_is_sent_only_when_it_may_create() {
                 let mut args = [0u64; 6];
                 args[usize::from(o.flags)] = flags;
                 run(
-                    &program(abi, SUP),
+                    &program(abi, SUP, Place::Bubblewrap),
                     &Data::new(abi.audit_arch, call.nr, &args),
                 )
             };
@@ -198,7 +198,7 @@ fn a_call_the_table_does_not_name_is_allowed() {
         for nr in nrs {
             assert!(abi.role(i64::from(nr)).is_none());
             let d = Data::new(abi.audit_arch, nr, &[0, O_CREAT, O_CREAT]);
-            assert_eq!(run(&program(abi, SUP), &d), RET_ALLOW, "{}: {nr}", abi.name);
+            assert_eq!(run(&program(abi, SUP, Place::Bubblewrap), &d), RET_ALLOW, "{}: {nr}", abi.name);
         }
     }
 }
@@ -207,4 +207,105 @@ fn a_call_the_table_does_not_name_is_allowed() {
 fn the_creating_bits_are_the_native_c_library_s() {
     let tmpfile = (libc::O_TMPFILE & !libc::O_DIRECTORY) as u32;
     assert_eq!(CREATING_OPEN_BITS, libc::O_CREAT as u32 | tmpfile);
+}
+
+/// The host program's answer to call `name` of `abi` with `args`.
+fn host_answer(abi: &Abi, name: &str, args: &[u64]) -> u32 {
+    let nr = nr_of(abi, name);
+    run(
+        &program(abi, SUP, Place::Host),
+        &Data::new(abi.audit_arch, nr, args),
+    )
+}
+
+#[test]
+fn on_the_host_write_opens_truncations_and_removals_reach_the_supervisor() {
+    for abi in both() {
+        let n = abi.name;
+        let at = libc::AT_FDCWD as u64;
+        assert_eq!(host_answer(abi, "openat", &[at, 0, 0]), RET_ALLOW, "{n}: read");
+        for flags in [0o1, 0o2, 0o1000, O_CREAT, 0o2 | 0o2000] {
+            assert_eq!(
+                host_answer(abi, "openat", &[at, 0, flags]),
+                RET_USER_NOTIF,
+                "{n}: flags {flags:#o}"
+            );
+            // Inside bubblewrap a write-open of an existing file is the
+            // kernel's to decide.
+            let want = if flags & O_CREAT == 0 {
+                RET_ALLOW
+            } else {
+                RET_USER_NOTIF
+            };
+            assert_eq!(answer(abi, "openat", &[at, 0, flags]), want, "{n}");
+        }
+        for name in ["truncate", "unlinkat"] {
+            assert_eq!(host_answer(abi, name, &[]), RET_USER_NOTIF, "{n}: {name}");
+            assert_eq!(answer(abi, name, &[]), RET_ALLOW, "{n}: {name} in bwrap");
+        }
+    }
+    assert_eq!(host_answer(&X86_64, "unlink", &[]), RET_USER_NOTIF);
+    assert_eq!(host_answer(&X86_64, "rmdir", &[]), RET_USER_NOTIF);
+}
+
+#[test]
+fn on_the_host_only_unix_and_tcp_stream_sockets_are_made() {
+    let eacces = RET_ERRNO | libc::EACCES as u32;
+    let (unix, inet, inet6) = (
+        libc::AF_UNIX as u64,
+        libc::AF_INET as u64,
+        libc::AF_INET6 as u64,
+    );
+    let (stream, dgram, seq, raw) = (
+        libc::SOCK_STREAM as u64,
+        libc::SOCK_DGRAM as u64,
+        libc::SOCK_SEQPACKET as u64,
+        libc::SOCK_RAW as u64,
+    );
+    let flags = (libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) as u64;
+    let tcp = libc::IPPROTO_TCP as u64;
+    let cases: [(&str, [u64; 3], u32); 14] = [
+        ("unix stream", [unix, stream, 0], RET_ALLOW),
+        ("unix stream, nonblocking", [unix, stream | flags, 0], RET_ALLOW),
+        ("unix seqpacket", [unix, seq, 0], RET_ALLOW),
+        ("unix datagram", [unix, dgram, 0], eacces),
+        ("tcp", [inet, stream, 0], RET_ALLOW),
+        ("tcp by number", [inet, stream | flags, tcp], RET_ALLOW),
+        ("tcp over v6", [inet6, stream, tcp], RET_ALLOW),
+        ("udp", [inet, dgram, 0], eacces),
+        ("udp over v6", [inet6, dgram, 17], eacces),
+        ("mptcp", [inet, stream, 262], eacces),
+        ("raw", [inet, raw, 1], eacces),
+        ("packet", [libc::AF_PACKET as u64, raw, 0], eacces),
+        ("netlink", [libc::AF_NETLINK as u64, dgram, 0], eacces),
+        ("vsock", [libc::AF_VSOCK as u64, stream, 0], eacces),
+    ];
+    for abi in both() {
+        for (intent, args, want) in cases {
+            for call in ["socket", "socketpair"] {
+                assert_eq!(
+                    host_answer(abi, call, &args),
+                    want,
+                    "{}: {call} {intent}",
+                    abi.name
+                );
+                assert_eq!(answer(abi, call, &args), RET_ALLOW, "{}: bwrap", abi.name);
+            }
+        }
+        // The calls after the block are still decided.
+        assert_eq!(host_answer(abi, "mount", &[]), EPERM, "{}", abi.name);
+    }
+}
+
+#[test]
+fn on_the_host_a_send_that_connects_by_itself_is_refused() {
+    let fastopen = u64::from(crate::syscalls::MSG_FASTOPEN);
+    for abi in both() {
+        let n = abi.name;
+        assert_eq!(host_answer(abi, "sendto", &[3, 0, 1, fastopen]), EPERM, "{n}");
+        assert_eq!(host_answer(abi, "sendto", &[3, 0, 1, 0x40]), RET_ALLOW, "{n}");
+        assert_eq!(host_answer(abi, "sendmsg", &[3, 0, fastopen]), EPERM, "{n}");
+        assert_eq!(host_answer(abi, "sendmmsg", &[3, 0, 1, fastopen]), EPERM, "{n}");
+        assert_eq!(answer(abi, "sendto", &[3, 0, 1, fastopen]), RET_ALLOW, "{n}");
+    }
 }

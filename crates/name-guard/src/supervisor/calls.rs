@@ -10,7 +10,7 @@ use crate::supervisor::resolve::{Resolved, cstring};
 use crate::supervisor::sockaddr::{SockAddr, callers_socket};
 use crate::supervisor::target::{Target, read_c_string};
 use crate::sys::{self, Notif};
-use crate::syscalls::{Args, Dir, Role};
+use crate::syscalls::{Args, Dir, Role, UnlinkFlags};
 use std::os::fd::AsRawFd;
 
 /// A notification's arguments, read by index.
@@ -53,6 +53,7 @@ impl Supervisor<'_> {
                 self.open(n.id, t, anchor, flags, mode, DeniedCall::Open)
             }
             Some(&Role::Notified(args)) => self.notified(n, t, a, args),
+            Some(&Role::HostNotified(args)) if self.host.is_some() => self.notified(n, t, a, args),
             // Not a call the filter sends here.
             _ => Err(libc::ENOSYS),
         }
@@ -149,7 +150,70 @@ impl Supervisor<'_> {
             Args::Connect { fd, addr, len } => {
                 self.connect(n, t, a.get(fd), a.get(addr), a.get(len))
             }
+            Args::Truncate { path, len } => {
+                let p = self.read_path(t, a.get(path))?;
+                self.valid(n)?;
+                self.truncate(t, p, a.get(len) as i64)
+            }
+            Args::Unlink { dir, path, flags } => {
+                let p = self.read_path(t, a.get(path))?;
+                self.valid(n)?;
+                let flags = match flags {
+                    UnlinkFlags::Arg(i) => a.int(i),
+                    UnlinkFlags::File => 0,
+                    UnlinkFlags::Dir => libc::AT_REMOVEDIR,
+                };
+                if flags & !libc::AT_REMOVEDIR != 0 {
+                    return Err(libc::EINVAL);
+                }
+                let r = self.resolve(t, &self.anchor(t, a.dir(dir), p)?)?;
+                if self.moves_protected(&r) {
+                    return Err(self.refuse(DeniedCall::Unlink, &r));
+                }
+                sys::unlinkat(r.parent.as_raw_fd(), &r.call_name, flags).map(|()| Reply::Val(0))
+            }
         }
+    }
+
+    /// On the host: whether removing, moving or linking the name `r`
+    /// would take a protected path with it (the path itself, one below it,
+    /// or a file that was protected at launch under any name). Fails
+    /// closed when the parent cannot be named.
+    fn moves_protected(&self, r: &Resolved) -> bool {
+        let Some(h) = self.host else { return false };
+        if Self::full_path(r).is_none_or(|full| h.protects(&full) || h.protects_below(&full)) {
+            return true;
+        }
+        match sys::openat(
+            r.parent.as_raw_fd(),
+            &r.call_name,
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0,
+        ) {
+            Ok(p) => self.protected_file(&p),
+            Err(_) => false,
+        }
+    }
+
+    /// `truncate(path, len)` on the host: the path is looked up (symbolic
+    /// links followed, as truncate follows them) to an `O_PATH` descriptor,
+    /// refused when that file is protected, and truncated through that
+    /// descriptor. Landlock decides whether the file may be truncated at
+    /// all.
+    fn truncate(&self, t: &mut Target, path: Vec<u8>, len: i64) -> Res {
+        let anchor = self.anchor(t, AT_FDCWD, path)?;
+        let p = sys::openat(
+            anchor.base.as_raw_fd(),
+            &cstring(&anchor.rel)?,
+            libc::O_PATH | libc::O_CLOEXEC,
+            0,
+        )?;
+        if self.protected_file(&p) {
+            self.refuse_path(DeniedCall::Truncate, &p);
+            return Err(super::DENIED);
+        }
+        let via = format!("/proc/self/fd/{}", p.as_raw_fd());
+        sys::truncate(&cstring(via.as_bytes())?, len).map(|()| Reply::Val(0))
     }
 
     /// `openat2(dirfd, path, how, size)`.
@@ -218,6 +282,9 @@ impl Supervisor<'_> {
         if self.denied_with_below(&r) {
             return Err(self.refuse(DeniedCall::Rename, &r));
         }
+        if self.moves_protected(&o) {
+            return Err(self.refuse(DeniedCall::Rename, &o));
+        }
         // An exchange gives the old name the new one's content, and a
         // whiteout leaves a device node under it: both create the old
         // name too.
@@ -270,6 +337,9 @@ impl Supervisor<'_> {
             .map(|()| Reply::Val(0));
         }
         let o = self.resolve(t, &self.anchor(t, od, old)?)?;
+        if self.moves_protected(&o) {
+            return Err(self.refuse(DeniedCall::Link, &o));
+        }
         sys::linkat(
             o.parent.as_raw_fd(),
             &o.call_name,

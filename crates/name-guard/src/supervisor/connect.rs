@@ -20,7 +20,7 @@
 use super::{AT_FDCWD, Reply, Res, Supervisor};
 use crate::report::DeniedCall;
 use crate::supervisor::resolve::Resolved;
-use crate::supervisor::sockaddr::{SockAddr, callers_socket};
+use crate::supervisor::sockaddr::{HostTarget, SockAddr, callers_socket};
 use crate::supervisor::target::Target;
 use crate::sys::{self, Notif};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -51,6 +51,23 @@ impl Supervisor<'_> {
     /// `connect(fd, addr, len)`.
     pub(super) fn connect(&self, n: &Notif, t: &mut Target, fd: u64, addr: u64, len: u64) -> Res {
         let mut addr = SockAddr::read(n, addr, len)?;
+        if let Some(h) = self.host {
+            // On the host the address is the only boundary: TCP reaches
+            // the session's proxies on 127.0.0.1 and nothing else.
+            match addr.host_target() {
+                HostTarget::Local => {}
+                HostTarget::Tcp(ip, port) if ip == [127, 0, 0, 1] && h.allows_tcp(port) => {}
+                HostTarget::Tcp(ip, port) => {
+                    let ip = std::net::Ipv4Addr::from(ip);
+                    return Err(self.refuse_address(&format!("{ip}:{port}")));
+                }
+                HostTarget::Tcp6(ip, port) => {
+                    let ip = std::net::Ipv6Addr::from(ip);
+                    return Err(self.refuse_address(&format!("[{ip}]:{port}")));
+                }
+                HostTarget::Unusable(errno) => return Err(errno),
+            }
+        }
         let mut checked: Option<OwnedFd> = None;
         if let Some(r) = self.socket_name(n, t, &addr)? {
             // What the kernel would answer for a missing name or a file

@@ -56,6 +56,8 @@ pub(crate) struct Supervisor<'a> {
     abi: &'static Abi,
     listener: RawFd,
     rules: &'a Rules,
+    /// On the host (`--landlock`): the protected paths and TCP ports.
+    host: Option<&'a crate::HostRules>,
     pub(crate) stats: Stats,
     refused: std::cell::Cell<u64>,
     /// The denial report descriptor (non-blocking).
@@ -77,12 +79,14 @@ impl<'a> Supervisor<'a> {
         abi: &'static Abi,
         listener: RawFd,
         rules: &'a Rules,
+        host: Option<&'a crate::HostRules>,
         report_fd: Option<RawFd>,
     ) -> Self {
         Supervisor {
             abi,
             listener,
             rules,
+            host,
             stats: Stats::default(),
             refused: std::cell::Cell::new(0),
             report_fd,
@@ -129,6 +133,12 @@ impl<'a> Supervisor<'a> {
         if self.rules.denies_name(&r.name) {
             return true;
         }
+        if let Some(h) = self.host {
+            // Fail closed when the parent cannot be named.
+            if Self::full_path(r).is_none_or(|full| h.protects(&full)) {
+                return true;
+            }
+        }
         if self.rules.has_path_rules() {
             // Fail closed when the parent cannot be named.
             return Self::full_path(r).is_none_or(|full| self.rules.denies_path(&full));
@@ -142,10 +152,35 @@ impl<'a> Supervisor<'a> {
         if self.denied(r) {
             return true;
         }
+        if let Some(h) = self.host
+            && Self::full_path(r).is_none_or(|full| h.protects_below(&full))
+        {
+            return true;
+        }
         if self.rules.has_path_rules() {
             return Self::full_path(r).is_none_or(|full| self.rules.denies_ancestor(&full));
         }
         false
+    }
+
+    /// On the host: whether the open file `fd` (an `O_PATH` descriptor
+    /// will do) is protected, by device and inode or by the path it has
+    /// now. Fails closed when neither can be read.
+    fn protected_file(&self, fd: &OwnedFd) -> bool {
+        let Some(h) = self.host else { return false };
+        let Ok((dev, ino, _)) = sys::file_id(fd.as_raw_fd()) else {
+            return true;
+        };
+        if h.protects_inode((dev, ino)) {
+            return true;
+        }
+        let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        match resolve::cstring(link.as_bytes())
+            .and_then(|l| sys::readlinkat(AT_FDCWD, &l, crate::PATH_MAX))
+        {
+            Ok(path) => h.protects(&path),
+            Err(_) => true,
+        }
     }
 
     /// For calls that never replace an existing entry (mkdir, mknod,
@@ -170,6 +205,27 @@ impl<'a> Supervisor<'a> {
         if self.report_fd.is_some() {
             let path = Self::full_path(r).unwrap_or_else(|| r.name.clone());
             self.report(call, &path);
+        }
+        DENIED
+    }
+
+    /// A refusal of `call` on the open file `fd`, reported with the path
+    /// it has now.
+    fn refuse_path(&self, call: DeniedCall, fd: &OwnedFd) {
+        self.refused.set(self.refused.get() + 1);
+        if self.report_fd.is_some() {
+            let path = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+                .map(|p| p.into_os_string().into_encoded_bytes())
+                .unwrap_or_else(|_| b"?".to_vec());
+            self.report(call, &path);
+        }
+    }
+
+    /// A refused TCP connect, reported as `ADDRESS:PORT`.
+    fn refuse_address(&self, target: &str) -> i32 {
+        self.refused.set(self.refused.get() + 1);
+        if self.report_fd.is_some() {
+            self.report(DeniedCall::Connect, target.as_bytes());
         }
         DENIED
     }

@@ -9,7 +9,67 @@ use crate::sys;
 use crate::{MAX_RETRIES, MAX_SYMLINK_HOPS, MAX_WAITING_FIFO_OPENS, PATH_MAX};
 use std::os::fd::AsRawFd;
 
+/// Whether an open's flags may write: `O_WRONLY`, `O_RDWR` or `O_TRUNC`.
+fn writes(flags: i32) -> bool {
+    flags & (libc::O_ACCMODE | libc::O_TRUNC) != 0
+}
+
 impl Supervisor<'_> {
+    /// On the host (`--landlock`), an open that may write or create: a
+    /// protected path, or a file that was protected at launch under any
+    /// name, is refused; an existing file is reopened through the very
+    /// descriptor that was checked, so a name swapped meanwhile changes
+    /// nothing. `None`: not on the host, or a name to create (decided by
+    /// the rules as anywhere), or `O_EXCL` on an existing name (the kernel
+    /// answers `EEXIST`).
+    fn host_open(
+        &self,
+        r: &super::Resolved,
+        flags: i32,
+        excl: bool,
+        cloexec: bool,
+        call: DeniedCall,
+    ) -> Option<Res> {
+        let h = self.host?;
+        if !writes(flags) && flags & libc::O_CREAT == 0 {
+            return None;
+        }
+        if Self::full_path(r).is_none_or(|full| h.protects(&full)) {
+            return Some(Err(self.refuse(call, r)));
+        }
+        let p = match sys::openat(
+            r.parent.as_raw_fd(),
+            &r.call_name,
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0,
+        ) {
+            Ok(p) => p,
+            Err(libc::ENOENT) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        if self.protected_file(&p) {
+            return Some(Err(self.refuse(call, r)));
+        }
+        if excl {
+            return None;
+        }
+        match sys::file_id(p.as_raw_fd()) {
+            Ok((_, _, kind)) if kind == libc::S_IFLNK => return Some(Err(libc::ELOOP)),
+            Ok(_) => {}
+            Err(e) => return Some(Err(e)),
+        }
+        let via = format!("/proc/self/fd/{}", p.as_raw_fd());
+        let reopened = cstring(via.as_bytes()).and_then(|via| {
+            sys::openat(
+                AT_FDCWD,
+                &via,
+                flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW),
+                0,
+            )
+        });
+        Some(reopened.map(|f| Reply::Fd(f, cloexec)))
+    }
+
     /// A creating open (`O_CREAT` or `O_TMPFILE`), performed on the checked
     /// final component with `O_NOFOLLOW`; symbolic links at the final
     /// component are followed here, so the name decided on is the name
@@ -74,6 +134,19 @@ impl Supervisor<'_> {
                 }
             };
             if r.caller_proc {
+                // On the host, a protected file held open for reading is
+                // not reopened for writing.
+                if self.host.is_some() && writes(flags) {
+                    let p = sys::openat(
+                        r.parent.as_raw_fd(),
+                        &r.call_name,
+                        libc::O_PATH | libc::O_CLOEXEC,
+                        0,
+                    )?;
+                    if self.protected_file(&p) {
+                        return Err(self.refuse(call, &r));
+                    }
+                }
                 // One of the caller's open files, through its magic link:
                 // nothing is created, and the caller could open it itself.
                 let f = sys::openat(
@@ -95,6 +168,9 @@ impl Supervisor<'_> {
                     return Err(libc::EAGAIN);
                 }
                 return self.open_fifo_elsewhere(id, r, flags_nf & !libc::O_CREAT, cloexec);
+            }
+            if let Some(decided) = self.host_open(&r, flags, excl, cloexec, call) {
+                return decided;
             }
             let res = if self.denied(&r) {
                 if excl {

@@ -15,6 +15,21 @@ const SUN_OFFSET: usize = 2;
 /// `sizeof(struct sockaddr_storage)`: no address is longer.
 const MAX_ADDR: usize = 128;
 
+/// What a connect on the host reaches, by the address's family.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum HostTarget {
+    /// A Unix address (decided like inside bubblewrap: by path, or by the
+    /// Landlock scope for an abstract one) or `AF_UNSPEC` (a disconnect).
+    Local,
+    /// An IPv4 address and port.
+    Tcp([u8; 4], u16),
+    /// An IPv6 address and port.
+    Tcp6([u8; 16], u16),
+    /// Too short for its family, or a family no socket on the host can
+    /// have: this `errno`.
+    Unusable(i32),
+}
+
 /// A socket address read from the caller.
 pub(super) struct SockAddr(Vec<u8>);
 
@@ -50,6 +65,26 @@ impl SockAddr {
         self.0.extend_from_slice(path);
         self.0.push(0);
         Ok(())
+    }
+
+    /// What a connect to this address reaches on the host.
+    pub(super) fn host_target(&self) -> HostTarget {
+        let a = &self.0;
+        if a.len() < SUN_OFFSET {
+            return HostTarget::Unusable(libc::EINVAL);
+        }
+        let port = || u16::from_be_bytes([a[2], a[3]]);
+        match i32::from(u16::from_ne_bytes([a[0], a[1]])) {
+            libc::AF_UNIX | libc::AF_UNSPEC => HostTarget::Local,
+            libc::AF_INET if a.len() >= 8 => HostTarget::Tcp([a[4], a[5], a[6], a[7]], port()),
+            libc::AF_INET6 if a.len() >= 24 => {
+                let mut ip = [0u8; 16];
+                ip.copy_from_slice(&a[8..24]);
+                HostTarget::Tcp6(ip, port())
+            }
+            libc::AF_INET | libc::AF_INET6 => HostTarget::Unusable(libc::EINVAL),
+            _ => HostTarget::Unusable(libc::EAFNOSUPPORT),
+        }
     }
 
     /// The raw bytes, for the system call.
@@ -145,5 +180,38 @@ mod tests {
         a.set_unix_path(b"/proc/self/fd/7").unwrap();
         assert_eq!(a.unix_path().as_deref(), Some(&b"/proc/self/fd/7"[..]));
         assert_eq!(a.set_unix_path(&[b'a'; SUN_PATH]), Err(libc::ENAMETOOLONG));
+    }
+
+    #[test]
+    fn a_host_connect_is_judged_by_family_address_and_port() {
+        let inet = |ip: [u8; 4], port: u16| {
+            let mut a = (libc::AF_INET as u16).to_ne_bytes().to_vec();
+            a.extend_from_slice(&port.to_be_bytes());
+            a.extend_from_slice(&ip);
+            a.extend_from_slice(&[0; 8]);
+            a
+        };
+        let mut v6 = (libc::AF_INET6 as u16).to_ne_bytes().to_vec();
+        v6.extend_from_slice(&53u16.to_be_bytes());
+        v6.extend_from_slice(&[0; 4]);
+        let mut ip6 = [0u8; 16];
+        ip6[15] = 1;
+        v6.extend_from_slice(&ip6);
+        let cases: [(&str, Vec<u8>, HostTarget); 7] = [
+            ("loopback", inet([127, 0, 0, 1], 3128), HostTarget::Tcp([127, 0, 0, 1], 3128)),
+            ("anywhere", inet([1, 1, 1, 1], 53), HostTarget::Tcp([1, 1, 1, 1], 53)),
+            ("v6 loopback", v6, HostTarget::Tcp6(ip6, 53)),
+            ("a path", unix(b"/run/x.sock"), HostTarget::Local),
+            ("a disconnect", (libc::AF_UNSPEC as u16).to_ne_bytes().to_vec(), HostTarget::Local),
+            ("too short", inet([127, 0, 0, 1], 1)[..6].to_vec(), HostTarget::Unusable(libc::EINVAL)),
+            (
+                "netlink",
+                (libc::AF_NETLINK as u16).to_ne_bytes().to_vec(),
+                HostTarget::Unusable(libc::EAFNOSUPPORT),
+            ),
+        ];
+        for (intent, bytes, want) in cases {
+            assert_eq!(SockAddr(bytes).host_target(), want, "{intent}");
+        }
     }
 }

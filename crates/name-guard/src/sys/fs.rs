@@ -196,3 +196,34 @@ pub(crate) fn bind_raw(sock: RawFd, addr: &[u8]) -> Result<(), i32> {
     // it and checks its family and length itself.
     check(unsafe { libc::bind(sock, addr.as_ptr().cast(), len) }).map(|_| ())
 }
+
+/// `unlinkat(2)`: `flags` is 0 or `AT_REMOVEDIR`.
+pub(crate) fn unlinkat(dir: RawFd, name: &CStr, flags: i32) -> Result<(), i32> {
+    // SAFETY: `name` is NUL-terminated; the kernel only reads it.
+    check(unsafe { libc::unlinkat(dir, name.as_ptr(), flags) }).map(|_| ())
+}
+
+/// `truncate(2)` of the file `path` names.
+pub(crate) fn truncate(path: &CStr, len: i64) -> Result<(), i32> {
+    // SAFETY: `path` is NUL-terminated; the kernel only reads it.
+    check(unsafe { libc::truncate(path.as_ptr(), len) }).map(|_| ())
+}
+
+/// The device, inode and file type (`st_mode & S_IFMT`) of the open file
+/// `fd` (an `O_PATH` descriptor will do).
+pub(crate) fn file_id(fd: RawFd) -> Result<(u64, u64, u32), i32> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `st` is valid for one `struct stat`, which the kernel fills on
+    // success; an empty path with AT_EMPTY_PATH names `fd` itself.
+    check(unsafe {
+        libc::fstatat(
+            fd,
+            c"".as_ptr(),
+            st.as_mut_ptr(),
+            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })?;
+    // SAFETY: fstatat returned 0, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    Ok((st.st_dev, st.st_ino, st.st_mode & libc::S_IFMT))
+}

@@ -20,9 +20,9 @@ mod process;
 mod spawn;
 
 pub(crate) use fs::{
-    bind_raw, connect_raw, dup_cloexec, is_fifo_at, is_nonblocking, is_procfs, linkat, mkdirat,
-    mknodat, open_socket, openat, poll_out, readlinkat, renameat2, set_cloexec_nonblock, socket_id,
-    symlinkat, umask, write_once,
+    bind_raw, connect_raw, dup_cloexec, file_id, is_fifo_at, is_nonblocking, is_procfs, linkat,
+    mkdirat, mknodat, open_socket, openat, poll_out, readlinkat, renameat2, set_cloexec_nonblock,
+    socket_id, symlinkat, truncate, umask, unlinkat, write_once,
 };
 pub(crate) use notify::{Notif, notif_addfd_send, notif_id_valid, notif_recv, notif_send};
 pub(crate) use process::{

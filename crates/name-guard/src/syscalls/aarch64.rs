@@ -3,10 +3,15 @@
 //! `rename`, `link`, `symlink` or `mkdir`: only their `*at` forms. 32-bit
 //! compat calls (`AUDIT_ARCH_ARM`) are refused.
 
-use super::Args::{Bind, Connect, Link, Mkdir, Mknod, Openat2, Rename, Symlink};
+use super::Args::{Bind, Connect, Link, Mkdir, Mknod, Openat2, Rename, Symlink, Truncate, Unlink};
 use super::Dir::Arg;
-use super::Role::{KeepDumpable, NoSys, Notified, OpenIfCreating, Refused, RefusedWhen};
-use super::{Abi, ArgTest, NEW_NAMESPACE_BITS, OpenArgs, Syscall};
+use super::Role::{
+    HostNotified, HostRefusedWhen, HostSocket, KeepDumpable, NoSys, Notified, OpenIfCreating,
+    Refused, RefusedWhen,
+};
+use super::{
+    Abi, ArgTest, MSG_FASTOPEN, NEW_NAMESPACE_BITS, OpenArgs, SocketArgs, Syscall, UnlinkFlags,
+};
 use crate::sys::FILTER_FLAG_NEW_LISTENER;
 
 /// The aarch64 table.
@@ -66,4 +71,13 @@ const CALLS: &[Syscall] = &[
     Syscall { name: "seccomp", nr: 277, role: RefusedWhen { arg: 1, test: ArgTest::AnyBit(FILTER_FLAG_NEW_LISTENER) } },
     Syscall { name: "unshare", nr: 97, role: RefusedWhen { arg: 0, test: ArgTest::AnyBit(NEW_NAMESPACE_BITS) } },
     Syscall { name: "clone", nr: 220, role: RefusedWhen { arg: 0, test: ArgTest::AnyBit(NEW_NAMESPACE_BITS) } },
+    // On the host only (--landlock): what bubblewrap's mounts and network
+    // namespace decide inside it.
+    Syscall { name: "truncate", nr: 45, role: HostNotified(Truncate { path: 0, len: 1 }) },
+    Syscall { name: "unlinkat", nr: 35, role: HostNotified(Unlink { dir: Arg(0), path: 1, flags: UnlinkFlags::Arg(2) }) },
+    Syscall { name: "socket", nr: 198, role: HostSocket(SocketArgs { domain: 0, kind: 1, protocol: 2 }) },
+    Syscall { name: "socketpair", nr: 199, role: HostSocket(SocketArgs { domain: 0, kind: 1, protocol: 2 }) },
+    Syscall { name: "sendto", nr: 206, role: HostRefusedWhen { arg: 3, bits: MSG_FASTOPEN } },
+    Syscall { name: "sendmsg", nr: 211, role: HostRefusedWhen { arg: 2, bits: MSG_FASTOPEN } },
+    Syscall { name: "sendmmsg", nr: 269, role: HostRefusedWhen { arg: 3, bits: MSG_FASTOPEN } },
 ];

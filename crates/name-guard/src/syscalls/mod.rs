@@ -108,11 +108,56 @@ pub(crate) enum Role {
         /// The test.
         test: ArgTest,
     },
+    /// Only on the host (`--landlock`): always sent to the supervisor, which
+    /// refuses it on a protected path (a truncation, a removal). Allowed
+    /// inside bubblewrap, whose mounts protect those paths.
+    HostNotified(Args),
+    /// Only on the host: `socket` and `socketpair`, allowed only for
+    /// `AF_UNIX` stream and seqpacket sockets and `AF_INET`/`AF_INET6`
+    /// TCP stream sockets; every other family or type (UDP, raw, packet,
+    /// netlink, Unix datagrams, which reach a host socket by address on
+    /// each send) is refused with `EACCES`.
+    HostSocket(SocketArgs),
+    /// Only on the host: refused with `EPERM` when one argument's low word
+    /// holds any of these bits (`MSG_FASTOPEN`, which connects without
+    /// `connect`); allowed otherwise.
+    HostRefusedWhen {
+        /// The argument tested.
+        arg: u8,
+        /// The bits.
+        bits: u32,
+    },
     /// `prctl`: `PR_SET_DUMPABLE` with 0 answers 0 and changes nothing
     /// (the supervisor, without capabilities, could not read a
     /// non-dumpable caller's path arguments); everything else is allowed.
     KeepDumpable,
 }
+
+/// Where `socket(domain, type, protocol)` and `socketpair` keep their
+/// arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SocketArgs {
+    /// The address family.
+    pub(crate) domain: u8,
+    /// The type (with `SOCK_NONBLOCK` and `SOCK_CLOEXEC` bits).
+    pub(crate) kind: u8,
+    /// The protocol.
+    pub(crate) protocol: u8,
+}
+
+/// What an `unlink`-like call removes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UnlinkFlags {
+    /// `unlinkat`: the flags are in this argument (`AT_REMOVEDIR` or 0).
+    Arg(u8),
+    /// `unlink`: a file.
+    File,
+    /// `rmdir`: a directory.
+    Dir,
+}
+
+/// `MSG_FASTOPEN`: a send that connects a TCP socket itself.
+pub(crate) const MSG_FASTOPEN: u32 = 0x2000_0000;
 
 /// The test of a [`Role::RefusedWhen`] argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -230,6 +275,22 @@ pub(crate) enum Args {
         addr: u8,
         /// The address's length.
         len: u8,
+    },
+    /// `truncate(path, length)`.
+    Truncate {
+        /// The path.
+        path: u8,
+        /// The length.
+        len: u8,
+    },
+    /// `unlink`, `unlinkat`, `rmdir`.
+    Unlink {
+        /// The directory.
+        dir: Dir,
+        /// The path.
+        path: u8,
+        /// Whether a file or a directory goes.
+        flags: UnlinkFlags,
     },
     /// `connect(fd, addr, len)`.
     Connect {

@@ -21,6 +21,9 @@ fn role_word(role: &Role) -> &'static str {
         Role::NoSys => "enosys",
         Role::RefusedWhen { .. } => "refused-when",
         Role::KeepDumpable => "keep-dumpable",
+        Role::HostNotified(_) => "host-notified",
+        Role::HostSocket(_) => "host-socket",
+        Role::HostRefusedWhen { .. } => "host-refused-when",
     }
 }
 
@@ -92,7 +95,7 @@ fn argument_indexes_are_arguments() {
         for call in abi.calls {
             let used: Vec<u8> = match call.role {
                 Role::OpenIfCreating(o) => [dir(o.dir), vec![o.path, o.flags, o.mode]].concat(),
-                Role::Notified(args) => match args {
+                Role::Notified(args) | Role::HostNotified(args) => match args {
                     Args::Creat { path, mode } => vec![path, mode],
                     Args::Openat2 {
                         dirfd,
@@ -136,8 +139,21 @@ fn argument_indexes_are_arguments() {
                     Args::Bind { fd, addr, len } | Args::Connect { fd, addr, len } => {
                         vec![fd, addr, len]
                     }
+                    Args::Truncate { path, len } => vec![path, len],
+                    Args::Unlink {
+                        dir: d,
+                        path,
+                        flags,
+                    } => {
+                        let flags = match flags {
+                            super::UnlinkFlags::Arg(i) => vec![i],
+                            _ => Vec::new(),
+                        };
+                        [dir(d), vec![path], flags].concat()
+                    }
                 },
-                Role::RefusedWhen { arg, .. } => vec![arg],
+                Role::HostSocket(s) => vec![s.domain, s.kind, s.protocol],
+                Role::RefusedWhen { arg, .. } | Role::HostRefusedWhen { arg, .. } => vec![arg],
                 Role::Refused | Role::NoSys | Role::KeepDumpable => Vec::new(),
             };
             // In the call's order: each argument once, all among the six.
@@ -190,6 +206,15 @@ const LIBC: &[(&str, libc::c_long)] = &[
     ("seccomp", libc::SYS_seccomp),
     ("unshare", libc::SYS_unshare),
     ("clone", libc::SYS_clone),
+    ("truncate", libc::SYS_truncate),
+    ("unlink", libc::SYS_unlink),
+    ("rmdir", libc::SYS_rmdir),
+    ("unlinkat", libc::SYS_unlinkat),
+    ("socket", libc::SYS_socket),
+    ("socketpair", libc::SYS_socketpair),
+    ("sendto", libc::SYS_sendto),
+    ("sendmsg", libc::SYS_sendmsg),
+    ("sendmmsg", libc::SYS_sendmmsg),
 ];
 
 /// The native table's calls with the `libc` crate's numbers for this
@@ -228,6 +253,13 @@ const LIBC: &[(&str, libc::c_long)] = &[
     ("seccomp", libc::SYS_seccomp),
     ("unshare", libc::SYS_unshare),
     ("clone", libc::SYS_clone),
+    ("truncate", libc::SYS_truncate),
+    ("unlinkat", libc::SYS_unlinkat),
+    ("socket", libc::SYS_socket),
+    ("socketpair", libc::SYS_socketpair),
+    ("sendto", libc::SYS_sendto),
+    ("sendmsg", libc::SYS_sendmsg),
+    ("sendmmsg", libc::SYS_sendmmsg),
 ];
 
 /// Calls of the native table that [`LIBC`] cannot name.

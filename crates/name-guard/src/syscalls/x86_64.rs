@@ -1,10 +1,17 @@
 //! x86-64: the numbers of `arch/x86/entry/syscalls/syscall_64.tbl` (the
 //! 64-bit ABI; x32 numbers carry bit 30 and are refused).
 
-use super::Args::{Bind, Connect, Creat, Link, Mkdir, Mknod, Openat2, Rename, Symlink};
+use super::Args::{
+    Bind, Connect, Creat, Link, Mkdir, Mknod, Openat2, Rename, Symlink, Truncate, Unlink,
+};
 use super::Dir::{Arg, Cwd};
-use super::Role::{KeepDumpable, NoSys, Notified, OpenIfCreating, Refused, RefusedWhen};
-use super::{Abi, ArgTest, NEW_NAMESPACE_BITS, OpenArgs, Syscall};
+use super::Role::{
+    HostNotified, HostRefusedWhen, HostSocket, KeepDumpable, NoSys, Notified, OpenIfCreating,
+    Refused, RefusedWhen,
+};
+use super::{
+    Abi, ArgTest, MSG_FASTOPEN, NEW_NAMESPACE_BITS, OpenArgs, SocketArgs, Syscall, UnlinkFlags,
+};
 use crate::sys::FILTER_FLAG_NEW_LISTENER;
 
 /// The x86-64 table.
@@ -71,4 +78,15 @@ const CALLS: &[Syscall] = &[
     Syscall { name: "seccomp", nr: 317, role: RefusedWhen { arg: 1, test: ArgTest::AnyBit(FILTER_FLAG_NEW_LISTENER) } },
     Syscall { name: "unshare", nr: 272, role: RefusedWhen { arg: 0, test: ArgTest::AnyBit(NEW_NAMESPACE_BITS) } },
     Syscall { name: "clone", nr: 56, role: RefusedWhen { arg: 0, test: ArgTest::AnyBit(NEW_NAMESPACE_BITS) } },
+    // On the host only (--landlock): what bubblewrap's mounts and network
+    // namespace decide inside it.
+    Syscall { name: "truncate", nr: 76, role: HostNotified(Truncate { path: 0, len: 1 }) },
+    Syscall { name: "unlink", nr: 87, role: HostNotified(Unlink { dir: Cwd, path: 0, flags: UnlinkFlags::File }) },
+    Syscall { name: "rmdir", nr: 84, role: HostNotified(Unlink { dir: Cwd, path: 0, flags: UnlinkFlags::Dir }) },
+    Syscall { name: "unlinkat", nr: 263, role: HostNotified(Unlink { dir: Arg(0), path: 1, flags: UnlinkFlags::Arg(2) }) },
+    Syscall { name: "socket", nr: 41, role: HostSocket(SocketArgs { domain: 0, kind: 1, protocol: 2 }) },
+    Syscall { name: "socketpair", nr: 53, role: HostSocket(SocketArgs { domain: 0, kind: 1, protocol: 2 }) },
+    Syscall { name: "sendto", nr: 44, role: HostRefusedWhen { arg: 3, bits: MSG_FASTOPEN } },
+    Syscall { name: "sendmsg", nr: 46, role: HostRefusedWhen { arg: 2, bits: MSG_FASTOPEN } },
+    Syscall { name: "sendmmsg", nr: 307, role: HostRefusedWhen { arg: 3, bits: MSG_FASTOPEN } },
 ];

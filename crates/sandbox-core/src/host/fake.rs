@@ -30,6 +30,9 @@ pub struct FakeHost {
     contents: BTreeMap<PathBuf, String>,
     /// What a trial bubblewrap launch gives (`Ok` unless told otherwise).
     bubblewrap_try: Result<(), String>,
+    /// What a Landlock trial gives (`Err` unless told otherwise, so a
+    /// described host offers Landlock only when a test says so).
+    landlock_try: Result<(), String>,
 }
 
 impl FakeHost {
@@ -47,6 +50,7 @@ impl FakeHost {
             symlinks: BTreeMap::new(),
             contents: BTreeMap::new(),
             bubblewrap_try: Ok(()),
+            landlock_try: Err("no Landlock on this described host".to_owned()),
         }
     }
 
@@ -89,6 +93,13 @@ impl FakeHost {
     /// says where it cannot make namespaces).
     pub fn bubblewrap_fails(&mut self, error: impl Into<String>) -> &mut FakeHost {
         self.bubblewrap_try = Err(error.into());
+        self
+    }
+
+    /// Makes a Landlock trial succeed: the kernel enforces every rule the
+    /// Landlock mechanism needs.
+    pub fn landlock_works(&mut self) -> &mut FakeHost {
+        self.landlock_try = Ok(());
         self
     }
 
@@ -211,6 +222,10 @@ impl HostView for FakeHost {
         } else {
             Err(format!("{} is not an executable file", bwrap.display()))
         }
+    }
+
+    fn try_landlock(&self) -> Result<(), String> {
+        self.landlock_try.clone()
     }
 
     fn is_dir(&self, path: &Path) -> bool {

@@ -62,15 +62,39 @@ fn valid() -> impl Strategy<Value = NameGuardInvocation> {
         prop::collection::vec(glob(), 0..8),
         prop::collection::vec(socket_path(), 0..3),
         prop::collection::vec(arg_without_nul(), 1..8),
+        prop::option::of(host()),
     )
         .prop_map(
-            |(report_fd, deny_globs, unix_sockets, command)| NameGuardInvocation {
+            |(report_fd, deny_globs, unix_sockets, command, host)| NameGuardInvocation {
                 report_fd,
                 deny_globs,
                 unix_sockets,
+                host,
                 command,
             },
         )
+}
+
+/// A host confinement: absolute paths (any bytes but NUL after the slash)
+/// and ports from 1.
+fn host() -> impl Strategy<Value = sandbox_core::HostConfinement> {
+    let paths = || prop::collection::vec(socket_path(), 0..3);
+    (
+        paths(),
+        paths(),
+        paths(),
+        paths(),
+        prop::collection::vec(1u16.., 0..3),
+    )
+        .prop_map(|(writable, read_deny, read_again, protect, tcp_ports)| {
+            sandbox_core::HostConfinement {
+                writable,
+                read_deny,
+                read_again,
+                protect,
+                tcp_ports,
+            }
+        })
 }
 
 /// Values that may break a rule: any descriptor, NUL bytes, no command.
@@ -90,6 +114,7 @@ fn any_value() -> impl Strategy<Value = NameGuardInvocation> {
             report_fd,
             deny_globs,
             unix_sockets: vec!["relative.sock".into(), "/abs.sock".into()],
+            host: None,
             command,
         })
 }
@@ -224,5 +249,5 @@ fn refusals_quote_at_most_64_characters() {
         panic!("{e}");
     };
     assert_eq!(argument.chars().count(), 64);
-    assert!(e.to_string().len() < 300, "{e}");
+    assert!(e.to_string().len() < 420, "{e}");
 }

@@ -95,6 +95,9 @@ struct HostDesc {
     dev_kvm: bool,
     /// What bubblewrap says when the probe's trial launch fails.
     bwrap_fails: Option<String>,
+    /// Whether a Landlock trial succeeds (no by default).
+    #[serde(default)]
+    landlock: bool,
 }
 
 fn fake_host(d: &HostDesc) -> FakeHost {
@@ -116,6 +119,9 @@ fn fake_host(d: &HostDesc) -> FakeHost {
     }
     if let Some(e) = &d.bwrap_fails {
         host.bubblewrap_fails(e.clone());
+    }
+    if d.landlock {
+        host.landlock_works();
     }
     host
 }
@@ -157,6 +163,8 @@ struct ProbeCase {
     platform: Option<String>,
     microvm: Option<bool>,
     filename_rules: Option<String>,
+    /// The mechanism offered (`bubblewrap`, `landlock`, `seatbelt`).
+    mechanism: Option<String>,
 }
 
 #[test]
@@ -167,6 +175,9 @@ fn probe_table() {
         let r = ProbeReport::probe(&host);
         let i = &c.intent;
         assert_eq!(r.native.available, c.available, "{i}");
+        if let Some(m) = &c.mechanism {
+            assert_eq!(r.native.mechanism.map(|m| m.as_str()), Some(m.as_str()), "{i}");
+        }
         if let Some(req) = c.requires_install {
             assert_eq!(r.native.requires_install, req, "{i}");
         }
@@ -413,7 +424,24 @@ struct InvocationCase {
     sockets: Vec<String>,
     #[serde(default)]
     command: Vec<String>,
+    /// The host confinement after `--landlock`, when the line has one.
+    landlock: Option<HostCase>,
     error: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostCase {
+    #[serde(default)]
+    write: Vec<String>,
+    #[serde(default)]
+    read_deny: Vec<String>,
+    #[serde(default)]
+    read_again: Vec<String>,
+    #[serde(default)]
+    protect: Vec<String>,
+    #[serde(default)]
+    tcp: Vec<u16>,
 }
 
 /// The variant's name, as the table writes it.
@@ -431,6 +459,11 @@ fn problem_name(p: &InvocationProblem) -> &'static str {
         InvocationProblem::NulByte { .. } => "NulByte",
         InvocationProblem::RelativeSocketPath { .. } => "RelativeSocketPath",
         InvocationProblem::TooManySockets { .. } => "TooManySockets",
+        InvocationProblem::RelativePath { .. } => "RelativePath",
+        InvocationProblem::NeedsLandlock { .. } => "NeedsLandlock",
+        InvocationProblem::RepeatedLandlock => "RepeatedLandlock",
+        InvocationProblem::TooManyValues { .. } => "TooManyValues",
+        InvocationProblem::BadPort { .. } => "BadPort",
         _ => "unknown",
     }
 }
@@ -446,6 +479,16 @@ fn name_guard_invocation_table() {
                     report_fd: c.report_fd,
                     deny_globs: c.deny.clone(),
                     unix_sockets: c.sockets.iter().map(Into::into).collect(),
+                    host: c.landlock.as_ref().map(|h| {
+                        let os = |v: &Vec<String>| v.iter().map(Into::into).collect();
+                        sandbox_core::HostConfinement {
+                            writable: os(&h.write),
+                            read_deny: os(&h.read_deny),
+                            read_again: os(&h.read_again),
+                            protect: os(&h.protect),
+                            tcp_ports: h.tcp.clone(),
+                        }
+                    }),
                     command: c.command.iter().map(Into::into).collect(),
                 };
                 assert_eq!(inv, want, "{}", c.intent);

@@ -1,0 +1,181 @@
+//! Confinement on the host without namespaces (`--landlock`): the paths and
+//! ports of a [`sandbox_core::HostConfinement`], checked and kept in the
+//! form the supervisor decides on.
+//!
+//! Landlock (applied by the launcher to itself before it forks, so the
+//! supervisor is confined as the command is) grants writes below the
+//! writable trees and reads everywhere but the read denies. What Landlock
+//! cannot carve out of a granted tree, the protected paths inside it, the
+//! supervisor refuses: every write-open and truncation, every name made,
+//! removed or moved there, by path and, for files that exist at launch, by
+//! device and inode (a hard link made before launch reaches the same
+//! file).
+
+use crate::{Error, ErrorKind};
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+/// The checked host confinement.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostRules {
+    /// Writable trees.
+    pub(crate) writable: Vec<PathBuf>,
+    /// Unreadable paths.
+    pub(crate) read_deny: Vec<PathBuf>,
+    /// Paths readable again inside an unreadable one.
+    pub(crate) read_again: Vec<PathBuf>,
+    /// Protected paths, normalised and ASCII lower-cased (fail closed on a
+    /// case-insensitive file system).
+    pub(crate) protect: Vec<Vec<u8>>,
+    /// Device and inode of each protected path that existed at launch.
+    pub(crate) inodes: HashSet<(u64, u64)>,
+    /// Ports on 127.0.0.1 that may be reached.
+    pub(crate) tcp_ports: Vec<u16>,
+}
+
+/// A path without `..` components, doubled or trailing slashes (`.`
+/// components are dropped, as [`Path::components`] drops them).
+fn normal(option: &'static str, p: &OsString) -> Result<PathBuf, Error> {
+    let bad = |reason: &'static str| -> Error {
+        ErrorKind::InvalidHostPath {
+            option,
+            path: p.to_string_lossy().chars().take(256).collect(),
+            reason,
+        }
+        .into()
+    };
+    if !p.as_encoded_bytes().starts_with(b"/") {
+        return Err(bad("not an absolute path"));
+    }
+    let mut out = PathBuf::from("/");
+    for c in Path::new(p).components() {
+        match c {
+            Component::RootDir => {}
+            Component::Normal(c) => out.push(c),
+            _ => return Err(bad("has a .. component")),
+        }
+    }
+    Ok(out)
+}
+
+fn bytes(p: &Path) -> &[u8] {
+    p.as_os_str().as_encoded_bytes()
+}
+
+fn under(path: &[u8], root: &[u8]) -> bool {
+    root == b"/"
+        || path == root
+        || (path.len() > root.len() && path.starts_with(root) && path[root.len()] == b'/')
+}
+
+impl HostRules {
+    /// Checks `h`'s paths (absolute, no `.` or `..`) and records the device
+    /// and inode of each protected path that exists now.
+    pub fn new(h: &sandbox_core::HostConfinement) -> Result<HostRules, Error> {
+        let paths = |option: &'static str, list: &[OsString]| -> Result<Vec<PathBuf>, Error> {
+            list.iter().map(|p| normal(option, p)).collect()
+        };
+        let mut protect = Vec::with_capacity(h.protect.len());
+        let mut inodes = HashSet::new();
+        for p in &h.protect {
+            let n = normal("--protect", p)?;
+            #[cfg(unix)]
+            if let Ok(m) = std::fs::metadata(&n) {
+                use std::os::unix::fs::MetadataExt;
+                inodes.insert((m.dev(), m.ino()));
+            }
+            protect.push(bytes(&n).to_ascii_lowercase());
+        }
+        Ok(HostRules {
+            writable: paths("--write", &h.writable)?,
+            read_deny: paths("--read-deny", &h.read_deny)?,
+            read_again: paths("--read-again", &h.read_again)?,
+            protect,
+            inodes,
+            tcp_ports: h.tcp_ports.clone(),
+        })
+    }
+
+    /// Whether `path` (absolute) is a protected path or below one.
+    pub fn protects(&self, path: &[u8]) -> bool {
+        let path = path.to_ascii_lowercase();
+        self.protect.iter().any(|p| under(&path, p))
+    }
+
+    /// Whether a protected path lies strictly below `path` (moving or
+    /// removing `path` would move or remove it).
+    pub fn protects_below(&self, path: &[u8]) -> bool {
+        let path = path.to_ascii_lowercase();
+        self.protect
+            .iter()
+            .any(|p| p.as_slice() != path.as_slice() && under(p, &path))
+    }
+
+    /// Whether the file with this device and inode was a protected path at
+    /// launch.
+    pub fn protects_inode(&self, id: (u64, u64)) -> bool {
+        self.inodes.contains(&id)
+    }
+
+    /// Whether `port` on 127.0.0.1 may be reached.
+    pub fn allows_tcp(&self, port: u16) -> bool {
+        self.tcp_ports.contains(&port)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(protect: &[&str]) -> HostRules {
+        HostRules::new(&sandbox_core::HostConfinement {
+            protect: protect.iter().map(Into::into).collect(),
+            tcp_ports: vec![3128],
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn protection_covers_the_path_and_below_and_ignores_case() {
+        let r = rules(&["/w/.git/hooks", "/w/.bashrc/"]);
+        for (path, want) in [
+            ("/w/.git/hooks", true),
+            ("/w/.git/hooks/pre-commit", true),
+            ("/w/.GIT/Hooks/x", true),
+            ("/w/.bashrc", true),
+            ("/w/.git/hooksx", false),
+            ("/w/.git", false),
+            ("/w/other", false),
+        ] {
+            assert_eq!(r.protects(path.as_bytes()), want, "{path}");
+        }
+        for (path, want) in [
+            ("/w/.git", true),
+            ("/w", true),
+            ("/", true),
+            ("/w/.git/hooks", false),
+            ("/w/.gi", false),
+            ("/x", false),
+        ] {
+            assert_eq!(r.protects_below(path.as_bytes()), want, "{path}");
+        }
+        assert!(r.allows_tcp(3128) && !r.allows_tcp(3129));
+    }
+
+    #[test]
+    fn relative_and_dotted_paths_are_refused() {
+        for bad in ["w", "/w/../etc", ""] {
+            let e = HostRules::new(&sandbox_core::HostConfinement {
+                protect: vec![bad.into()],
+                ..Default::default()
+            })
+            .unwrap_err();
+            assert!(
+                matches!(e.kind(), ErrorKind::InvalidHostPath { .. }),
+                "{bad}: {e}"
+            );
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! The Landlock ruleset of a host confinement, applied by the launcher to
+//! itself before it forks (so the supervisor, which performs calls for the
+//! command, is held to the same rules).
+//!
+//! - Reads (read, list, execute) everywhere but the read denies. Landlock
+//!   only grants, so the grant is made on the siblings along each denied
+//!   path, computed now: from `/` down, a tree with no deny below it is
+//!   granted whole; a tree with one is only listable, and each of its
+//!   entries is looked at in turn; a denied path gets nothing (unless a
+//!   path read again lies below it). An entry made later beside a denied
+//!   path is unreadable (fail closed). Symbolic links get no rule: what
+//!   they lead to is decided where it lies.
+//! - Writes (every other file right) below the writable trees, and writes
+//!   and device ioctls on the terminal and null devices.
+//! - TCP: `bind` nowhere, `connect` only to the given ports (the supervisor
+//!   also checks the address: only 127.0.0.1).
+//! - Scopes: no abstract Unix socket and no signal outside the sandbox.
+//!
+//! Every right is a hard requirement: a kernel that cannot enforce one makes
+//! [`restrict`] fail, and the command does not run.
+
+use crate::{Error, ErrorKind, HostRules};
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
+    PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+};
+use std::path::{Path, PathBuf};
+
+/// The ABI whose rights are handled: 6 (Linux 6.12) brought the scopes.
+const ABI_USED: ABI = ABI::V6;
+/// Devices every program may open for writing (and, for terminals, ioctl).
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+/// Most file rules a ruleset gets; a deny set that needs more is refused.
+pub(crate) const MAX_FILE_RULES: usize = 65_536;
+
+fn landlock_err(e: impl std::fmt::Display) -> Error {
+    ErrorKind::Landlock {
+        reason: e.to_string(),
+    }
+    .into()
+}
+
+/// The read grants: (path, rights), computed from the current tree.
+pub(crate) fn read_grants(h: &HostRules) -> Result<Vec<(PathBuf, BitFlags<AccessFs>)>, Error> {
+    let mut out = Vec::new();
+    visit(Path::new("/"), h, &mut out)?;
+    Ok(out)
+}
+
+fn visit(p: &Path, h: &HostRules, out: &mut Vec<(PathBuf, BitFlags<AccessFs>)>) -> Result<(), Error> {
+    if out.len() > MAX_FILE_RULES {
+        return Err(landlock_err(format!(
+            "the read denies need more than {MAX_FILE_RULES} rules"
+        )));
+    }
+    let strictly_below = |list: &[PathBuf]| list.iter().any(|d| d != p && d.starts_with(p));
+    let again = h.read_again.iter().any(|a| p.starts_with(a));
+    let denied = !again && h.read_deny.iter().any(|d| p.starts_with(d));
+    let descend = if denied {
+        strictly_below(&h.read_again)
+    } else if strictly_below(&h.read_deny) {
+        true
+    } else {
+        out.push((p.to_path_buf(), AccessFs::from_read(ABI_USED)));
+        return Ok(());
+    };
+    if !descend {
+        return Ok(());
+    }
+    // Listable, so that a path below can be found and named.
+    if !denied {
+        out.push((p.to_path_buf(), BitFlags::from(AccessFs::ReadDir)));
+    }
+    // An unreadable directory grants nothing below it.
+    let Ok(entries) = std::fs::read_dir(p) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_symlink() {
+            continue;
+        }
+        visit(&e.path(), h, out)?;
+    }
+    Ok(())
+}
+
+/// Applies the rules of `h` to this thread and every process it starts
+/// after (it must be the only thread). Sets `no_new_privs`.
+pub(crate) fn restrict(h: &HostRules) -> Result<(), Error> {
+    let all = AccessFs::from_all(ABI_USED);
+    let write = all & !AccessFs::from_read(ABI_USED);
+    let mut grants = read_grants(h)?;
+    for w in &h.writable {
+        grants.push((w.clone(), write));
+    }
+    for d in DEVICES {
+        grants.push((
+            PathBuf::from(d),
+            AccessFs::WriteFile | AccessFs::IoctlDev | AccessFs::Truncate,
+        ));
+    }
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(all)
+        .and_then(|r| r.handle_access(AccessNet::from_all(ABI_USED)))
+        .and_then(|r| r.scope(Scope::from_all(ABI_USED)))
+        .and_then(|r| r.create())
+        .map_err(landlock_err)?;
+    for (path, access) in grants {
+        // A path gone since (or never there) grants nothing.
+        let Ok(fd) = PathFd::new(&path) else { continue };
+        let access = if path.is_dir() {
+            access
+        } else {
+            access & AccessFs::from_file(ABI_USED)
+        };
+        if access.is_empty() {
+            continue;
+        }
+        ruleset = ruleset
+            .add_rule(PathBeneath::new(fd, access))
+            .map_err(landlock_err)?;
+    }
+    for port in &h.tcp_ports {
+        ruleset = ruleset
+            .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
+            .map_err(landlock_err)?;
+    }
+    let status = ruleset.restrict_self().map_err(landlock_err)?;
+    if status.ruleset != RulesetStatus::FullyEnforced || !status.no_new_privs {
+        return Err(landlock_err(format!(
+            "the kernel enforces the rules only partly ({:?})",
+            status.ruleset
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_are_granted_on_the_siblings_of_each_deny() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        for d in ["home/.ssh", "home/.config/gh", "home/.config/other", "home/code"] {
+            std::fs::create_dir_all(r.join(d)).unwrap();
+        }
+        std::fs::write(r.join("home/.ssh/config"), "").unwrap();
+        std::fs::write(r.join("home/.ssh/id_rsa"), "").unwrap();
+        std::os::unix::fs::symlink(r.join("home/.ssh"), r.join("home/link")).unwrap();
+        let h = HostRules {
+            read_deny: vec![r.join("home/.ssh"), r.join("home/.config/gh")],
+            read_again: vec![r.join("home/.ssh/config")],
+            ..HostRules::default()
+        };
+        let grants = read_grants(&h).unwrap();
+        let rights = |rel: &str| {
+            grants
+                .iter()
+                .find(|(p, _)| *p == r.join(rel))
+                .map(|(_, a)| *a)
+        };
+        let read = Some(AccessFs::from_read(ABI_USED));
+        assert_eq!(rights("home/code"), read);
+        assert_eq!(rights("home/.config/other"), read);
+        assert_eq!(rights("home/.ssh/config"), read, "read again");
+        assert_eq!(rights("home"), Some(BitFlags::from(AccessFs::ReadDir)));
+        assert_eq!(rights("home/.config"), Some(BitFlags::from(AccessFs::ReadDir)));
+        for never in ["home/.ssh", "home/.ssh/id_rsa", "home/.config/gh", "home/link"] {
+            assert_eq!(rights(never), None, "{never}");
+        }
+        // Everything else on the way from / is listable only.
+        assert_eq!(rights(""), Some(BitFlags::from(AccessFs::ReadDir)));
+        assert!(grants.iter().any(|(p, a)| *p == Path::new("/usr") && Some(*a) == read));
+    }
+}
