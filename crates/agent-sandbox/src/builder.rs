@@ -11,7 +11,8 @@ use crate::{BrokerSettings, Cgroups, Error, ErrorKind, InnerBridge};
 use bwrap_spec::{FilenameRules, NameGuardLauncher};
 use connect_proxy::{Baseline, IpPolicy, Resolver};
 use sandbox_core::{
-    AmbientHost, BackendRequest, HostView, ProbeReport, SandboxSwitch, Surface, select_backend,
+    AmbientHost, BackendRequest, HostView, NativeMechanism, ProbeReport, SandboxSwitch, Surface,
+    select_backend,
 };
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -66,6 +67,7 @@ pub struct ManagerBuilder {
     home: Option<PathBuf>,
     filename_rules: Option<FilenameRules>,
     name_guard: Option<NameGuardLauncher>,
+    mechanism: Option<NativeMechanism>,
     ip_policy: IpPolicy,
     extra_allow: Vec<String>,
     deny: Vec<String>,
@@ -105,6 +107,7 @@ impl ManagerBuilder {
             home: None,
             filename_rules: None,
             name_guard: None,
+            mechanism: None,
             ip_policy: IpPolicy::new(),
             extra_allow: Vec::new(),
             deny: Vec::new(),
@@ -175,6 +178,18 @@ impl ManagerBuilder {
     /// ([`NameGuardLauncher::multi_call`]).
     pub fn name_guard_launcher(&mut self, launcher: NameGuardLauncher) -> &mut Self {
         self.name_guard = Some(launcher);
+        self
+    }
+    /// Asks for one native mechanism (default: the probe's choice,
+    /// bubblewrap where it works, else Landlock). An explicit choice that
+    /// cannot run here makes [`ManagerBuilder::build`] fail with
+    /// [`ErrorKind::MechanismUnavailable`], never another mechanism.
+    /// [`NativeMechanism::Landlock`] also runs where bubblewrap works (to
+    /// test it, or to have no namespaces): it needs a kernel with Landlock
+    /// ABI 6 ([`HostView::try_landlock`]), the name guard's kernel and a
+    /// launcher ([`ManagerBuilder::name_guard_launcher`]).
+    pub fn native_mechanism(&mut self, mechanism: NativeMechanism) -> &mut Self {
+        self.mechanism = Some(mechanism);
         self
     }
     /// Address rules for the proxies; grant local origins with
@@ -304,7 +319,8 @@ impl ManagerBuilder {
     /// Selects the backend and builds the manager. Logs the probe's start-up
     /// line and any downgrade.
     pub fn build(&mut self) -> Result<SandboxManager, Error> {
-        let probe = &self.probe;
+        let asked = self.asked_mechanism()?;
+        let probe = asked.as_ref().unwrap_or(&self.probe);
         let log = self.log.clone().unwrap_or_else(|| Arc::new(|_: &str| {}));
         let startup = probe.startup_line(self.switch);
         log(&startup);
@@ -323,7 +339,10 @@ impl ManagerBuilder {
         let choice = decide::backend_choice(&selection, probe, cfg!(target_os = "linux"))?;
         let decision = decide::filename_rules(
             self.filename_rules,
-            matches!(choice, BackendChoice::Bubblewrap { .. }),
+            matches!(
+                choice,
+                BackendChoice::Bubblewrap { .. } | BackendChoice::Landlock
+            ),
             self.name_guard.is_some(),
             &probe.native.filename_rules,
         )?;
@@ -362,6 +381,27 @@ impl ManagerBuilder {
                     inner_bridge: self.inner_bridge,
                 }))
             }
+            #[cfg(target_os = "linux")]
+            BackendChoice::Landlock => {
+                let Some(launcher) = self.name_guard.clone().filter(|_| decision.guard_runs) else {
+                    return Err(ErrorKind::MechanismUnavailable {
+                        mechanism: NativeMechanism::Landlock.as_str(),
+                        reason: "it runs every command under the name guard: set \
+                                 ManagerBuilder::name_guard_launcher on a kernel that runs it"
+                            .into(),
+                    }
+                    .into());
+                };
+                Backend::Landlock(crate::backend::landlock::Config {
+                    temp_dir: temp_dir()?,
+                    filename_rules: decision.rules,
+                    launcher,
+                })
+            }
+            #[cfg(not(target_os = "linux"))]
+            BackendChoice::Landlock => {
+                Backend::Unavailable("Landlock runs only on Linux".to_owned())
+            }
             // `backend_choice` picks bubblewrap only on Linux.
             #[cfg(not(target_os = "linux"))]
             BackendChoice::Bubblewrap { .. } => {
@@ -387,5 +427,54 @@ impl ManagerBuilder {
             reads: self.reads.clone(),
         };
         Ok(SandboxManager::new(selection, settings, backend))
+    }
+
+    /// The probe as an explicit mechanism request makes it: `None` when
+    /// nothing was asked or the probe already chose it; the probe with
+    /// Landlock offered when Landlock was asked for and can run; an error
+    /// when the mechanism asked for cannot run.
+    fn asked_mechanism(&self) -> Result<Option<ProbeReport>, Error> {
+        let Some(asked) = self.mechanism else {
+            return Ok(None);
+        };
+        if self.probe.native.mechanism == Some(asked) {
+            return Ok(None);
+        }
+        let unavailable = |reason: String| -> Error {
+            ErrorKind::MechanismUnavailable {
+                mechanism: asked.as_str(),
+                reason,
+            }
+            .into()
+        };
+        if asked != NativeMechanism::Landlock {
+            return Err(unavailable(match self.probe.native.mechanism {
+                Some(m) => format!("the probe found {} here", m.as_str()),
+                None => self
+                    .probe
+                    .native
+                    .hint
+                    .clone()
+                    .unwrap_or_else(|| "the probe found no native sandbox".into()),
+            }));
+        }
+        if !cfg!(target_os = "linux") {
+            return Err(unavailable("Landlock is a Linux security module".into()));
+        }
+        if !self.probe.native.filename_rules.is_enforceable() {
+            return Err(unavailable("the kernel cannot run the name guard".into()));
+        }
+        self.host.try_landlock().map_err(unavailable)?;
+        let mut probe = self.probe.clone();
+        probe.native.available = true;
+        probe.native.mechanism = Some(NativeMechanism::Landlock);
+        probe.native.note = Some(format!(
+            "{}; asked for explicitly; {}",
+            sandbox_core::NOTE_LANDLOCK,
+            sandbox_core::probe::NOTE_NAME_GUARD
+        ));
+        probe.native.hint = None;
+        probe.native.requires_install = false;
+        Ok(Some(probe))
     }
 }

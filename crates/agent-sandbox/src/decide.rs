@@ -24,6 +24,8 @@ pub(crate) enum BackendChoice {
     },
     /// Seatbelt through `sandbox-exec` (macOS).
     Seatbelt,
+    /// Landlock and the name guard's supervisor, no namespaces (Linux).
+    Landlock,
     /// A backend this manager does not implement on this platform: every
     /// launch is refused with the reason.
     Unavailable(String),
@@ -47,6 +49,9 @@ pub(crate) fn backend_choice(
     match (selection.backend, probe.native.mechanism) {
         (SandboxBackend::None, _) => Ok(BackendChoice::None),
         (SandboxBackend::Native, Some(NativeMechanism::Seatbelt)) => Ok(BackendChoice::Seatbelt),
+        (SandboxBackend::Native, Some(NativeMechanism::Landlock)) if target_is_linux => {
+            Ok(BackendChoice::Landlock)
+        }
         (SandboxBackend::Native, Some(NativeMechanism::Bubblewrap)) => {
             let Some(bwrap) = tool("bwrap") else {
                 return Err(ErrorKind::ToolMissing {

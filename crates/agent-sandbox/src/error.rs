@@ -49,6 +49,16 @@ pub enum ErrorKind {
         /// Why the guard cannot run.
         reason: String,
     },
+    /// A native mechanism was asked for explicitly
+    /// ([`crate::ManagerBuilder::native_mechanism`]) and cannot run here: an
+    /// error, never another mechanism.
+    #[error("the {mechanism} mechanism was asked for but cannot run here: {reason}")]
+    MechanismUnavailable {
+        /// The mechanism asked for.
+        mechanism: &'static str,
+        /// Why it cannot run.
+        reason: String,
+    },
     /// The command cannot be run as given (sandbox-core's checks).
     #[error("command: {0}")]
     Command(#[from] sandbox_core::CommandError),

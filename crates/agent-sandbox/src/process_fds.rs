@@ -116,6 +116,24 @@ pub(crate) fn join_cgroups(cmd: &mut tokio::process::Command, procs: Vec<std::ff
     }
 }
 
+/// Makes the spawned program a session leader without a controlling
+/// terminal: `/dev/tty` opens none of the host's.
+#[cfg(target_os = "linux")]
+pub(crate) fn own_session(cmd: &mut tokio::process::Command) {
+    // SAFETY: the closure runs in the forked child before exec and makes one
+    // system call (setsid); nothing is allocated.
+    #[allow(
+        unsafe_code,
+        reason = "descriptor hygiene needs pre_exec; each block carries its SAFETY comment"
+    )]
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::setsid()?;
+            Ok(())
+        });
+    }
+}
+
 /// Makes the spawned program a session leader whose controlling terminal
 /// is its stdin (a PTY slave the caller set as its stdio): job control
 /// works, and no terminal of the host process is reachable.

@@ -192,8 +192,10 @@ impl BwrapBuilder {
         roots
     }
 
-    /// Builds the plan, reading the host through `host`.
-    pub fn build<H: HostView + ?Sized>(&self, host: &H) -> Result<BwrapPlan, Error> {
+    /// The policy both mechanisms enforce, resolved against the host:
+    /// checks the spec, decides the filename rules, resolves the read and
+    /// write denies.
+    fn policy<H: HostView + ?Sized>(&self, host: &H) -> Result<Policy, Error> {
         self.spec.validate()?;
         for m in &self.spec.bind_mounts {
             if m.guest_path != m.host_path {
@@ -291,6 +293,74 @@ impl BwrapBuilder {
             write_entries.extend(mandatory_write_deny_paths(home, anchors));
         }
         let write_deny = PathSet::resolve(&write_entries, home, host)?;
+        Ok(Policy {
+            terminal,
+            home_str,
+            workdir,
+            writable,
+            dropped,
+            guard_globs,
+            read_deny,
+            write_deny,
+        })
+    }
+
+    /// The same policy for the Landlock mechanism, which runs the command
+    /// on the host with no mounts: what must be writable, unreadable,
+    /// readable again and protected, as paths, and the name guard's rules.
+    /// Globs among the denies stay name rules (they are never paths here).
+    pub fn host_plan<H: HostView + ?Sized>(&self, host: &H) -> Result<HostPlan, Error> {
+        let p = self.policy(host)?;
+        let literal = |v: Vec<String>| -> Vec<String> {
+            let mut out: Vec<String> = Vec::new();
+            for s in v {
+                if !sandbox_core::is_glob(&s) && !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+            out
+        };
+        let in_writable = |q: &String| p.writable.iter().any(|w| is_under(q, w));
+        let read_deny = literal(
+            p.read_deny
+                .fixed
+                .spellings()
+                .into_iter()
+                .chain(p.read_deny.extra.spellings())
+                .collect(),
+        );
+        let mut protect = literal(p.write_deny.spellings());
+        protect.retain(|q| in_writable(q));
+        // A secret inside a writable tree is written no more than read.
+        for q in &read_deny {
+            if in_writable(q) && !protect.contains(q) {
+                protect.push(q.clone());
+            }
+        }
+        Ok(HostPlan {
+            writable: p.writable.clone(),
+            read_deny,
+            read_again: literal(p.read_deny.reopen.spellings()),
+            protect,
+            name_rules: p.guard_globs,
+            dropped_name_rules: p.dropped,
+            workdir: p.workdir,
+        })
+    }
+
+    /// Builds the plan, reading the host through `host`.
+    pub fn build<H: HostView + ?Sized>(&self, host: &H) -> Result<BwrapPlan, Error> {
+        let Policy {
+            terminal,
+            home_str,
+            workdir,
+            writable,
+            mut dropped,
+            mut guard_globs,
+            read_deny,
+            write_deny,
+        } = self.policy(host)?;
+        let home = &self.home;
 
         let mut a = Args::default();
         a.flag("--new-session").flag("--die-with-parent");
@@ -458,6 +528,43 @@ impl BwrapBuilder {
             unix_sockets: self.unix_sockets.clone(),
         })
     }
+}
+
+/// The policy of a spec for the Landlock mechanism
+/// ([`BwrapBuilder::host_plan`]): absolute host paths, each once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HostPlan {
+    /// The writable trees: chat-mode writable mounts and runner state
+    /// directories.
+    pub writable: Vec<String>,
+    /// Paths nothing may read: the secret set, the system secrets and the
+    /// host's extra denies.
+    pub read_deny: Vec<String>,
+    /// Paths inside an extra deny that are readable again.
+    pub read_again: Vec<String>,
+    /// Paths inside the writable trees that stay unwritable, unremovable
+    /// and unmovable with all below them: the mandatory write-deny set,
+    /// protected paths, git's pointers and hooks, and secrets.
+    pub protect: Vec<String>,
+    /// The name guard's filename rules (empty when dropped by the opt-out).
+    pub name_rules: Vec<String>,
+    /// The filename rules the explicit opt-out dropped (to log).
+    pub dropped_name_rules: Vec<String>,
+    /// The working directory.
+    pub workdir: String,
+}
+
+/// What [`BwrapBuilder::policy`] decided.
+struct Policy {
+    terminal: bool,
+    home_str: String,
+    workdir: String,
+    writable: Vec<String>,
+    dropped: Vec<String>,
+    guard_globs: Vec<String>,
+    read_deny: ReadDenies,
+    write_deny: PathSet,
 }
 
 fn expand(entry: &str, home: &Path) -> String {

@@ -104,7 +104,9 @@ mod plan;
 mod repos;
 
 pub use bridge::{BRIDGE_GUEST_DIR, Bridge, BridgePlan};
-pub use builder::{BwrapBuilder, DEFAULT_SYSTEM_PATHS, SYSTEM_SECRETS, TERMINAL_SECRET_DIRS};
+pub use builder::{
+    BwrapBuilder, DEFAULT_SYSTEM_PATHS, HostPlan, SYSTEM_SECRETS, TERMINAL_SECRET_DIRS,
+};
 pub use error::{Error, ErrorKind};
 pub use name_guard_launcher::{MAX_NAME_GUARD_RULES, NAME_GUARD_GUEST_PATH, NameGuardLauncher};
 pub use placeholder::{Placeholder, PlaceholderFiles, PlaceholderKind};

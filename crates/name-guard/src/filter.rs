@@ -98,8 +98,8 @@ pub(crate) fn program(abi: &Abi, supervisor: i32, place: Place) -> Vec<SockFilte
                 p.extend([ins(JEQ_K, 0, 1, nr), ins(RET_K, 0, 0, RET_USER_NOTIF)]);
             }
             // Inside bubblewrap these are allowed: no block at all.
-            Role::HostNotified(_) | Role::HostSocket(_) | Role::HostRefusedWhen { .. }
-                if !host => {}
+            Role::HostNotified(_) | Role::HostSocket(_) | Role::HostRefusedWhen { .. } if !host => {
+            }
             Role::HostNotified(_) => {
                 p.extend([ins(JEQ_K, 0, 1, nr), ins(RET_K, 0, 0, RET_USER_NOTIF)]);
             }

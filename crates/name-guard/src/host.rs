@@ -59,6 +59,19 @@ fn normal(option: &'static str, p: &OsString) -> Result<PathBuf, Error> {
     Ok(out)
 }
 
+/// The device and inode of what `p` names now (symbolic links followed).
+#[cfg(unix)]
+fn inode_of(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Off Unix there are no inodes to compare (the guard does not run there).
+#[cfg(not(unix))]
+fn inode_of(_: &Path) -> Option<(u64, u64)> {
+    None
+}
+
 fn bytes(p: &Path) -> &[u8] {
     p.as_os_str().as_encoded_bytes()
 }
@@ -80,10 +93,8 @@ impl HostRules {
         let mut inodes = HashSet::new();
         for p in &h.protect {
             let n = normal("--protect", p)?;
-            #[cfg(unix)]
-            if let Ok(m) = std::fs::metadata(&n) {
-                use std::os::unix::fs::MetadataExt;
-                inodes.insert((m.dev(), m.ino()));
+            if let Some(id) = inode_of(&n) {
+                inodes.insert(id);
             }
             protect.push(bytes(&n).to_ascii_lowercase());
         }

@@ -54,7 +54,11 @@ pub(crate) fn read_grants(h: &HostRules) -> Result<Vec<(PathBuf, BitFlags<Access
     Ok(out)
 }
 
-fn visit(p: &Path, h: &HostRules, out: &mut Vec<(PathBuf, BitFlags<AccessFs>)>) -> Result<(), Error> {
+fn visit(
+    p: &Path,
+    h: &HostRules,
+    out: &mut Vec<(PathBuf, BitFlags<AccessFs>)>,
+) -> Result<(), Error> {
     if out.len() > MAX_FILE_RULES {
         return Err(landlock_err(format!(
             "the read denies need more than {MAX_FILE_RULES} rules"
@@ -152,7 +156,12 @@ mod tests {
     fn reads_are_granted_on_the_siblings_of_each_deny() {
         let root = tempfile::tempdir().unwrap();
         let r = root.path();
-        for d in ["home/.ssh", "home/.config/gh", "home/.config/other", "home/code"] {
+        for d in [
+            "home/.ssh",
+            "home/.config/gh",
+            "home/.config/other",
+            "home/code",
+        ] {
             std::fs::create_dir_all(r.join(d)).unwrap();
         }
         std::fs::write(r.join("home/.ssh/config"), "").unwrap();
@@ -175,12 +184,24 @@ mod tests {
         assert_eq!(rights("home/.config/other"), read);
         assert_eq!(rights("home/.ssh/config"), read, "read again");
         assert_eq!(rights("home"), Some(BitFlags::from(AccessFs::ReadDir)));
-        assert_eq!(rights("home/.config"), Some(BitFlags::from(AccessFs::ReadDir)));
-        for never in ["home/.ssh", "home/.ssh/id_rsa", "home/.config/gh", "home/link"] {
+        assert_eq!(
+            rights("home/.config"),
+            Some(BitFlags::from(AccessFs::ReadDir))
+        );
+        for never in [
+            "home/.ssh",
+            "home/.ssh/id_rsa",
+            "home/.config/gh",
+            "home/link",
+        ] {
             assert_eq!(rights(never), None, "{never}");
         }
         // Everything else on the way from / is listable only.
         assert_eq!(rights(""), Some(BitFlags::from(AccessFs::ReadDir)));
-        assert!(grants.iter().any(|(p, a)| *p == Path::new("/usr") && Some(*a) == read));
+        assert!(
+            grants
+                .iter()
+                .any(|(p, a)| *p == Path::new("/usr") && Some(*a) == read)
+        );
     }
 }

@@ -278,7 +278,6 @@ impl HostView for AmbientHost {
     fn try_landlock(&self) -> Result<(), String> {
         self.try_landlock_now()
     }
-
 }
 
 impl AmbientHost {

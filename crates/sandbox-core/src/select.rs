@@ -48,6 +48,11 @@ pub fn backend_label(backend: SandboxBackend) -> &'static str {
     }
 }
 
+/// The label of the native backend when its mechanism is Landlock: no
+/// namespaces, so not "namespace isolation".
+pub const LABEL_LANDLOCK: &str =
+    "native (landlock): Landlock and seccomp on the host, no namespaces, no kernel boundary";
+
 fn chosen(backend: SandboxBackend, log_line: Option<String>) -> Selection {
     Selection {
         backend,
@@ -76,6 +81,21 @@ fn chosen(backend: SandboxBackend, log_line: Option<String>) -> Selection {
 /// assert!(matches!(err.kind(), ErrorKind::MicrovmUnavailable { .. }));
 /// ```
 pub fn select_backend(
+    request: BackendRequest,
+    switch: SandboxSwitch,
+    surface: Surface,
+    report: &ProbeReport,
+) -> Result<Selection, Error> {
+    let mut sel = select_for(request, switch, surface, report)?;
+    if sel.backend == SandboxBackend::Native
+        && report.native.mechanism == Some(crate::NativeMechanism::Landlock)
+    {
+        sel.label = LABEL_LANDLOCK;
+    }
+    Ok(sel)
+}
+
+fn select_for(
     request: BackendRequest,
     switch: SandboxSwitch,
     surface: Surface,

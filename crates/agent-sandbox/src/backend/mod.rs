@@ -7,6 +7,8 @@
 pub(crate) mod bubblewrap;
 #[cfg(target_os = "linux")]
 pub(crate) use bubblewrap::ReportReader;
+#[cfg(target_os = "linux")]
+pub(crate) mod landlock;
 pub(crate) mod none;
 pub(crate) mod seatbelt;
 pub(crate) mod seatbelt_log;
@@ -44,6 +46,9 @@ pub(crate) enum Backend {
     /// bubblewrap (Linux, WSL2).
     #[cfg(target_os = "linux")]
     Bubblewrap(Arc<bubblewrap::Config>),
+    /// Landlock and the name guard's supervisor, no namespaces (Linux).
+    #[cfg(target_os = "linux")]
+    Landlock(landlock::Config),
     /// Seatbelt through `sandbox-exec` (macOS).
     Seatbelt(seatbelt::Config),
     /// Not implemented here: every launch is refused with the reason.
@@ -55,6 +60,8 @@ pub(crate) enum BackendSession {
     None,
     #[cfg(target_os = "linux")]
     Bubblewrap(Box<bubblewrap::Session>),
+    #[cfg(target_os = "linux")]
+    Landlock(Box<landlock::Session>),
     Seatbelt(Box<seatbelt::Session>),
 }
 
@@ -92,6 +99,9 @@ pub(crate) fn process_overhead(session: &BackendSession) -> u32 {
     match session {
         #[cfg(target_os = "linux")]
         BackendSession::Bubblewrap(_) => 3,
+        // The supervisor.
+        #[cfg(target_os = "linux")]
+        BackendSession::Landlock(_) => 1,
         _ => 0,
     }
 }
@@ -110,6 +120,8 @@ impl Backend {
             Backend::None => none::launch(settings),
             #[cfg(target_os = "linux")]
             Backend::Bubblewrap(config) => bubblewrap::launch(config, settings, spec).await,
+            #[cfg(target_os = "linux")]
+            Backend::Landlock(config) => landlock::launch(config, settings, spec).await,
             Backend::Seatbelt(config) => seatbelt::launch(config, settings, spec).await,
             Backend::Unavailable(reason) => Err(Error::from(ErrorKind::Core(
                 sandbox_core::Error::from(sandbox_core::ErrorKind::NativeUnavailable {
@@ -137,6 +149,8 @@ impl BackendSession {
             BackendSession::None => none::exec(request, io),
             #[cfg(target_os = "linux")]
             BackendSession::Bubblewrap(s) => s.exec(settings, request, io),
+            #[cfg(target_os = "linux")]
+            BackendSession::Landlock(s) => s.exec(request, io),
             BackendSession::Seatbelt(s) => s.exec(request, io),
         }
     }
@@ -153,6 +167,8 @@ impl BackendSession {
             BackendSession::None => {}
             #[cfg(target_os = "linux")]
             BackendSession::Bubblewrap(s) => s.destroy(settings, session_id).await,
+            #[cfg(target_os = "linux")]
+            BackendSession::Landlock(s) => s.destroy(settings, session_id).await,
             BackendSession::Seatbelt(s) => s.destroy().await,
         }
     }

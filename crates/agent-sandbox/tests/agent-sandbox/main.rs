@@ -1,8 +1,10 @@
 //! The facade's integration tests: real launches under the real sandbox
 //! (`native`), commands driven from the host (`commands`: stdin, signals,
 //! timeouts, extra environment) the broker end to end (`broker`) and an ACP-shaped JSON-RPC
-//! session over stdio (`acp`), and the command tests again as an
-//! unprivileged user (`unprivileged`).
+//! session over stdio (`acp`), the command tests again as an unprivileged
+//! user (`unprivileged`), and the Landlock mechanism's escape tests as root,
+//! as root without namespaces or capabilities and as uid 65534
+//! (`landlock`).
 //!
 //! They run Unix programs (`/bin/sh`, `cat`, python3, bubblewrap, setpriv),
 //! so they are built on Unix only; elsewhere this binary has no tests.
@@ -19,6 +21,8 @@ mod acp;
 mod broker;
 #[cfg(unix)]
 mod commands;
+#[cfg(target_os = "linux")]
+mod landlock;
 #[cfg(unix)]
 mod native;
 #[cfg(unix)]

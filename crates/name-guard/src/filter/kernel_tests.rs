@@ -27,7 +27,11 @@ fn the_kernel_runs_the_native_program() {
     .into_iter()
     .map(|a| CString::new(a).unwrap())
     .collect();
-    let (child, listener) = sys::spawn_filtered(&program(abi, sys::getpid(), super::Place::Bubblewrap), &argv).unwrap();
+    let (child, listener) = sys::spawn_filtered(
+        &program(abi, sys::getpid(), super::Place::Bubblewrap),
+        &argv,
+    )
+    .unwrap();
     // No one answers: every notified call fails with ENOSYS.
     drop(listener);
     assert_eq!(sys::wait_child(child), Ok(ExitStatus::Code(0)));

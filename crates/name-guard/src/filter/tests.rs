@@ -22,7 +22,10 @@ fn both() -> [&'static Abi; 2] {
 /// The program's answer to call `name` of `abi` with `args`.
 fn answer(abi: &Abi, name: &str, args: &[u64]) -> u32 {
     let nr = nr_of(abi, name);
-    run(&program(abi, SUP, Place::Bubblewrap), &Data::new(abi.audit_arch, nr, args))
+    run(
+        &program(abi, SUP, Place::Bubblewrap),
+        &Data::new(abi.audit_arch, nr, args),
+    )
 }
 
 fn nr_of(abi: &Abi, name: &str) -> u32 {
@@ -198,7 +201,12 @@ fn a_call_the_table_does_not_name_is_allowed() {
         for nr in nrs {
             assert!(abi.role(i64::from(nr)).is_none());
             let d = Data::new(abi.audit_arch, nr, &[0, O_CREAT, O_CREAT]);
-            assert_eq!(run(&program(abi, SUP, Place::Bubblewrap), &d), RET_ALLOW, "{}: {nr}", abi.name);
+            assert_eq!(
+                run(&program(abi, SUP, Place::Bubblewrap), &d),
+                RET_ALLOW,
+                "{}: {nr}",
+                abi.name
+            );
         }
     }
 }
@@ -223,7 +231,11 @@ fn on_the_host_write_opens_truncations_and_removals_reach_the_supervisor() {
     for abi in both() {
         let n = abi.name;
         let at = libc::AT_FDCWD as u64;
-        assert_eq!(host_answer(abi, "openat", &[at, 0, 0]), RET_ALLOW, "{n}: read");
+        assert_eq!(
+            host_answer(abi, "openat", &[at, 0, 0]),
+            RET_ALLOW,
+            "{n}: read"
+        );
         for flags in [0o1, 0o2, 0o1000, O_CREAT, 0o2 | 0o2000] {
             assert_eq!(
                 host_answer(abi, "openat", &[at, 0, flags]),
@@ -266,7 +278,11 @@ fn on_the_host_only_unix_and_tcp_stream_sockets_are_made() {
     let tcp = libc::IPPROTO_TCP as u64;
     let cases: [(&str, [u64; 3], u32); 14] = [
         ("unix stream", [unix, stream, 0], RET_ALLOW),
-        ("unix stream, nonblocking", [unix, stream | flags, 0], RET_ALLOW),
+        (
+            "unix stream, nonblocking",
+            [unix, stream | flags, 0],
+            RET_ALLOW,
+        ),
         ("unix seqpacket", [unix, seq, 0], RET_ALLOW),
         ("unix datagram", [unix, dgram, 0], eacces),
         ("tcp", [inet, stream, 0], RET_ALLOW),
@@ -302,10 +318,26 @@ fn on_the_host_a_send_that_connects_by_itself_is_refused() {
     let fastopen = u64::from(crate::syscalls::MSG_FASTOPEN);
     for abi in both() {
         let n = abi.name;
-        assert_eq!(host_answer(abi, "sendto", &[3, 0, 1, fastopen]), EPERM, "{n}");
-        assert_eq!(host_answer(abi, "sendto", &[3, 0, 1, 0x40]), RET_ALLOW, "{n}");
+        assert_eq!(
+            host_answer(abi, "sendto", &[3, 0, 1, fastopen]),
+            EPERM,
+            "{n}"
+        );
+        assert_eq!(
+            host_answer(abi, "sendto", &[3, 0, 1, 0x40]),
+            RET_ALLOW,
+            "{n}"
+        );
         assert_eq!(host_answer(abi, "sendmsg", &[3, 0, fastopen]), EPERM, "{n}");
-        assert_eq!(host_answer(abi, "sendmmsg", &[3, 0, 1, fastopen]), EPERM, "{n}");
-        assert_eq!(answer(abi, "sendto", &[3, 0, 1, fastopen]), RET_ALLOW, "{n}");
+        assert_eq!(
+            host_answer(abi, "sendmmsg", &[3, 0, 1, fastopen]),
+            EPERM,
+            "{n}"
+        );
+        assert_eq!(
+            answer(abi, "sendto", &[3, 0, 1, fastopen]),
+            RET_ALLOW,
+            "{n}"
+        );
     }
 }

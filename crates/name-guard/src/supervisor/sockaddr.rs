@@ -198,12 +198,28 @@ mod tests {
         ip6[15] = 1;
         v6.extend_from_slice(&ip6);
         let cases: [(&str, Vec<u8>, HostTarget); 7] = [
-            ("loopback", inet([127, 0, 0, 1], 3128), HostTarget::Tcp([127, 0, 0, 1], 3128)),
-            ("anywhere", inet([1, 1, 1, 1], 53), HostTarget::Tcp([1, 1, 1, 1], 53)),
+            (
+                "loopback",
+                inet([127, 0, 0, 1], 3128),
+                HostTarget::Tcp([127, 0, 0, 1], 3128),
+            ),
+            (
+                "anywhere",
+                inet([1, 1, 1, 1], 53),
+                HostTarget::Tcp([1, 1, 1, 1], 53),
+            ),
             ("v6 loopback", v6, HostTarget::Tcp6(ip6, 53)),
             ("a path", unix(b"/run/x.sock"), HostTarget::Local),
-            ("a disconnect", (libc::AF_UNSPEC as u16).to_ne_bytes().to_vec(), HostTarget::Local),
-            ("too short", inet([127, 0, 0, 1], 1)[..6].to_vec(), HostTarget::Unusable(libc::EINVAL)),
+            (
+                "a disconnect",
+                (libc::AF_UNSPEC as u16).to_ne_bytes().to_vec(),
+                HostTarget::Local,
+            ),
+            (
+                "too short",
+                inet([127, 0, 0, 1], 1)[..6].to_vec(),
+                HostTarget::Unusable(libc::EINVAL),
+            ),
             (
                 "netlink",
                 (libc::AF_NETLINK as u16).to_ne_bytes().to_vec(),

@@ -2,7 +2,7 @@
 //! a reference matcher, denial reports read back as written), and the
 //! launcher under real bubblewrap: denied names cannot be created by any
 //! route, ordinary work (git, cargo, tar) runs unchanged, refusals are
-//! reported.
+//! reported; and the launcher on the host under Landlock (`--landlock`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -18,5 +18,7 @@ mod sockets;
 mod support;
 #[cfg(target_os = "linux")]
 mod under_bwrap;
+#[cfg(target_os = "linux")]
+mod under_landlock;
 #[cfg(target_os = "linux")]
 mod workloads;

@@ -176,7 +176,11 @@ fn probe_table() {
         let i = &c.intent;
         assert_eq!(r.native.available, c.available, "{i}");
         if let Some(m) = &c.mechanism {
-            assert_eq!(r.native.mechanism.map(|m| m.as_str()), Some(m.as_str()), "{i}");
+            assert_eq!(
+                r.native.mechanism.map(|m| m.as_str()),
+                Some(m.as_str()),
+                "{i}"
+            );
         }
         if let Some(req) = c.requires_install {
             assert_eq!(r.native.requires_install, req, "{i}");

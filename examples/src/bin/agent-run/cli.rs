@@ -5,7 +5,7 @@ use agent_sandbox_examples::{EventsTo, env_name, header_template, port};
 use clap::Parser;
 use connect_proxy::Cidr;
 use cred_broker::HeaderTemplate;
-use sandbox_core::{Access, Limits, Mode, SandboxBackend};
+use sandbox_core::{Access, Limits, Mode, NativeMechanism, SandboxBackend};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,6 +13,7 @@ use std::time::Duration;
 /// What the command line asks for, checked.
 #[derive(Debug)]
 pub(crate) struct Options {
+    pub(crate) mechanism: Option<NativeMechanism>,
     pub(crate) allow: Vec<String>,
     pub(crate) deny: Vec<String>,
     pub(crate) no_baseline: bool,
@@ -151,6 +152,13 @@ struct Cli {
     /// Whether the command has any network at all (through the proxies).
     #[arg(long, value_name = "on|off", value_parser = on_off, default_value = "on", action = clap::ArgAction::Set)]
     network: bool,
+
+    /// The Linux mechanism: bubblewrap (namespaces) or landlock (Landlock and
+    /// seccomp, no namespaces, weaker: see the README); the default is
+    /// bubblewrap where it works, else landlock. A mechanism that cannot run
+    /// here is an error.
+    #[arg(long, value_name = "bubblewrap|landlock", value_parser = mechanism)]
+    mechanism: Option<NativeMechanism>,
 
     /// The dispatch mode: chat keeps mounts writable; review, plan and
     /// orchestrate make every mount read-only.
@@ -342,6 +350,7 @@ fn options(c: Cli) -> Result<Options, String> {
             .map(|p| (p, true)),
     );
     Ok(Options {
+        mechanism: c.mechanism,
         allow: c.allow,
         deny: c.deny,
         no_baseline: c.no_baseline,
@@ -388,6 +397,14 @@ fn on_off(v: &str) -> Result<bool, String> {
         "on" => Ok(true),
         "off" => Ok(false),
         _ => Err("give on or off".into()),
+    }
+}
+
+fn mechanism(v: &str) -> Result<NativeMechanism, String> {
+    match v {
+        "bubblewrap" => Ok(NativeMechanism::Bubblewrap),
+        "landlock" => Ok(NativeMechanism::Landlock),
+        _ => Err("give bubblewrap or landlock".into()),
     }
 }
 

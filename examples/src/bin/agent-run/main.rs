@@ -291,6 +291,9 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
     if o.no_baseline {
         builder.baseline(agent_sandbox::Baseline::Exclude);
     }
+    if let Some(m) = o.mechanism {
+        builder.native_mechanism(m);
+    }
     for d in &o.deny {
         builder.deny(d.clone());
     }

@@ -25,8 +25,7 @@ use bwrap_spec::{
     BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, NameGuardLauncher, PlaceholderFiles,
     Profile, discover_git_repos_on_host,
 };
-use name_guard_reports::ReportPipe;
-pub(crate) use name_guard_reports::ReportReader;
+pub(crate) use name_guard_reports::{ReportPipe, ReportReader};
 use sandbox_core::{SandboxSpec, Surface};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

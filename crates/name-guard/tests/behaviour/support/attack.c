@@ -47,6 +47,17 @@ static void *flipper_addr(void *arg) {
   return NULL;
 }
 
+static volatile uint16_t good_port, bad_port;
+
+static void *flipper_port(void *arg) {
+  volatile struct sockaddr_in *a = arg;
+  while (!stop) {
+    a->sin_port = bad_port;
+    a->sin_port = good_port;
+  }
+  return NULL;
+}
+
 static void *flipper(void *arg) {
   (void)arg;
   while (!stop) {
@@ -277,6 +288,31 @@ int main(int argc, char **argv) {
       close(s);
       int a2;
       while ((a2 = accept(l, NULL, NULL)) >= 0) close(a2);
+    }
+    stop = 1;
+    pthread_join(t, NULL);
+    printf("connected %d refused %d\n", connected, refused);
+    return 0;
+  }
+  if (!strcmp(m, "tcp_race")) {
+    /* tcp_race GOOD BAD ITER: connect fresh TCP sockets to 127.0.0.1:GOOD
+       while a second thread rewrites the port between GOOD and BAD. */
+    good_port = htons((uint16_t)atoi(argv[2]));
+    bad_port = htons((uint16_t)atoi(argv[3]));
+    int iters = atoi(argv[4]);
+    static struct sockaddr_in shared;
+    memset(&shared, 0, sizeof shared);
+    shared.sin_family = AF_INET;
+    shared.sin_port = good_port;
+    shared.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    pthread_t t;
+    pthread_create(&t, NULL, flipper_port, &shared);
+    int connected = 0, refused = 0;
+    for (int i = 0; i < iters; i++) {
+      int s = socket(AF_INET, SOCK_STREAM, 0);
+      if (connect(s, (struct sockaddr *)&shared, sizeof shared) == 0) connected++;
+      else refused++;
+      close(s);
     }
     stop = 1;
     pthread_join(t, NULL);

@@ -43,6 +43,8 @@ fn every_flag_parses_to_its_value() {
         "--no-filename-rules",
         "--no-name-guard",
         "--network=off",
+        "--mechanism",
+        "landlock",
         "--mode",
         "review",
         "--mount",
@@ -97,6 +99,7 @@ fn every_flag_parses_to_its_value() {
     assert_eq!(o.allow, ["a.test", "*.b.test:8443"]);
     assert_eq!(o.deny, ["x.b.test"]);
     assert!(o.no_baseline);
+    assert_eq!(o.mechanism, Some(NativeMechanism::Landlock));
     assert_eq!(o.read_deny, ["/w/data"]);
     assert_eq!(o.allow_read_within_denies, ["/w/data/pub"]);
     assert_eq!(
@@ -162,6 +165,7 @@ fn defaults_and_the_last_single_value_wins() {
     assert_eq!(o.broker_template, HeaderTemplate::Bearer);
     assert_eq!(o.limits, Limits::default());
     assert!(o.events.is_none() && o.backend.is_none() && o.timeout.is_none());
+    assert!(o.mechanism.is_none());
     assert!(o.mounts.is_empty() && o.allow.is_empty() && o.broker_ports.is_empty());
     let o = accepted(&["--mode", "plan", "--mode", "review", "--", "true"]);
     assert_eq!(o.mode, Mode::Review);
@@ -281,6 +285,12 @@ fn every_refusal_says_what_to_type_instead() {
             "network neither on nor off",
             &["--network", "maybe", "--", "true"],
             "give on or off",
+            Some(ErrorKind::ValueValidation),
+        ),
+        (
+            "a mechanism this build does not have",
+            &["--mechanism=seatbelt", "--", "true"],
+            "give bubblewrap or landlock",
             Some(ErrorKind::ValueValidation),
         ),
         (

@@ -1,0 +1,219 @@
+//! The Landlock mechanism of the native backend (Linux hosts where
+//! bubblewrap cannot make its namespaces, Landlock ABI 6 or later).
+//!
+//! There are no namespaces: each command runs as the caller, on the host,
+//! under the name-guard launcher with `--landlock`. The launcher applies
+//! Landlock rules to itself before it forks (writes only below the
+//! writable trees, the session's own temporary directory and the terminal
+//! and null devices; reads everywhere but the secret set; TCP connects only
+//! to the session's two proxies; no abstract Unix socket or signal outside
+//! the sandbox), and its supervisor refuses what Landlock cannot carve out
+//! of a granted tree: writes, removals and moves of protected paths, new
+//! names matching the filename rules, TCP addresses other than the proxies
+//! on 127.0.0.1, Unix sockets not granted or bound by the command itself.
+//! The proxies listen on host loopback ports and take only clients that
+//! present the session's credentials.
+//!
+//! What is weaker than bubblewrap, every time (the probe note, the handle's
+//! `weaker` detail): other processes are visible in `/proc`, `/tmp` is the
+//! host's (not writable; `TMPDIR` is the session's own directory), and
+//! secrets are unreadable but not hidden (their names can be listed).
+
+use super::bubblewrap::ReportPipe;
+use super::{BackendSession, CommandTask, ExecRequest, Launched};
+use crate::builder::Settings;
+use crate::egress::{Egress, Listen};
+use crate::running::{CommandIo, attach_host_terminal, prepare, run_child};
+use crate::{Error, ErrorKind};
+use bwrap_spec::{BwrapBuilder, FilenameRules, HostPlan, NameGuardLauncher};
+use connect_proxy::ProxyCredentials;
+use sandbox_core::{HostConfinement, NameGuardInvocation, SandboxSpec, Surface};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// What the Landlock mechanism needs besides the shared settings.
+pub(crate) struct Config {
+    /// Where session directories are made.
+    pub(crate) temp_dir: PathBuf,
+    pub(crate) filename_rules: FilenameRules,
+    /// The launcher every command runs under (required).
+    pub(crate) launcher: NameGuardLauncher,
+}
+
+/// A Landlock session: its proxies, the launcher's command line without
+/// the command, and what to compare at destroy.
+pub(crate) struct Session {
+    launcher: NameGuardLauncher,
+    invocation: NameGuardInvocation,
+    egress: Egress,
+    writable: Vec<String>,
+    repos_at_launch: Vec<String>,
+}
+
+/// The handle detail that says what this mechanism does not do.
+pub(crate) const WEAKER: &str = "no namespaces: other processes are visible in /proc, no private /tmp (TMPDIR is the session's own directory), secrets are unreadable but not hidden";
+
+pub(crate) async fn launch(
+    config: &Config,
+    settings: &Settings,
+    spec: &SandboxSpec,
+) -> Result<Launched, Error> {
+    if settings.surface == Surface::Terminal {
+        return Err(ErrorKind::NotSupported {
+            what: "the terminal surface under the Landlock mechanism",
+        }
+        .into());
+    }
+    let host = &*settings.host;
+    let writable: Vec<String> = spec
+        .mount_accesses()
+        .filter(|(_, a)| *a == sandbox_core::Access::ReadWrite)
+        .map(|(m, _)| m.host_path.clone())
+        .collect();
+    let repos = bwrap_spec::discover_git_repos_on_host(&writable);
+    let mut builder = BwrapBuilder::new(spec, &settings.home);
+    builder
+        .nested_repos(repos.clone())
+        .filename_rules(config.filename_rules)
+        .read_deny(settings.reads.deny.iter().cloned())
+        .read_reopen(settings.reads.again.iter().cloned());
+    let plan = builder.host_plan(host)?;
+    log_dropped(settings, spec, &plan);
+    let credentials = ProxyCredentials::generate_from_os_rng()?;
+    let egress = Egress::start(
+        &settings.egress,
+        spec,
+        &config.temp_dir,
+        Listen::Loopback,
+        Some(&credentials),
+    )
+    .await?;
+    let Some((http, socks)) = egress.loopback_addrs() else {
+        egress.shutdown().await;
+        return Err(Error::io(
+            "starting the proxies",
+            std::io::Error::other("no loopback listeners"),
+        ));
+    };
+    // The session's own temporary directory, inside its private one.
+    let tmp = egress.dir().join("tmp");
+    if let Err(e) = std::fs::create_dir(&tmp) {
+        egress.shutdown().await;
+        return Err(Error::io("creating the session's temporary directory", e));
+    }
+    let tmp_str = tmp.to_string_lossy().into_owned();
+    let mut env = egress.env(
+        settings,
+        spec,
+        egress.host_ca_bundle(),
+        (http, socks),
+        Some(&credentials),
+    )?;
+    env.retain(|(k, _)| k != "TMPDIR");
+    env.push(("TMPDIR".into(), tmp.clone().into_os_string()));
+    let os = |v: &[String]| v.iter().map(OsString::from).collect::<Vec<_>>();
+    let mut writable_trees = os(&plan.writable);
+    writable_trees.push(tmp.into_os_string());
+    let invocation = NameGuardInvocation {
+        report_fd: None,
+        deny_globs: plan.name_rules.clone(),
+        unix_sockets: os(&settings.unix_sockets),
+        host: Some(HostConfinement {
+            writable: writable_trees,
+            read_deny: os(&plan.read_deny),
+            read_again: os(&plan.read_again),
+            protect: os(&plan.protect),
+            tcp_ports: vec![http.port(), socks.port()],
+        }),
+        command: Vec::new(),
+    };
+    let details = vec![
+        ("mechanism", "landlock".to_string()),
+        ("httpProxy", http.to_string()),
+        ("socksProxy", socks.to_string()),
+        ("tempDir", tmp_str),
+        ("weaker", WEAKER.to_string()),
+    ];
+    Ok(Launched {
+        session: BackendSession::Landlock(Box::new(Session {
+            launcher: config.launcher.clone(),
+            invocation,
+            egress,
+            writable,
+            repos_at_launch: repos,
+        })),
+        env,
+        details,
+    })
+}
+
+fn log_dropped(settings: &Settings, spec: &SandboxSpec, plan: &HostPlan) {
+    if plan.dropped_name_rules.is_empty() {
+        return;
+    }
+    (settings.log)(&format!(
+        "session {}: creation-time rules not enforced (opt-out): names {}",
+        spec.session_id,
+        plan.dropped_name_rules.join(" ")
+    ));
+}
+
+impl Session {
+    /// The launcher's full argv for `command`, reporting on `report_fd`.
+    fn argv(&self, command: &[OsString], report_fd: i32) -> Vec<OsString> {
+        let mut inv = self.invocation.clone();
+        inv.report_fd = Some(report_fd);
+        inv.command = command.to_vec();
+        let mut out = vec![self.launcher.host_path().as_os_str().to_owned()];
+        out.extend(self.launcher.leading_args().iter().cloned());
+        out.extend(inv.to_args());
+        out
+    }
+
+    pub(crate) fn exec(
+        &self,
+        request: ExecRequest<'_>,
+        mut io: CommandIo,
+    ) -> Result<CommandTask, Error> {
+        let report = ReportPipe::new().map_err(|e| Error::io("creating the name-guard pipe", e))?;
+        let argv = self.argv(&request.argv, report.write_fd());
+        let mut c = tokio::process::Command::new(&argv[0]);
+        c.args(&argv[1..])
+            .current_dir(std::path::Path::new(&request.workdir));
+        prepare(&mut c, &request);
+        match request.terminal {
+            // Its own session, with the fresh terminal as its controlling
+            // one.
+            Some(size) => io.terminal = Some(attach_host_terminal(&mut c, size)?),
+            // Its own session without a terminal: the host's cannot be
+            // opened through /dev/tty.
+            None => crate::process_fds::own_session(&mut c),
+        }
+        report.inherit_in(&mut c);
+        let child = c
+            .spawn()
+            .map_err(|e| Error::io(format!("starting {:?}", argv[0]), e))?;
+        let (write_end, reader) = report
+            .start()
+            .map_err(|e| Error::io("reading the name guard's reports", e))?;
+        drop(write_end);
+        let violations = self.egress.violations(Some(reader));
+        Ok(Box::pin(run_child(child, io, Some(violations), Vec::new())))
+    }
+
+    pub(crate) async fn destroy(self, settings: &Settings, session_id: &str) {
+        let now = bwrap_spec::discover_git_repos_on_host(&self.writable);
+        let new: Vec<&str> = now
+            .iter()
+            .filter(|r| !self.repos_at_launch.contains(r))
+            .map(|r| r.as_str())
+            .collect();
+        if !new.is_empty() {
+            (settings.log)(&format!(
+                "session {session_id}: git repositories created inside the sandbox (their config and hooks came from the sandboxed run; review before running git there on the host): {}",
+                new.join(" ")
+            ));
+        }
+        self.egress.shutdown().await;
+    }
+}

@@ -1,0 +1,468 @@
+//! The Landlock mechanism end to end: real commands on the host under the
+//! launcher's Landlock rules and supervisor, trying to break out. Run as
+//! the current user and again, from the tests at the end, as root in a
+//! user namespace without capabilities where no namespace can be made
+//! (`user.max_user_namespaces = 0`: bubblewrap fails there) and as uid
+//! 65534.
+
+use agent_sandbox::{ManagerBuilder, NameGuardLauncher, SandboxManager, next_event};
+use connect_proxy::IpPolicy;
+use sandbox_core::{
+    Access, HostView, NativeMechanism, SandboxBindMount, SandboxCommand, SandboxEvent, SandboxPort,
+    SandboxSpec, probe_ambient,
+};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+const GUARD: &str = env!("CARGO_BIN_EXE_agent-sandbox-name-guard");
+/// Set in a re-run: `userns` or `nobody`.
+const RERUN: &str = "AGENT_SANDBOX_TEST_LANDLOCK_RERUN";
+
+/// Whether this kernel enforces what the mechanism needs; fails with what
+/// to do when not (never passes empty).
+fn landlock_available() -> bool {
+    let host = sandbox_core::AmbientHost::from_ambient_untimed();
+    let tried = host.try_landlock();
+    test_support::require(
+        tried.is_ok(),
+        &format!("Landlock ABI 6 or later ({tried:?})"),
+        "run the tests on Linux 6.12 or later with Landlock among the active LSMs (lsm=...,landlock)",
+    )
+}
+
+struct Tree(PathBuf);
+
+impl Tree {
+    fn new(tag: &str) -> Tree {
+        let root = std::env::temp_dir().join(format!("landlock-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for d in [
+            "home/.ssh",
+            "home/.aws",
+            "sessions",
+            "ws/.git/hooks",
+            "ws/repos/orig",
+        ] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("home/.ssh/id_rsa"), "SECRET-KEY").unwrap();
+        std::fs::write(root.join("home/.aws/credentials"), "AWS-SECRET").unwrap();
+        std::fs::write(root.join("home/.bashrc"), "# rc\n").unwrap();
+        std::fs::write(root.join("ws/.git/config"), "[core]\n").unwrap();
+        std::fs::write(root.join("ws/repos/orig/README"), "original").unwrap();
+        Tree(root)
+    }
+    fn p(&self, rel: &str) -> String {
+        self.0.join(rel).display().to_string()
+    }
+    fn spec(&self, id: &str) -> SandboxSpec {
+        let mut spec = SandboxSpec::new(id, "w");
+        spec.bind_mounts
+            .push(SandboxBindMount::new(self.p("ws"), Access::ReadWrite).unwrap());
+        spec.bind_mounts
+            .push(SandboxBindMount::new(self.p("home"), Access::ReadWrite).unwrap());
+        spec.protected_paths.push(self.p("ws/repos/orig"));
+        spec.guest_workdir = Some(self.p("ws"));
+        spec
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn manager(tree: &Tree) -> SandboxManager {
+    let mut ip = IpPolicy::new();
+    ip.allow_cidr("127.0.0.1/32".parse().unwrap());
+    let mut b = ManagerBuilder::from_ambient();
+    b.home(tree.p("home"))
+        .temp_dir(tree.p("sessions"))
+        .native_mechanism(NativeMechanism::Landlock)
+        .name_guard_launcher(NameGuardLauncher::new(GUARD))
+        .ip_policy(ip)
+        .allow("localhost")
+        .base_env(vec![
+            ("PATH".into(), "/usr/bin:/bin".into()),
+            ("GITHUB_TOKEN".into(), "ghp_must_not_pass".into()),
+        ]);
+    b.build().unwrap()
+}
+
+struct Run {
+    stdout: String,
+    stderr: String,
+    violations: Vec<String>,
+    exit: Option<i32>,
+}
+
+async fn run(m: &SandboxManager, h: &sandbox_core::SandboxHandle, script: &str) -> Run {
+    let mut cmd = SandboxCommand::new("/bin/sh");
+    cmd.arg("-c").arg(script);
+    let mut events = m.exec(h, cmd).await.unwrap();
+    let mut r = Run {
+        stdout: String::new(),
+        stderr: String::new(),
+        violations: Vec::new(),
+        exit: None,
+    };
+    while let Some(ev) = next_event(&mut events).await {
+        match ev {
+            SandboxEvent::Stdout { data } => r.stdout.push_str(&String::from_utf8_lossy(&data)),
+            SandboxEvent::Stderr { data } => r.stderr.push_str(&String::from_utf8_lossy(&data)),
+            SandboxEvent::Violation { violation } => r.violations.push(violation.to_string()),
+            SandboxEvent::Exit { exit_code } => r.exit = Some(exit_code),
+            _ => {}
+        }
+    }
+    r
+}
+
+fn python() -> bool {
+    test_support::tool("python3", "apt-get install python3").is_some()
+}
+
+#[tokio::test]
+async fn files_secrets_and_names_hold_under_landlock() {
+    if !landlock_available() {
+        return;
+    }
+    let t = Tree::new("files");
+    let m = manager(&t);
+    let mut h = m.launch(t.spec("ll-files")).await.unwrap();
+    assert_eq!(h.details["mechanism"], "landlock");
+    assert!(
+        h.details["label"]
+            .as_str()
+            .unwrap()
+            .starts_with("native (landlock)")
+    );
+    assert!(h.details["weaker"].as_str().unwrap().contains("/proc"));
+    let (ws, home) = (t.p("ws"), t.p("home"));
+    let r = run(
+        &m,
+        &h,
+        &format!(
+            "echo ok > ok.txt && echo OK-WRITE; mkdir -p sub/d && echo n > sub/d/notes.md && echo OK-NESTED; \
+             cat {home}/.ssh/id_rsa; cat {home}/.aws/credentials; echo x > {home}/.ssh/authorized_keys && echo SSHW; \
+             rm -rf {home}/.ssh && echo SSHRM; \
+             echo x >> {home}/.bashrc && echo RC; mv {home}/.bashrc {home}/rc && echo RCMV; rm {home}/.bashrc && echo RCRM; \
+             echo x >> {home}/.zshrc && echo ZSHRC; \
+             echo x > .git/hooks/pre-commit && echo HOOK; echo x >> .git/config && echo GITCONFIG; \
+             mv .git/hooks hooks2 && echo HOOKSMV; mv .git git2 && echo GITMV; \
+             echo x > .git/commondir && echo COMMONDIR; \
+             echo x >> repos/orig/README && echo ORIGW; mv repos/orig repos/moved && echo ORIGMV; \
+             mv repos r2 && echo ORIGPARENT; ln -s repos/orig/README lnk && echo x >> lnk && echo ORIGLINK; \
+             ln {home}/.bashrc hard && echo HARDLINK; truncate -s 0 {home}/.bashrc && echo TRUNC; \
+             echo k > id.key; echo p > sub/x.pem; echo e > .env; mv ok.txt .ENV; \
+             echo t > /tmp/ll-escape-$$ && echo TMPW; echo t > \"$TMPDIR/scratch\" && echo SESSIONTMP; \
+             echo n > /dev/null && echo DEVNULL; echo $GITHUB_TOKEN; \
+             echo later > {home}/later && echo LATER-MADE; cat {home}/later && echo LATER-READ; exit 3"
+        ),
+    )
+    .await;
+    assert_eq!(r.exit, Some(3), "{}", r.stderr);
+    // A file made next to a secret's path after the rules were computed is
+    // unreadable, even to its maker (fail closed).
+    assert!(!r.stdout.contains("LATER-READ"), "{}", r.stdout);
+    for good in [
+        "OK-WRITE",
+        "OK-NESTED",
+        "SESSIONTMP",
+        "DEVNULL",
+        "LATER-MADE",
+    ] {
+        assert!(r.stdout.contains(good), "{good}: {} {}", r.stdout, r.stderr);
+    }
+    for bad in [
+        "SECRET-KEY",
+        "AWS-SECRET",
+        "SSHW",
+        "SSHRM",
+        "RC",
+        "RCMV",
+        "RCRM",
+        "ZSHRC",
+        "HOOK",
+        "GITCONFIG",
+        "HOOKSMV",
+        "GITMV",
+        "COMMONDIR",
+        "ORIGW",
+        "ORIGMV",
+        "ORIGPARENT",
+        "ORIGLINK",
+        "HARDLINK",
+        "TRUNC",
+        "TMPW",
+        "ghp_",
+    ] {
+        assert!(
+            !r.stdout
+                .lines()
+                .any(|l| l == bad || l.contains("ghp_") && bad == "ghp_"),
+            "{bad}: {}\n{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(format!("{home}/.ssh/id_rsa")).unwrap(),
+        "SECRET-KEY"
+    );
+    assert_eq!(
+        std::fs::read_to_string(format!("{home}/.bashrc")).unwrap(),
+        "# rc\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(format!("{ws}/.git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(format!("{ws}/repos/orig/README")).unwrap(),
+        "original"
+    );
+    for never in [
+        "ws/.git/hooks/pre-commit",
+        "ws/.git/commondir",
+        "home/.zshrc",
+        "home/.ssh/authorized_keys",
+        "ws/id.key",
+        "ws/sub/x.pem",
+        "ws/.env",
+        "ws/.ENV",
+        "ws/hard",
+    ] {
+        assert!(
+            std::fs::symlink_metadata(t.p(never)).is_err(),
+            "{never} exists; {}",
+            r.stderr
+        );
+    }
+    assert!(Path::new(&format!("{ws}/ok.txt")).exists());
+    // Each refused name and protected path is a violation event.
+    for v in [
+        format!("file-write-create {ws}/id.key"),
+        format!("file-write-create {ws}/.git/hooks/pre-commit"),
+        format!("file-write-create {home}/.bashrc"),
+    ] {
+        assert!(r.violations.contains(&v), "{v} not in {:?}", r.violations);
+    }
+    m.destroy(&mut h).await.unwrap();
+}
+
+/// A one-shot HTTP origin on 127.0.0.1.
+fn origin() -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = hits.clone();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten().take(16) {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\norigin-hello",
+            );
+        }
+    });
+    (port, hits)
+}
+
+#[tokio::test]
+async fn only_the_proxies_are_reachable_and_no_host_process_is_signalled() {
+    if !landlock_available() || !python() {
+        return;
+    }
+    let t = Tree::new("net");
+    let m = manager(&t);
+    let mut h = m.launch(t.spec("ll-net")).await.unwrap();
+    let http: std::net::SocketAddr = h.details["httpProxy"].as_str().unwrap().parse().unwrap();
+    let (port, hits) = origin();
+    // A listener the run may not reach directly: only the proxy may.
+    let direct = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    direct.set_nonblocking(true).unwrap();
+    let direct_port = direct.local_addr().unwrap().port();
+    let sock_path = t.p("ws/host.sock");
+    let _host_socket = std::os::unix::net::UnixListener::bind(&sock_path).unwrap();
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let script = format!(
+        r#"
+import os, socket, urllib.request
+def tcp(fam, addr):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    try:
+        s.connect(addr); print("REACHED", addr)
+    except OSError as e:
+        print("refused", addr, e.errno)
+tcp(socket.AF_INET, ("127.0.0.1", {direct_port}))
+tcp(socket.AF_INET, ("127.0.0.2", {proxy}))
+tcp(socket.AF_INET, ("10.0.0.1", {proxy}))
+tcp(socket.AF_INET6, ("::1", {proxy}))
+tcp(socket.AF_INET, ("1.1.1.1", 443))
+try:
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.sendto(b"x", ("1.1.1.1", 53)); print("REACHED udp")
+except OSError as e:
+    print("refused udp", e.errno)
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP); print("REACHED raw")
+except OSError as e:
+    print("refused raw", e.errno)
+try:
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); print("REACHED netlink")
+except OSError as e:
+    print("refused netlink", e.errno)
+try:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect("{sock_path}"); print("REACHED unix")
+except OSError as e:
+    print("refused unix", e.errno)
+try:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind("own.sock"); s.listen(1)
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); c.connect("own.sock"); print("own unix ok")
+except OSError as e:
+    print("own unix failed", e.errno)
+try:
+    os.kill({sleeper}, 0); print("REACHED signal")
+except OSError as e:
+    print("refused signal", e.errno)
+print("proc visible", os.path.isdir("/proc/{sleeper}"))
+print(urllib.request.urlopen("http://localhost:{port}/").read().decode())
+"#,
+        proxy = http.port(),
+        sleeper = sleeper.id(),
+    );
+    let r = run(&m, &h, &format!("python3 -c '{script}'")).await;
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert_eq!(r.exit, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(!r.stdout.contains("REACHED"), "{}", r.stdout);
+    for want in [
+        format!("refused ('127.0.0.1', {direct_port}) 13"),
+        format!("refused ('127.0.0.2', {}) 13", http.port()),
+        format!("refused ('10.0.0.1', {}) 13", http.port()),
+        "refused udp 13".to_string(),
+        "refused raw 13".to_string(),
+        "refused netlink 13".to_string(),
+        "refused unix 13".to_string(),
+        "own unix ok".to_string(),
+        "refused signal 1".to_string(),
+        // Weaker than bubblewrap, and said so: host processes are visible.
+        "proc visible True".to_string(),
+        "origin-hello".to_string(),
+    ] {
+        assert!(
+            r.stdout.contains(&want),
+            "{want}: {}\n{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+    assert!(matches!(direct.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock));
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| *v == format!("network-outbound 127.0.0.1:{direct_port}")),
+        "{:?}",
+        r.violations
+    );
+    m.destroy(&mut h).await.unwrap();
+}
+
+/// Runs this test binary again with only the Landlock tests selected,
+/// under `wrapper`, and requires all of them to pass.
+fn rerun(kind: &str, wrapper: &[&str]) {
+    let me = std::env::current_exe().unwrap();
+    let out = Command::new(wrapper[0])
+        .args(&wrapper[1..])
+        .arg(&me)
+        .args(["landlock::", "--test-threads=2"])
+        .env(RERUN, kind)
+        .env("TMPDIR", "/tmp")
+        .env("HOME", "/tmp")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{kind}:\n{stdout}\n{stderr}");
+    assert!(stdout.contains(" 0 failed"), "{stdout}");
+    let passed = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("test result: ok. "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(0);
+    assert!(
+        passed >= 3,
+        "only {passed} Landlock tests ran ({kind}):\n{stdout}"
+    );
+}
+
+#[test]
+fn the_probe_offers_landlock_where_bubblewrap_cannot_make_namespaces() {
+    // Only meaningful where no namespace can be made: the re-run below.
+    if std::env::var(RERUN).as_deref() != Ok("userns") {
+        return;
+    }
+    let p = &probe_ambient().native;
+    assert!(p.available, "{p:?}");
+    assert_eq!(p.mechanism, Some(NativeMechanism::Landlock), "{p:?}");
+    let note = p.note.as_deref().unwrap_or_default();
+    assert!(note.starts_with("landlock: "), "{note}");
+    assert!(
+        note.contains("bubblewrap cannot make its namespaces here"),
+        "{note}"
+    );
+    assert!(!note.contains("namespace isolation"), "{note}");
+}
+
+#[test]
+fn landlock_holds_as_root_in_a_user_namespace_without_capabilities() {
+    if std::env::var_os(RERUN).is_some() || !landlock_available() || !test_support::require_root() {
+        return;
+    }
+    if test_support::tool("unshare", "apt-get install util-linux").is_none()
+        || test_support::tool("setpriv", "apt-get install util-linux").is_none()
+    {
+        return;
+    }
+    // No namespace can be made inside (bubblewrap fails there), and no
+    // capability is left.
+    rerun(
+        "userns",
+        &[
+            "unshare",
+            "--user",
+            "--map-root-user",
+            "sh",
+            "-c",
+            "echo 0 > /proc/sys/user/max_user_namespaces && \
+             exec setpriv --inh-caps=-all --bounding-set=-all -- \"$0\" \"$@\"",
+        ],
+    );
+}
+
+#[test]
+fn landlock_holds_as_an_unprivileged_user() {
+    if std::env::var_os(RERUN).is_some() || !landlock_available() || !test_support::require_root() {
+        return;
+    }
+    if test_support::tool("setpriv", "apt-get install util-linux").is_none() {
+        return;
+    }
+    rerun(
+        "nobody",
+        &[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+        ],
+    );
+}
