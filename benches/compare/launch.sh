@@ -5,7 +5,10 @@
 #   - bare bubblewrap (`bwrap --ro-bind / / --unshare-all -- /bin/true`);
 #   - our `agent-run -- true` (proxies, bridges, full policy, the command under
 #     the name guard) and `agent-run --no-filename-rules --no-name-guard --
-#     true` (the same without the guard).
+#     true` (the same without the guard);
+#   - our `agent-run --mechanism landlock -- true` (the Landlock mechanism,
+#     for hosts where bubblewrap cannot make namespaces: no namespaces, the
+#     command under the launcher's Landlock rules and supervisor).
 # Prints median wall time (hyperfine) and peak RSS (GNU time, largest process)
 # per tool and the ratios against srt. RUNS=30 by default; SMOKE=1 runs each
 # tool 3 times after one warm-up, with one memory run, nothing timed
@@ -39,8 +42,9 @@ declare -A CMD=(
     [bwrap]="bwrap --ro-bind / / --unshare-all -- /bin/true"
     [agent-run]="$AGENT_RUN -- true"
     [agent-run-noguard]="$AGENT_RUN --no-filename-rules --no-name-guard -- true"
+    [agent-run-landlock]="$AGENT_RUN --mechanism landlock -- true"
 )
-TOOLS="srt bwrap agent-run agent-run-noguard"
+TOOLS="srt bwrap agent-run agent-run-noguard agent-run-landlock"
 declare -A MED MEM
 for name in $TOOLS; do
     MED[$name]=0 MEM[$name]=0
@@ -56,6 +60,9 @@ for name in $TOOLS; do
     esac
     if [ "$name" = agent-run ] && ! grep -q "enforced at creation by name-guard" "$work/$name.out"; then
         fail "$name" "the name guard is not in force"
+    fi
+    if [ "$name" = agent-run-landlock ] && ! grep -q "backend native (landlock: " "$work/$name.out"; then
+        fail "$name" "not the Landlock mechanism"
     fi
     hyperfine -N -w "$WARMUP" -r "$RUNS" --export-json "$work/$name.json" "${CMD[$name]}" \
         > "$work/$name.log" 2>&1 || sed "s/^/  $name: /" "$work/$name.log" >&2
@@ -77,9 +84,10 @@ print('%.1f' % (statistics.median(r['times']) * 1000), len(r['times']), sum(1 fo
 done
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }'; }
-printf '%-18s %14s %14s %12s %12s\n' tool "median ms" "peak MiB" "wall vs srt" "mem vs srt"
+printf '%-20s %12s %12s %12s %12s %12s\n' tool "median ms" "peak MiB" "wall vs srt" "mem vs srt" "vs bwrap"
 for name in $TOOLS; do
-    printf '%-18s %14s %14s %12s %12s\n' "$name" "${MED[$name]}" "${MEM[$name]}" \
-        "$(ratio "${MED[$name]}" "${MED[srt]}")" "$(ratio "${MEM[$name]}" "${MEM[srt]}")"
+    printf '%-20s %12s %12s %12s %12s %12s\n' "$name" "${MED[$name]}" "${MEM[$name]}" \
+        "$(ratio "${MED[$name]}" "${MED[srt]}")" "$(ratio "${MEM[$name]}" "${MEM[srt]}")" \
+        "$(ratio "${MED[$name]}" "${MED[bwrap]}")"
 done
 finish

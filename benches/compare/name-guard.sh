@@ -4,8 +4,12 @@
 #   - create:  a shell loop creating, appending to and renaming 4000 files;
 #   - tar:     extracting a tarball of 4000 small files in 40 directories;
 #   - git:     git init + add + commit of 1000 files.
+# and the Landlock mechanism beside them: the same launcher with
+# `--landlock` on the host, no bubblewrap (writes only in the run directory,
+# reads everywhere, the same names denied).
 # Prints the median wall time of each side (runs alternate) and the guard's
-# ratio per workload (target <= 1.5x).
+# ratio per workload (target <= 1.3x), and Landlock's ratio to plain
+# bubblewrap.
 #
 #   bash benches/compare/name-guard.sh
 #   NAME_GUARD_EXEC=/path/to/name-guard-exec RUNS=10 WORKLOADS="tar git" bash benches/compare/name-guard.sh
@@ -43,6 +47,8 @@ box=(bwrap --ro-bind / / --dev /dev --proc /proc --bind "$work/run" "$work/run"
      --ro-bind "$GUARD" "$GUARD" --setenv HOME "$work/run"
      --unshare-pid --die-with-parent --new-session --chdir "$work/run" --)
 guard=("$GUARD" --deny .env --deny '*.key' --deny '*.pem' --)
+landlock=(env -C "$work/run" HOME="$work/run" "$GUARD" --landlock --write "$work/run"
+          --deny .env --deny '*.key' --deny '*.pem' --)
 
 declare -A script expect
 script[create]="for i in \$(seq 1 $N); do : > c\$i.txt; echo x >> c\$i.txt; mv c\$i.txt r\$i.txt; done"
@@ -75,21 +81,32 @@ clear_run
 if "${box[@]}" "${guard[@]}" sh -c ': > probe.key' 2>/dev/null || [ -e "$work/run/probe.key" ]; then
     fail guard "creating probe.key was not refused"
 fi
+clear_run
+if "${landlock[@]}" sh -c ': > probe.key' 2>/dev/null || [ -e "$work/run/probe.key" ]; then
+    fail landlock "creating probe.key was not refused"
+fi
+if "${landlock[@]}" sh -c ": > $work/outside" 2>/dev/null || [ -e "$work/outside" ]; then
+    fail landlock "writing outside the run directory was not refused"
+fi
 
-printf '%-8s %14s %14s %8s\n' workload "bwrap ms" "bwrap+guard ms" ratio
+printf '%-8s %14s %14s %8s %14s %8s\n' workload "bwrap ms" "bwrap+guard ms" ratio "landlock ms" ratio
 for w in ${WORKLOADS:-create tar git}; do
-    : > "$work/plain" ; : > "$work/guarded"
+    : > "$work/plain" ; : > "$work/guarded" ; : > "$work/landlock"
     ok=0 bad=0
     for k in $(seq 1 $((RUNS + 1))); do
         clear_run; p=$(ms "${box[@]}" sh -c "${script[$w]}")
         if [ "$(done_count "$w")" -eq "${expect[$w]}" ]; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
         clear_run; g=$(ms "${box[@]}" "${guard[@]}" sh -c "${script[$w]}")
         if [ "$(done_count "$w")" -eq "${expect[$w]}" ]; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
-        # The first pair warms caches and is not counted.
-        if [ "$k" -gt 1 ]; then echo "$p" >> "$work/plain"; echo "$g" >> "$work/guarded"; fi
+        clear_run; l=$(ms "${landlock[@]}" sh -c "${script[$w]}")
+        if [ "$(done_count "$w")" -eq "${expect[$w]}" ]; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
+        # The first round warms caches and is not counted.
+        if [ "$k" -gt 1 ]; then
+            echo "$p" >> "$work/plain"; echo "$g" >> "$work/guarded"; echo "$l" >> "$work/landlock"
+        fi
     done
     check "$w" "$ok" "$bad"
-    a=$(median < "$work/plain"); b=$(median < "$work/guarded")
-    awk -v w="$w" -v a="$a" -v b="$b" 'BEGIN { printf "%-8s %14.1f %14.1f %7.2fx\n", w, a, b, (a > 0) ? b / a : 0 }'
+    a=$(median < "$work/plain"); b=$(median < "$work/guarded"); c=$(median < "$work/landlock")
+    awk -v w="$w" -v a="$a" -v b="$b" -v c="$c" 'BEGIN { printf "%-8s %14.1f %14.1f %7.2fx %14.1f %7.2fx\n", w, a, b, (a > 0) ? b / a : 0, c, (a > 0) ? c / a : 0 }'
 done
 finish

@@ -39,6 +39,24 @@
 //! - `destroy` kills what still runs, stops the proxies and their listeners and
 //!   removes sockets and placeholders: no process, socket or file is left.
 //!
+//! Where bubblewrap cannot make its namespaces (a container without user
+//! namespaces; the probe's trial launch fails) and the kernel has Landlock
+//! ABI 6, the probe offers the **Landlock mechanism** instead
+//! ([`sandbox_core::NativeMechanism::Landlock`]; a host program can ask for
+//! it, or for bubblewrap, with [`ManagerBuilder::native_mechanism`], and an
+//! explicit choice that cannot run is [`ErrorKind::MechanismUnavailable`]).
+//! Its commands run on the host under the name-guard launcher with
+//! `--landlock`: Landlock rules for writes, reads (all but the secret set),
+//! TCP (only the two proxy ports) and scopes (no abstract Unix socket or
+//! signal outside), and the supervisor for protected paths inside writable
+//! mounts, filename rules and the exact TCP address. The proxies listen on
+//! loopback ports and take only clients with the session's credentials.
+//! It is weaker than bubblewrap, and says so in the probe line, the backend
+//! label and the handle's `weaker` detail: other processes are visible in
+//! `/proc`, there is no private `/tmp` (`TMPDIR` is the session's own
+//! directory), secrets are unreadable but not hidden. The terminal surface
+//! is refused there ([`ErrorKind::NotSupported`]).
+//!
 //! With `none` nothing is confined, but the command still starts with the
 //! sanitised environment (R-DISPATCH-2).
 //!

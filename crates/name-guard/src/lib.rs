@@ -77,6 +77,26 @@
 //!   closed. When the command exits, the launcher exits with its status (a
 //!   signal `N` becomes `128 + N`).
 //!
+//! On the host, with no bubblewrap around it (the Landlock mechanism),
+//! `--landlock` and its options ([`sandbox_core::HostConfinement`],
+//! checked into [`HostRules`]) make the launcher apply Landlock rules to
+//! itself before it forks, as a hard requirement (a kernel without Landlock
+//! ABI 6 fails the run): reads everywhere but `--read-deny` paths (granted
+//! on the siblings along each one's path, computed then), writes only below
+//! `--write` trees and on the terminal and null devices, TCP `bind`
+//! nowhere and `connect` only to the `--connect-tcp` ports, and the abstract
+//! Unix socket and signal scopes. The filter then also sends the supervisor
+//! every open that may write (`O_WRONLY`, `O_RDWR`, `O_TRUNC`), `truncate`,
+//! `unlink`, `unlinkat` and `rmdir`; allows only Unix stream and seqpacket
+//! and TCP stream sockets (`EACCES` for UDP, raw, packet, netlink and Unix
+//! datagram sockets); and refuses `MSG_FASTOPEN` sends. The supervisor
+//! refuses (`EACCES`, reported) writing, truncating, removing, renaming or
+//! linking a `--protect` path or anything below it, and a file that was
+//! one at launch under any other name (by device and inode); an existing
+//! file is opened for writing through the very descriptor that was
+//! checked. A TCP connect reaches only 127.0.0.1 on a `--connect-tcp` port
+//! (reported as `connect ADDRESS:PORT` otherwise).
+//!
 //! Use it as the command bubblewrap runs:
 //!
 //! ```text

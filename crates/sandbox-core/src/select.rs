@@ -51,7 +51,7 @@ pub fn backend_label(backend: SandboxBackend) -> &'static str {
 /// The label of the native backend when its mechanism is Landlock: no
 /// namespaces, so not "namespace isolation".
 pub const LABEL_LANDLOCK: &str =
-    "native (landlock): Landlock and seccomp on the host, no namespaces, no kernel boundary";
+    "landlock: Landlock and seccomp on the host, no namespaces, no kernel boundary";
 
 fn chosen(backend: SandboxBackend, log_line: Option<String>) -> Selection {
     Selection {

@@ -128,8 +128,9 @@ fn bad_switch_is_a_clear_error() {
 /// Where bubblewrap is installed but cannot make namespaces (here: root of
 /// a user namespace with `user.max_user_namespaces = 0` and no
 /// capabilities, as in an unprivileged container), the probe's trial launch
-/// fails and no native sandbox is offered; the line gives bubblewrap's own
-/// error. Never "bubblewrap" on such a host.
+/// fails: the Landlock mechanism is offered where the kernel has it, else
+/// no native sandbox; the line gives bubblewrap's own error. Never
+/// "bubblewrap" on such a host.
 #[test]
 fn a_host_where_bubblewrap_cannot_make_namespaces_is_not_offered_bubblewrap() {
     if bwrap().is_none()
@@ -154,15 +155,40 @@ fn a_host_where_bubblewrap_cannot_make_namespaces_is_not_offered_bubblewrap() {
     );
     let mut lines = stdout.lines();
     let first = lines.next().unwrap_or_default();
-    assert!(
-        first.starts_with(
-            "no OS-native agent sandbox on this host: bwrap is installed but cannot make its namespaces on this host (bwrap: "
-        ),
-        "{stdout}"
-    );
-    assert_eq!(
-        lines.next(),
-        Some("dispatch backend: none (none: not sandboxed, runs on the host)"),
-        "{stdout}"
-    );
+    let landlock = {
+        use sandbox_core::HostView;
+        sandbox_core::AmbientHost::from_ambient_untimed()
+            .try_landlock()
+            .is_ok()
+    };
+    if landlock {
+        assert!(
+            first.starts_with("agent sandbox ON: landlock: "),
+            "{stdout}"
+        );
+        assert!(
+            first.contains("; bubblewrap cannot make its namespaces here (bwrap: "),
+            "{stdout}"
+        );
+        assert_eq!(
+            lines.next(),
+            Some(
+                "dispatch backend: native (landlock: Landlock and seccomp on the host, no namespaces, no kernel boundary)"
+            ),
+            "{stdout}"
+        );
+    } else {
+        assert!(
+            first.starts_with(
+                "no OS-native agent sandbox on this host: bwrap is installed but cannot make its namespaces on this host (bwrap: "
+            ),
+            "{stdout}"
+        );
+        assert_eq!(
+            lines.next(),
+            Some("dispatch backend: none (none: not sandboxed, runs on the host)"),
+            "{stdout}"
+        );
+    }
+    assert!(!first.contains("ON: bubblewrap"), "{stdout}");
 }

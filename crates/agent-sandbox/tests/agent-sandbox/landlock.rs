@@ -75,7 +75,7 @@ impl Drop for Tree {
     }
 }
 
-fn manager(tree: &Tree) -> SandboxManager {
+fn manager(tree: &Tree, grant: Option<&str>) -> SandboxManager {
     let mut ip = IpPolicy::new();
     ip.allow_cidr("127.0.0.1/32".parse().unwrap());
     let mut b = ManagerBuilder::from_ambient();
@@ -89,6 +89,9 @@ fn manager(tree: &Tree) -> SandboxManager {
             ("PATH".into(), "/usr/bin:/bin".into()),
             ("GITHUB_TOKEN".into(), "ghp_must_not_pass".into()),
         ]);
+    if let Some(g) = grant {
+        b.allow_unix_socket(g);
+    }
     b.build().unwrap()
 }
 
@@ -131,14 +134,14 @@ async fn files_secrets_and_names_hold_under_landlock() {
         return;
     }
     let t = Tree::new("files");
-    let m = manager(&t);
+    let m = manager(&t, None);
     let mut h = m.launch(t.spec("ll-files")).await.unwrap();
     assert_eq!(h.details["mechanism"], "landlock");
     assert!(
         h.details["label"]
             .as_str()
             .unwrap()
-            .starts_with("native (landlock)")
+            .starts_with("landlock: ")
     );
     assert!(h.details["weaker"].as_str().unwrap().contains("/proc"));
     let (ws, home) = (t.p("ws"), t.p("home"));
@@ -279,7 +282,11 @@ async fn only_the_proxies_are_reachable_and_no_host_process_is_signalled() {
         return;
     }
     let t = Tree::new("net");
-    let m = manager(&t);
+    std::fs::create_dir_all(t.p("granted")).unwrap();
+    let granted_path = t.p("granted/agent.sock");
+    let granted = std::os::unix::net::UnixListener::bind(&granted_path).unwrap();
+    granted.set_nonblocking(true).unwrap();
+    let m = manager(&t, Some(&granted_path));
     let mut h = m.launch(t.spec("ll-net")).await.unwrap();
     let http: std::net::SocketAddr = h.details["httpProxy"].as_str().unwrap().parse().unwrap();
     let (port, hits) = origin();
@@ -322,6 +329,10 @@ try:
 except OSError as e:
     print("refused unix", e.errno)
 try:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect("{granted_path}"); print("granted unix ok")
+except OSError as e:
+    print("granted unix failed", e.errno)
+try:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind("own.sock"); s.listen(1)
     c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); c.connect("own.sock"); print("own unix ok")
 except OSError as e:
@@ -350,6 +361,7 @@ print(urllib.request.urlopen("http://localhost:{port}/").read().decode())
         "refused netlink 13".to_string(),
         "refused unix 13".to_string(),
         "own unix ok".to_string(),
+        "granted unix ok".to_string(),
         "refused signal 1".to_string(),
         // Weaker than bubblewrap, and said so: host processes are visible.
         "proc visible True".to_string(),
@@ -363,6 +375,7 @@ print(urllib.request.urlopen("http://localhost:{port}/").read().decode())
         );
     }
     assert!(matches!(direct.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock));
+    assert!(granted.accept().is_ok(), "the granted socket was reached");
     assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert!(
         r.violations
