@@ -202,18 +202,12 @@ impl Session {
     }
 
     pub(crate) async fn destroy(self, settings: &Settings, session_id: &str) {
-        let now = bwrap_spec::discover_git_repos_on_host(&self.writable);
-        let new: Vec<&str> = now
-            .iter()
-            .filter(|r| !self.repos_at_launch.contains(r))
-            .map(|r| r.as_str())
-            .collect();
-        if !new.is_empty() {
-            (settings.log)(&format!(
-                "session {session_id}: git repositories created inside the sandbox (their config and hooks came from the sandboxed run; review before running git there on the host): {}",
-                new.join(" ")
-            ));
-        }
+        super::bubblewrap::log_repos_made_inside(
+            settings,
+            session_id,
+            &self.writable,
+            &self.repos_at_launch,
+        );
         self.egress.shutdown().await;
     }
 }

@@ -404,12 +404,7 @@ fn rerun(kind: &str, wrapper: &[&str]) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{kind}:\n{stdout}\n{stderr}");
     assert!(stdout.contains(" 0 failed"), "{stdout}");
-    let passed = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("test result: ok. "))
-        .and_then(|l| l.split(' ').next())
-        .and_then(|n| n.parse::<usize>().ok())
-        .unwrap_or(0);
+    let passed = super::unprivileged::tests_passed(&stdout);
     assert!(
         passed >= 3,
         "only {passed} Landlock tests ran ({kind}):\n{stdout}"

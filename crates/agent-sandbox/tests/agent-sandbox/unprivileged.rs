@@ -9,6 +9,17 @@ use std::process::Command;
 /// Set in the re-run, so that it does not start another.
 const RERUN: &str = "AGENT_SANDBOX_TEST_UNPRIVILEGED_RERUN";
 
+/// How many tests a test binary's output says passed (0 when it did not
+/// pass).
+pub(super) fn tests_passed(stdout: &str) -> usize {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("test result: ok. "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(0)
+}
+
 #[test]
 fn the_command_tests_pass_as_an_unprivileged_user() {
     if std::env::var_os(RERUN).is_some() {
@@ -33,12 +44,7 @@ fn the_command_tests_pass_as_an_unprivileged_user() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "as uid 65534:\n{stdout}\n{stderr}");
-    let passed = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("test result: ok. "))
-        .and_then(|l| l.split(' ').next())
-        .and_then(|n| n.parse::<usize>().ok())
-        .unwrap_or(0);
+    let passed = tests_passed(&stdout);
     // Every test of the two modules ran (none filtered away by a rename).
     assert!(
         passed >= 15,

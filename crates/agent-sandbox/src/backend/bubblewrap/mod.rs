@@ -189,6 +189,30 @@ fn with_steering(mut args: Vec<OsString>, steering: &netns::Steering) -> Vec<OsS
     args
 }
 
+/// Logs the git repositories that appeared in the writable roots during a
+/// session: each has the config and hooks the sandboxed process wrote, and
+/// a parent's `git status` on the host may run them (a populated gitlink is
+/// recursed into).
+pub(crate) fn log_repos_made_inside(
+    settings: &Settings,
+    session_id: &str,
+    writable: &[String],
+    at_launch: &[String],
+) {
+    let now = discover_git_repos_on_host(writable);
+    let new: Vec<&str> = now
+        .iter()
+        .filter(|r| !at_launch.contains(r))
+        .map(|r| r.as_str())
+        .collect();
+    if !new.is_empty() {
+        (settings.log)(&format!(
+            "session {session_id}: git repositories created inside the sandbox (their config and hooks came from the sandboxed run; review before running git there on the host): {}",
+            new.join(" ")
+        ));
+    }
+}
+
 fn report_err(e: std::io::Error) -> Error {
     Error::io("reading the name guard's reports", e)
 }
@@ -368,21 +392,7 @@ impl Session {
     }
 
     pub(crate) async fn destroy(self, settings: &Settings, session_id: &str) {
-        // A repository made during the run has the config and hooks the
-        // sandboxed process wrote; a parent's `git status` on the host may
-        // run them (a populated gitlink is recursed into).
-        let now = discover_git_repos_on_host(&self.writable);
-        let new: Vec<&str> = now
-            .iter()
-            .filter(|r| !self.repos_at_launch.contains(r))
-            .map(|r| r.as_str())
-            .collect();
-        if !new.is_empty() {
-            (settings.log)(&format!(
-                "session {session_id}: git repositories created inside the sandbox (their config and hooks came from the sandboxed run; review before running git there on the host): {}",
-                new.join(" ")
-            ));
-        }
+        log_repos_made_inside(settings, session_id, &self.writable, &self.repos_at_launch);
         if let Some(b) = &self.egress {
             b.egress.shutdown().await;
         }
