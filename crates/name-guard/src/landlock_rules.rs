@@ -49,8 +49,13 @@ fn landlock_err(e: impl std::fmt::Display) -> Error {
 
 /// The read grants: (path, rights), computed from the current tree.
 pub(crate) fn read_grants(h: &HostRules) -> Result<Vec<(PathBuf, BitFlags<AccessFs>)>, Error> {
+    grants_below(Path::new("/"), h)
+}
+
+/// The read grants of the tree at `root` (the whole file system for `/`).
+fn grants_below(root: &Path, h: &HostRules) -> Result<Vec<(PathBuf, BitFlags<AccessFs>)>, Error> {
     let mut out = Vec::new();
-    visit(Path::new("/"), h, &mut out)?;
+    visit(root, h, &mut out)?;
     Ok(out)
 }
 
@@ -172,7 +177,9 @@ mod tests {
             read_again: vec![r.join("home/.ssh/config")],
             ..HostRules::default()
         };
-        let grants = read_grants(&h).unwrap();
+        // From the tree's own root: what `/` lists depends on the machine
+        // (under qemu-user it is the cross sysroot's).
+        let grants = grants_below(r, &h).unwrap();
         let rights = |rel: &str| {
             grants
                 .iter()
@@ -196,12 +203,7 @@ mod tests {
         ] {
             assert_eq!(rights(never), None, "{never}");
         }
-        // Everything else on the way from / is listable only.
+        // The root on the way to the denies is listable only.
         assert_eq!(rights(""), Some(BitFlags::from(AccessFs::ReadDir)));
-        assert!(
-            grants
-                .iter()
-                .any(|(p, a)| *p == Path::new("/usr") && Some(*a) == read)
-        );
     }
 }

@@ -342,6 +342,10 @@ try:
 except OSError as e:
     print("refused signal", e.errno)
 print("proc visible", os.path.isdir("/proc/{sleeper}"))
+try:
+    open("/proc/{sleeper}/environ", "rb").read(); print("REACHED environ")
+except OSError as e:
+    print("refused environ", e.errno)
 print(urllib.request.urlopen("http://localhost:{port}/").read().decode())
 "#,
         proxy = http.port(),
@@ -363,6 +367,8 @@ print(urllib.request.urlopen("http://localhost:{port}/").read().decode())
         "own unix ok".to_string(),
         "granted unix ok".to_string(),
         "refused signal 1".to_string(),
+        // Nor traced: its memory and environment are out of reach.
+        "refused environ 13".to_string(),
         // Weaker than bubblewrap, and said so: host processes are visible.
         "proc visible True".to_string(),
         "origin-hello".to_string(),
