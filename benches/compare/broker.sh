@@ -72,4 +72,14 @@ for mode in keepalive new; do
     read -r d_rps d_p50 _ _ <<< "${R[direct-$mode]}"
     echo "$mode: ours / mitmproxy = $(ratio "$o_rps" "$m_rps") req/s (target >= 20x); ours / direct = $(ratio "$o_rps" "$d_rps"); added p50 over direct = $(added "$o_p50" "$d_p50") (target <= 1 ms)"
 done
+read -r on _ _ _ <<< "${R[ours-new]}"
+read -r mn _ _ _ <<< "${R[mitm-new]}"
+read -r dn _ _ _ <<< "${R[direct-new]}"
+read -r ok _ _ _ <<< "${R[ours-keepalive]}"
+read -r mk _ _ _ <<< "${R[mitm-keepalive]}"
+echo
+echo "targets (this run)"
+target "new connection per request: ours / direct" "$on" "$dn" ">=" 0.45
+target "new connection per request: ours / mitmproxy" "$on" "$mn" ">=" 20
+target "keep-alive: ours / mitmproxy" "$ok" "$mk" ">=" 50
 finish

@@ -90,4 +90,8 @@ for name in $TOOLS; do
         "$(ratio "${MED[$name]}" "${MED[srt]}")" "$(ratio "${MEM[$name]}" "${MEM[srt]}")" \
         "$(ratio "${MED[$name]}" "${MED[bwrap]}")"
 done
+echo
+echo "targets (this run)"
+target "launch: agent-run -- true / bare bwrap" "${MED[agent-run]}" "${MED[bwrap]}" "<=" 2
+target "launch: agent-run --mechanism landlock / bwrap" "${MED[agent-run-landlock]}" "${MED[bwrap]}" "<=" 2
 finish

@@ -89,6 +89,7 @@ if "${landlock[@]}" sh -c ": > $work/outside" 2>/dev/null || [ -e "$work/outside
     fail landlock "writing outside the run directory was not refused"
 fi
 
+TARGETS=()
 printf '%-8s %14s %14s %8s %14s %8s\n' workload "bwrap ms" "bwrap+guard ms" ratio "landlock ms" ratio
 for w in ${WORKLOADS:-create tar git}; do
     : > "$work/plain" ; : > "$work/guarded" ; : > "$work/landlock"
@@ -108,5 +109,12 @@ for w in ${WORKLOADS:-create tar git}; do
     check "$w" "$ok" "$bad"
     a=$(median < "$work/plain"); b=$(median < "$work/guarded"); c=$(median < "$work/landlock")
     awk -v w="$w" -v a="$a" -v b="$b" -v c="$c" 'BEGIN { printf "%-8s %14.1f %14.1f %7.2fx %14.1f %7.2fx\n", w, a, b, (a > 0) ? b / a : 0, c, (a > 0) ? c / a : 0 }'
+    TARGETS+=("$w $a $b")
+done
+echo
+echo "targets (this run)"
+for t in "${TARGETS[@]}"; do
+    read -r w a b <<< "$t"
+    target "name guard, $w: bwrap + guard / bwrap" "$b" "$a" "<=" 1.3
 done
 finish

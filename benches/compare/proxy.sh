@@ -195,4 +195,10 @@ echo "  CPU/conn    ours CONNECT / tinyproxy   = $(ratio "$(f http 5)" "$(f tp 5
 echo "  CPU/conn    ours SOCKS5  / microsocks  = $(ratio "$(f socks 5)" "$(f ms 5)")"
 echo "  conn/s      ours CONNECT, credentials / without = $(ratio "$(f http_auth 1)" "$(f http 1)")   (target >= 0.95x)"
 echo "  conn/s      ours SOCKS5,  credentials / without = $(ratio "$(f socks_auth 1)" "$(f socks 1)")   (target >= 0.95x)"
+echo
+echo "targets against the smallest programs that do the job (this run)"
+target "CPU/conn: ours CONNECT / C epoll forwarder" "$(f http 5)" "$(f fwd 5)" "<=" 1.1
+target "conn/s: ours CONNECT / C epoll forwarder" "$(f http 1)" "$(f fwd 1)" ">=" 0.95
+target "p99: ours CONNECT / C epoll forwarder" "$(f http 3)" "$(f fwd 3)" "<=" 1.0
+target "throughput: ours CONNECT / C forwarder" "${D[$H]}" "${D[fwd]}" ">=" 1.0
 finish

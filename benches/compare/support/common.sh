@@ -84,6 +84,23 @@ check() {
     fi
 }
 
+# target LABEL OURS FLOOR OP LIMIT: prints the ratio OURS / FLOOR with its
+# target (OP is <= or >=) and whether this run met it. Only printed, never
+# asserted: timings drift on a shared machine, and smoke mode times nothing.
+target() {
+    local note=""
+    if smoke; then note=" [smoke mode: a dev build, not a measurement]"; fi
+    awk -v l="$1" -v a="$2" -v b="$3" -v op="$4" -v t="$5" -v note="$note" 'BEGIN {
+        if (a == "" || a == "-" || b == "" || b == "-" || b + 0 <= 0) {
+            printf "  %-46s n/a    (target %s %sx: not measured)%s\n", l, op, t, note
+            exit
+        }
+        r = a / b
+        met = (op == "<=") ? (r <= t + 0) : (r >= t + 0)
+        printf "  %-46s %.2fx  (target %s %sx: %s)%s\n", l, r, op, t, met ? "met" : "not met", note
+    }'
+}
+
 # fail CASE REASON: records a failed case.
 fail() { FAILED+=("$1: $2"); }
 
