@@ -134,6 +134,9 @@ async fn files_secrets_and_names_hold_under_landlock() {
         return;
     }
     let t = Tree::new("files");
+    // A hard link made on the host before launch reaches the protected file
+    // under another, unprotected name.
+    std::fs::hard_link(t.p("home/.bashrc"), t.p("ws/alias")).unwrap();
     let m = manager(&t, None);
     let mut h = m.launch(t.spec("ll-files")).await.unwrap();
     assert_eq!(h.details["mechanism"], "landlock");
@@ -163,7 +166,9 @@ async fn files_secrets_and_names_hold_under_landlock() {
              echo k > id.key; echo p > sub/x.pem; echo e > .env; mv ok.txt .ENV; \
              echo t > /tmp/ll-escape-$$ && echo TMPW; echo t > \"$TMPDIR/scratch\" && echo SESSIONTMP; \
              echo n > /dev/null && echo DEVNULL; echo $GITHUB_TOKEN; \
-             echo later > {home}/later && echo LATER-MADE; cat {home}/later && echo LATER-READ; exit 3"
+             echo later > {home}/later && echo LATER-MADE; cat {home}/later && echo LATER-READ; \
+             echo x >> alias && echo ALIASW; truncate -s 0 alias && echo ALIASTRUNC; mv alias alias2 && echo ALIASMV; \
+             exec 3< {home}/.bashrc; echo x > /proc/self/fd/3 && echo FDREOPEN; echo x > /dev/fd/3 && echo DEVFD; exit 3"
         ),
     )
     .await;
@@ -202,6 +207,11 @@ async fn files_secrets_and_names_hold_under_landlock() {
         "TRUNC",
         "TMPW",
         "ghp_",
+        "ALIASW",
+        "ALIASTRUNC",
+        "ALIASMV",
+        "FDREOPEN",
+        "DEVFD",
     ] {
         assert!(
             !r.stdout
