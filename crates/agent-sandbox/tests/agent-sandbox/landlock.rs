@@ -5,11 +5,10 @@
 //! (`user.max_user_namespaces = 0`: bubblewrap fails there) and as uid
 //! 65534.
 
-use agent_sandbox::{ManagerBuilder, NameGuardLauncher, SandboxManager, next_event};
+use agent_sandbox::{ManagerBuilder, NameGuardLauncher, SandboxManager};
 use connect_proxy::IpPolicy;
 use sandbox_core::{
-    Access, HostView, NativeMechanism, SandboxBindMount, SandboxCommand, SandboxEvent, SandboxPort,
-    SandboxSpec, probe_ambient,
+    Access, HostView, NativeMechanism, SandboxBindMount, SandboxPort, SandboxSpec, probe_ambient,
 };
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -95,34 +94,7 @@ fn manager(tree: &Tree, grant: Option<&str>) -> SandboxManager {
     b.build().unwrap()
 }
 
-struct Run {
-    stdout: String,
-    stderr: String,
-    violations: Vec<String>,
-    exit: Option<i32>,
-}
-
-async fn run(m: &SandboxManager, h: &sandbox_core::SandboxHandle, script: &str) -> Run {
-    let mut cmd = SandboxCommand::new("/bin/sh");
-    cmd.arg("-c").arg(script);
-    let mut events = m.exec(h, cmd).await.unwrap();
-    let mut r = Run {
-        stdout: String::new(),
-        stderr: String::new(),
-        violations: Vec::new(),
-        exit: None,
-    };
-    while let Some(ev) = next_event(&mut events).await {
-        match ev {
-            SandboxEvent::Stdout { data } => r.stdout.push_str(&String::from_utf8_lossy(&data)),
-            SandboxEvent::Stderr { data } => r.stderr.push_str(&String::from_utf8_lossy(&data)),
-            SandboxEvent::Violation { violation } => r.violations.push(violation.to_string()),
-            SandboxEvent::Exit { exit_code } => r.exit = Some(exit_code),
-            _ => {}
-        }
-    }
-    r
-}
+use super::native::run;
 
 fn python() -> bool {
     test_support::tool("python3", "apt-get install python3").is_some()

@@ -106,15 +106,22 @@ fn manager_with(
     b.build().unwrap()
 }
 
-struct Run {
-    stdout: String,
-    stderr: String,
-    violations: Vec<String>,
-    exit: Option<i32>,
+/// What a command printed, the violations it caused and how it ended.
+pub(super) struct Run {
+    pub(super) stdout: String,
+    pub(super) stderr: String,
+    pub(super) violations: Vec<String>,
+    pub(super) exit: Option<i32>,
     lifecycle: Vec<&'static str>,
 }
 
-async fn run(m: &SandboxManager, handle: &sandbox_core::SandboxHandle, script: &str) -> Run {
+/// Runs `sh -c script` in the session and collects its events; the
+/// stream must open with `starting`, then `ready`.
+pub(super) async fn run(
+    m: &SandboxManager,
+    handle: &sandbox_core::SandboxHandle,
+    script: &str,
+) -> Run {
     let mut cmd = SandboxCommand::new("/bin/sh");
     cmd.arg("-c").arg(script);
     let mut events = m.exec(handle, cmd).await.unwrap();
