@@ -462,3 +462,50 @@ fn landlock_holds_as_an_unprivileged_user() {
         ],
     );
 }
+
+/// Reads the command's output until `want` shows (at most 10 s).
+async fn expect(running: &mut sandbox_core::RunningCommand, seen: &mut String, want: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !seen.contains(want) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match tokio::time::timeout(left, running.next_event()).await {
+            Ok(Some(sandbox_core::SandboxEvent::Stdout { data })) => {
+                seen.push_str(&String::from_utf8_lossy(&data))
+            }
+            Ok(Some(sandbox_core::SandboxEvent::Exit { .. })) | Ok(None) => {
+                panic!("ended before {want:?} showed: {seen:?}")
+            }
+            Ok(Some(_)) => {}
+            Err(_) => panic!("{want:?} never showed: {seen:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_command_on_a_terminal_has_its_own_and_follows_resizes() {
+    if !landlock_available() {
+        return;
+    }
+    let t = Tree::new("pty");
+    let m = manager(&t, None);
+    let mut h = m.launch(t.spec("ll-pty")).await.unwrap();
+    let mut cmd = sandbox_core::SandboxCommand::new("/bin/sh");
+    cmd.arg("-c")
+        .arg("tty; stty size; echo READY; read x; stty size; echo DONE");
+    cmd.pty(sandbox_core::PtySize::new(24, 80).unwrap());
+    let mut running = m.exec(&h, cmd).await.unwrap();
+    let mut seen = String::new();
+    expect(&mut running, &mut seen, "READY").await;
+    assert!(
+        seen.contains("/dev/pts/"),
+        "a terminal of its own: {seen:?}"
+    );
+    assert!(seen.contains("24 80\r\n"), "{seen:?}");
+    running
+        .resize(sandbox_core::PtySize::new(30, 100).unwrap())
+        .unwrap();
+    running.write_stdin(b"\n").await.unwrap();
+    expect(&mut running, &mut seen, "DONE").await;
+    assert!(seen.contains("30 100\r\n"), "{seen:?}");
+    m.destroy(&mut h).await.unwrap();
+}
