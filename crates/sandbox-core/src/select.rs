@@ -53,10 +53,17 @@ pub fn backend_label(backend: SandboxBackend) -> &'static str {
 pub const LABEL_LANDLOCK: &str =
     "landlock: Landlock and seccomp on the host, no namespaces, no kernel boundary";
 
-fn chosen(backend: SandboxBackend, log_line: Option<String>) -> Selection {
+/// The selection of `backend`, labelled by the mechanism `report` found
+/// for it (the native backend on Landlock has no namespaces to claim).
+fn chosen(report: &ProbeReport, backend: SandboxBackend, log_line: Option<String>) -> Selection {
+    let landlock = report.native.mechanism == Some(crate::NativeMechanism::Landlock);
     Selection {
         backend,
-        label: backend_label(backend),
+        label: if backend == SandboxBackend::Native && landlock {
+            LABEL_LANDLOCK
+        } else {
+            backend_label(backend)
+        },
         log_line,
     }
 }
@@ -81,21 +88,6 @@ fn chosen(backend: SandboxBackend, log_line: Option<String>) -> Selection {
 /// assert!(matches!(err.kind(), ErrorKind::MicrovmUnavailable { .. }));
 /// ```
 pub fn select_backend(
-    request: BackendRequest,
-    switch: SandboxSwitch,
-    surface: Surface,
-    report: &ProbeReport,
-) -> Result<Selection, Error> {
-    let mut sel = select_for(request, switch, surface, report)?;
-    if sel.backend == SandboxBackend::Native
-        && report.native.mechanism == Some(crate::NativeMechanism::Landlock)
-    {
-        sel.label = LABEL_LANDLOCK;
-    }
-    Ok(sel)
-}
-
-fn select_for(
     request: BackendRequest,
     switch: SandboxSwitch,
     surface: Surface,
@@ -129,6 +121,7 @@ fn select_for(
                 .into())
             }
             _ => Ok(chosen(
+                report,
                 SandboxBackend::None,
                 Some(crate::probe::LINE_DISABLED.to_string()),
             )),
@@ -138,7 +131,7 @@ fn select_for(
     match request {
         BackendRequest::Explicit(SandboxBackend::Microvm) => {
             if report.microvm.available {
-                Ok(chosen(SandboxBackend::Microvm, None))
+                Ok(chosen(report, SandboxBackend::Microvm, None))
             } else {
                 Err(ErrorKind::MicrovmUnavailable {
                     reason: microvm_reason(),
@@ -148,7 +141,7 @@ fn select_for(
         }
         BackendRequest::Explicit(SandboxBackend::Native) => {
             if report.native.available {
-                Ok(chosen(SandboxBackend::Native, None))
+                Ok(chosen(report, SandboxBackend::Native, None))
             } else {
                 Err(ErrorKind::NativeUnavailable {
                     reason: native_reason(),
@@ -156,14 +149,17 @@ fn select_for(
                 .into())
             }
         }
-        BackendRequest::Explicit(SandboxBackend::None) => Ok(chosen(SandboxBackend::None, None)),
+        BackendRequest::Explicit(SandboxBackend::None) => {
+            Ok(chosen(report, SandboxBackend::None, None))
+        }
         BackendRequest::Unspecified => match surface {
-            Surface::Terminal => Ok(chosen(SandboxBackend::None, None)),
+            Surface::Terminal => Ok(chosen(report, SandboxBackend::None, None)),
             Surface::Dispatch => {
                 if report.native.available {
-                    Ok(chosen(SandboxBackend::Native, None))
+                    Ok(chosen(report, SandboxBackend::Native, None))
                 } else {
                     Ok(chosen(
+                        report,
                         SandboxBackend::None,
                         Some(format!(
                             "runs are not sandboxed on this host: {}",
@@ -174,9 +170,10 @@ fn select_for(
             }
             Surface::Station => {
                 if report.microvm.available {
-                    Ok(chosen(SandboxBackend::Microvm, None))
+                    Ok(chosen(report, SandboxBackend::Microvm, None))
                 } else if report.native.available {
                     Ok(chosen(
+                        report,
                         SandboxBackend::Native,
                         Some(format!(
                             "default backend degraded from microvm to native ({}): no kernel boundary",
@@ -185,6 +182,7 @@ fn select_for(
                     ))
                 } else {
                     Ok(chosen(
+                        report,
                         SandboxBackend::None,
                         Some(format!(
                             "default backend degraded from microvm to none ({}; {}): not sandboxed",
