@@ -127,6 +127,33 @@ impl Egress {
         }
     }
 
+    /// [`Egress::start`] on host loopback ports, for a sandbox that shares
+    /// the host's loopback (Seatbelt, Landlock): fresh session credentials
+    /// that every client must present, and the HTTP and SOCKS5 addresses.
+    pub(crate) async fn start_on_loopback(
+        settings: &EgressSettings,
+        spec: &SandboxSpec,
+        temp_dir: &Path,
+    ) -> Result<(Egress, ProxyCredentials, SocketAddr, SocketAddr), Error> {
+        let credentials = ProxyCredentials::generate_from_os_rng()?;
+        let egress = Egress::start(
+            settings,
+            spec,
+            temp_dir,
+            Listen::Loopback,
+            Some(&credentials),
+        )
+        .await?;
+        let Some((http, socks)) = egress.loopback_addrs() else {
+            egress.shutdown().await;
+            return Err(Error::io(
+                "starting the proxies",
+                std::io::Error::other("no loopback listeners"),
+            ));
+        };
+        Ok((egress, credentials, http, socks))
+    }
+
     /// The HTTP and SOCKS5 proxies' loopback addresses ([`Listen::Loopback`]).
     pub(crate) fn loopback_addrs(&self) -> Option<(SocketAddr, SocketAddr)> {
         match &self.proxies {

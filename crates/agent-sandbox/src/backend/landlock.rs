@@ -22,11 +22,10 @@
 use super::bubblewrap::ReportPipe;
 use super::{BackendSession, CommandTask, ExecRequest, Launched};
 use crate::builder::Settings;
-use crate::egress::{Egress, Listen};
+use crate::egress::Egress;
 use crate::running::{CommandIo, attach_host_terminal, prepare, run_child};
 use crate::{Error, ErrorKind};
 use bwrap_spec::{BwrapBuilder, FilenameRules, HostPlan, NameGuardLauncher};
-use connect_proxy::ProxyCredentials;
 use sandbox_core::{HostConfinement, NameGuardInvocation, SandboxSpec, Surface};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -79,22 +78,8 @@ pub(crate) async fn launch(
         .read_reopen(settings.reads.again.iter().cloned());
     let plan = builder.host_plan(host)?;
     log_dropped(settings, spec, &plan);
-    let credentials = ProxyCredentials::generate_from_os_rng()?;
-    let egress = Egress::start(
-        &settings.egress,
-        spec,
-        &config.temp_dir,
-        Listen::Loopback,
-        Some(&credentials),
-    )
-    .await?;
-    let Some((http, socks)) = egress.loopback_addrs() else {
-        egress.shutdown().await;
-        return Err(Error::io(
-            "starting the proxies",
-            std::io::Error::other("no loopback listeners"),
-        ));
-    };
+    let (egress, credentials, http, socks) =
+        Egress::start_on_loopback(&settings.egress, spec, &config.temp_dir).await?;
     // The session's own temporary directory, inside its private one.
     let tmp = egress.dir().join("tmp");
     if let Err(e) = std::fs::create_dir(&tmp) {

@@ -11,11 +11,10 @@
 use super::seatbelt_log::{self, SystemLog};
 use super::{BackendSession, CommandTask, ExecRequest, Launched};
 use crate::builder::Settings;
-use crate::egress::{Egress, Listen, plain_env};
+use crate::egress::{Egress, plain_env};
 use crate::running::{CommandIo, run_child, spawn_direct};
 use crate::violations::Violations;
 use crate::{Error, ErrorKind};
-use connect_proxy::ProxyCredentials;
 use sandbox_core::{SandboxSpec, Surface};
 use seatbelt_profile::RenderedProfile;
 use std::path::PathBuf;
@@ -90,21 +89,8 @@ pub(crate) async fn launch(
             details: Vec::new(),
         });
     }
-    let credentials = ProxyCredentials::generate_from_os_rng()?;
-    let egress = Egress::start(
-        &settings.egress,
-        spec,
-        &config.temp_dir,
-        Listen::Loopback,
-        Some(&credentials),
-    )
-    .await?;
-    let Some((http, socks)) = egress.loopback_addrs() else {
-        return Err(Error::io(
-            "starting the proxies",
-            std::io::Error::other("no loopback listeners"),
-        ));
-    };
+    let (egress, credentials, http, socks) =
+        Egress::start_on_loopback(&settings.egress, spec, &config.temp_dir).await?;
     let mut b = seatbelt_profile::DispatchProfileBuilder::new(spec);
     b.home(&home)
         .http_proxy_port(http.port())

@@ -209,8 +209,7 @@ impl Supervisor<'_> {
             0,
         )?;
         if self.protected_file(&p) {
-            self.refuse_path(DeniedCall::Truncate, &p);
-            return Err(super::DENIED);
+            return Err(self.refuse_path(DeniedCall::Truncate, &p));
         }
         let via = format!("/proc/self/fd/{}", p.as_raw_fd());
         sys::truncate(&cstring(via.as_bytes())?, len).map(|()| Reply::Val(0))

@@ -211,7 +211,7 @@ impl<'a> Supervisor<'a> {
 
     /// A refusal of `call` on the open file `fd`, reported with the path
     /// it has now.
-    fn refuse_path(&self, call: DeniedCall, fd: &OwnedFd) {
+    fn refuse_path(&self, call: DeniedCall, fd: &OwnedFd) -> i32 {
         self.refused.set(self.refused.get() + 1);
         if self.report_fd.is_some() {
             let path = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
@@ -219,6 +219,7 @@ impl<'a> Supervisor<'a> {
                 .unwrap_or_else(|_| b"?".to_vec());
             self.report(call, &path);
         }
+        DENIED
     }
 
     /// A refused TCP connect, reported as `ADDRESS:PORT`.
