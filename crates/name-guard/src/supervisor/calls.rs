@@ -42,7 +42,7 @@ impl Raw {
 }
 
 impl Supervisor<'_> {
-    pub(super) fn dispatch(&self, n: &Notif, t: &mut Target) -> Res {
+    pub(super) fn dispatch(&self, n: &Notif, t: &mut Target<'_>) -> Res {
         let a = Raw(n.args);
         match self.abi.role(n.nr) {
             Some(Role::OpenIfCreating(o)) => {
@@ -59,7 +59,7 @@ impl Supervisor<'_> {
         }
     }
 
-    fn notified(&self, n: &Notif, t: &mut Target, a: Raw, args: Args) -> Res {
+    fn notified(&self, n: &Notif, t: &mut Target<'_>, a: Raw, args: Args) -> Res {
         match args {
             Args::Creat { path, mode } => {
                 let p = self.read_path(t, a.get(path))?;
@@ -88,9 +88,9 @@ impl Supervisor<'_> {
                     return Err(self.refuse_new(DeniedCall::Mknod, &r));
                 }
                 let (mode, dev) = (a.get(mode) as u32, a.get(dev) & 0xffff_ffff);
-                let old = sys::umask(t.umask()?);
-                let res = sys::mknodat(r.parent.as_raw_fd(), &r.call_name, mode, dev);
-                sys::umask(old);
+                let res = sys::with_umask(t.umask()?, || {
+                    sys::mknodat(r.parent.as_raw_fd(), &r.call_name, mode, dev)
+                });
                 res.map(|()| Reply::Val(0))
             }
             Args::Rename {
@@ -141,9 +141,9 @@ impl Supervisor<'_> {
                     return Err(self.refuse_new(DeniedCall::Mkdir, &r));
                 }
                 let mode = a.get(mode) as u32 & 0o7777;
-                let old = sys::umask(t.umask()?);
-                let res = sys::mkdirat(r.parent.as_raw_fd(), &r.call_name, mode);
-                sys::umask(old);
+                let res = sys::with_umask(t.umask()?, || {
+                    sys::mkdirat(r.parent.as_raw_fd(), &r.call_name, mode)
+                });
                 res.map(|()| Reply::Val(0))
             }
             Args::Bind { fd, addr, len } => self.bind(n, t, a.get(fd), a.get(addr), a.get(len)),
@@ -200,7 +200,7 @@ impl Supervisor<'_> {
     /// refused when that file is protected, and truncated through that
     /// descriptor. Landlock decides whether the file may be truncated at
     /// all.
-    fn truncate(&self, t: &mut Target, path: Vec<u8>, len: i64) -> Res {
+    fn truncate(&self, t: &mut Target<'_>, path: Vec<u8>, len: i64) -> Res {
         let anchor = self.anchor(t, AT_FDCWD, path)?;
         let p = sys::openat(
             anchor.base.as_raw_fd(),
@@ -219,7 +219,7 @@ impl Supervisor<'_> {
     fn openat2(
         &self,
         n: &Notif,
-        t: &mut Target,
+        t: &mut Target<'_>,
         dirfd: i32,
         path: u64,
         how: u64,
@@ -267,7 +267,7 @@ impl Supervisor<'_> {
     fn rename(
         &self,
         n: &Notif,
-        t: &mut Target,
+        t: &mut Target<'_>,
         old: (i32, u64),
         new: (i32, u64),
         flags: u32,
@@ -301,7 +301,14 @@ impl Supervisor<'_> {
     }
 
     /// `link`, `linkat`: each name as (directory, path address).
-    fn link(&self, n: &Notif, t: &mut Target, old: (i32, u64), new: (i32, u64), flags: i32) -> Res {
+    fn link(
+        &self,
+        n: &Notif,
+        t: &mut Target<'_>,
+        old: (i32, u64),
+        new: (i32, u64),
+        flags: i32,
+    ) -> Res {
         let ((od, op), (nd, np)) = (old, new);
         if flags & !(libc::AT_SYMLINK_FOLLOW | libc::AT_EMPTY_PATH) != 0 {
             return Err(libc::EINVAL);
@@ -357,7 +364,7 @@ impl Supervisor<'_> {
     /// rewrites the address nor a symbolic link resolved differently can
     /// change what is bound. A caller the supervisor may not trace (one that
     /// runs an unreadable binary) gets `EPERM`.
-    fn bind(&self, n: &Notif, t: &mut Target, fd: u64, addr: u64, len: u64) -> Res {
+    fn bind(&self, n: &Notif, t: &mut Target<'_>, fd: u64, addr: u64, len: u64) -> Res {
         let mut addr = SockAddr::read(n, addr, len)?;
         let mut checked: Option<Resolved> = None;
         if let Some(r) = self.socket_name(n, t, &addr)? {
@@ -375,9 +382,7 @@ impl Supervisor<'_> {
             checked = Some(r);
         }
         let sock = callers_socket(t, fd)?;
-        let old = sys::umask(t.umask()?);
-        let res = sys::bind_raw(sock.as_raw_fd(), addr.bytes());
-        sys::umask(old);
+        let res = sys::with_umask(t.umask()?, || sys::bind_raw(sock.as_raw_fd(), addr.bytes()));
         if let (Ok(()), Some(r)) = (&res, &checked) {
             // The guarded tree may connect to what it bound.
             self.record_bound(r);

@@ -49,7 +49,14 @@ impl Supervisor<'_> {
     }
 
     /// `connect(fd, addr, len)`.
-    pub(super) fn connect(&self, n: &Notif, t: &mut Target, fd: u64, addr: u64, len: u64) -> Res {
+    pub(super) fn connect(
+        &self,
+        n: &Notif,
+        t: &mut Target<'_>,
+        fd: u64,
+        addr: u64,
+        len: u64,
+    ) -> Res {
         let mut addr = SockAddr::read(n, addr, len)?;
         if let Some(h) = self.host {
             // On the host the address is the only boundary: TCP reaches

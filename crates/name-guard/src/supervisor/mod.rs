@@ -72,6 +72,8 @@ pub(crate) struct Supervisor<'a> {
     /// The Unix sockets the guarded tree bound (device, inode): the only
     /// ones it may connect to by path.
     bound: std::cell::RefCell<std::collections::HashSet<(u64, u64)>>,
+    /// The callers' status files, kept open between notifications.
+    status_files: target::StatusFiles,
 }
 
 impl<'a> Supervisor<'a> {
@@ -95,6 +97,7 @@ impl<'a> Supervisor<'a> {
             waiting: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             fifo_waits: std::sync::Arc::new(std::sync::Mutex::new(Vec::new())),
             bound: std::cell::RefCell::new(std::collections::HashSet::new()),
+            status_files: target::StatusFiles::default(),
         }
     }
 
@@ -103,6 +106,7 @@ impl<'a> Supervisor<'a> {
         let mut t = Target {
             tid: n.pid,
             status: None,
+            files: &self.status_files,
         };
         let reply = self.dispatch(n, &mut t);
         self.stats.handled += 1;
@@ -124,7 +128,7 @@ impl<'a> Supervisor<'a> {
         let _ = sent;
     }
 
-    fn read_path(&self, t: &mut Target, addr: u64) -> Result<Vec<u8>, i32> {
+    fn read_path(&self, t: &mut Target<'_>, addr: u64) -> Result<Vec<u8>, i32> {
         let raw = read_c_string(t.tid, addr)?;
         t.rewrite(raw)
     }

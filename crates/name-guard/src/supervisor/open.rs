@@ -77,7 +77,7 @@ impl Supervisor<'_> {
     pub(super) fn open(
         &self,
         id: u64,
-        t: &mut Target,
+        t: &mut Target<'_>,
         start: Anchor,
         flags: i32,
         mode: u32,
@@ -87,9 +87,9 @@ impl Supervisor<'_> {
         let mode = mode & 0o7777;
         if flags & O_TMPFILE_BITS != 0 {
             // O_TMPFILE names a directory and creates no name.
-            let old = sys::umask(t.umask()?);
-            let r = sys::openat(start.base.as_raw_fd(), &cstring(&start.rel)?, flags, mode);
-            sys::umask(old);
+            let r = sys::with_umask(t.umask()?, || {
+                sys::openat(start.base.as_raw_fd(), &cstring(&start.rel)?, flags, mode)
+            });
             return r.map(|f| Reply::Fd(f, cloexec));
         }
         let excl = flags & libc::O_EXCL != 0;
@@ -97,16 +97,11 @@ impl Supervisor<'_> {
         let umask = t.umask()?;
         let mut retries = 0;
         'retry: loop {
-            let mut anchor = Anchor {
-                base: start
-                    .base
-                    .try_clone()
-                    .map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE))?,
-                rel: start.rel.clone(),
-            };
+            // The anchor a symbolic link led to; none: the start.
+            let mut hopped: Option<Anchor> = None;
             let mut hops = 0;
             let r = loop {
-                let r = self.resolve(t, &anchor)?;
+                let r = self.resolve(t, hopped.as_ref().unwrap_or(&start))?;
                 if r.caller_proc {
                     break r;
                 }
@@ -119,7 +114,7 @@ impl Supervisor<'_> {
                         if hops > MAX_SYMLINK_HOPS {
                             return Err(libc::ELOOP);
                         }
-                        anchor = if target.first() == Some(&b'/') {
+                        hopped = Some(if target.first() == Some(&b'/') {
                             let target = t.rewrite(target)?;
                             self.anchor(t, AT_FDCWD, target)?
                         } else {
@@ -127,7 +122,7 @@ impl Supervisor<'_> {
                                 base: r.parent,
                                 rel: target,
                             }
-                        };
+                        });
                     }
                     Err(libc::EINVAL) | Err(libc::ENOENT) => break r,
                     Err(e) => return Err(e),
@@ -194,10 +189,9 @@ impl Supervisor<'_> {
                     other => other,
                 }
             } else {
-                let old = sys::umask(umask);
-                let res = sys::openat(r.parent.as_raw_fd(), &r.call_name, flags_nf, mode);
-                sys::umask(old);
-                res
+                sys::with_umask(umask, || {
+                    sys::openat(r.parent.as_raw_fd(), &r.call_name, flags_nf, mode)
+                })
             };
             match res {
                 Ok(f) => return Ok(Reply::Fd(f, cloexec)),

@@ -55,7 +55,7 @@ fn split(path: &[u8]) -> (Vec<u8>, Vec<u8>, bool) {
 
 impl Supervisor<'_> {
     /// The starting directory of `path` for `dirfd` in the caller.
-    pub(super) fn anchor(&self, t: &Target, dirfd: i32, path: Vec<u8>) -> Result<Anchor, i32> {
+    pub(super) fn anchor(&self, t: &Target<'_>, dirfd: i32, path: Vec<u8>) -> Result<Anchor, i32> {
         if path.first() == Some(&b'/') {
             let rel: Vec<u8> = path.iter().copied().skip_while(|&c| c == b'/').collect();
             let rel = if rel.is_empty() { b".".to_vec() } else { rel };
@@ -74,7 +74,7 @@ impl Supervisor<'_> {
         Ok(Anchor { base, rel: path })
     }
 
-    pub(super) fn resolve(&self, t: &mut Target, a: &Anchor) -> Result<Resolved, i32> {
+    pub(super) fn resolve(&self, t: &mut Target<'_>, a: &Anchor) -> Result<Resolved, i32> {
         if a.rel.is_empty() {
             return Err(libc::ENOENT);
         }
@@ -118,7 +118,7 @@ impl Supervisor<'_> {
 
     /// Whether the procfs directory `dir` is the calling process's
     /// `/proc/TGID` or a directory below it.
-    fn is_caller_proc_dir(&self, t: &mut Target, dir: &OwnedFd) -> Result<bool, i32> {
+    fn is_caller_proc_dir(&self, t: &mut Target<'_>, dir: &OwnedFd) -> Result<bool, i32> {
         let Ok(path) = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())) else {
             return Ok(false);
         };

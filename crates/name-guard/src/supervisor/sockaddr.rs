@@ -100,7 +100,7 @@ impl SockAddr {
 
 /// The caller's socket `fd`, taken with `pidfd_getfd` (the same open file
 /// description: what the supervisor does with it, the caller's socket does).
-pub(super) fn callers_socket(t: &mut Target, fd: u64) -> Result<OwnedFd, i32> {
+pub(super) fn callers_socket(t: &mut Target<'_>, fd: u64) -> Result<OwnedFd, i32> {
     let sockfd = i32::try_from(fd as i64).map_err(|_| libc::EBADF)?;
     let tgid = t.status()?.0;
     let pidfd = sys::pidfd_open(i32::try_from(tgid).map_err(|_| libc::ESRCH)?)?;
@@ -115,7 +115,7 @@ impl Supervisor<'_> {
     pub(super) fn socket_name(
         &self,
         n: &Notif,
-        t: &mut Target,
+        t: &mut Target<'_>,
         addr: &SockAddr,
     ) -> Result<Option<Resolved>, i32> {
         let Some(path) = addr.unix_path() else {

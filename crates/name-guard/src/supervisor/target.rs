@@ -3,30 +3,65 @@
 
 use crate::PATH_MAX;
 use crate::sys;
+use std::cell::RefCell;
+use std::os::fd::{AsRawFd, OwnedFd};
 
-/// Facts about the calling thread, read from `/proc` on demand.
-pub(super) struct Target {
-    pub(super) tid: u32,
-    pub(super) status: Option<(u32, u32)>,
+/// Most `/proc/TID/status` files kept open between notifications.
+const MAX_STATUS_FILES: usize = 64;
+/// Bytes of a status file read: its first lines (`Name`, `Umask`, `State`,
+/// `Tgid`) are all the supervisor needs.
+const STATUS_PREFIX: usize = 1024;
+
+/// The callers' `/proc/TID/status` files, kept open so that a notification
+/// costs one `pread` instead of an open, a read and a close. An open file
+/// stays bound to the thread it was opened for: once that thread is gone
+/// reading it fails, and a new thread given the same id gets a file of its
+/// own, opened anew.
+#[derive(Default)]
+pub(super) struct StatusFiles {
+    open: RefCell<Vec<(u32, OwnedFd)>>,
 }
 
-impl Target {
+impl StatusFiles {
+    /// The first bytes of `tid`'s status file, into `buf`.
+    fn read(&self, tid: u32, buf: &mut [u8]) -> Result<usize, i32> {
+        let mut open = self.open.borrow_mut();
+        if let Some(i) = open.iter().position(|(t, _)| *t == tid) {
+            match sys::pread_start(open[i].1.as_raw_fd(), buf) {
+                Ok(n) if n > 0 => return Ok(n),
+                _ => {
+                    open.remove(i);
+                }
+            }
+        }
+        let path = format!("/proc/{tid}/status\0");
+        let path =
+            std::ffi::CStr::from_bytes_with_nul(path.as_bytes()).map_err(|_| libc::EINVAL)?;
+        let fd = sys::openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_CLOEXEC, 0)?;
+        let n = sys::pread_start(fd.as_raw_fd(), buf)?;
+        if open.len() >= MAX_STATUS_FILES {
+            open.remove(0);
+        }
+        open.push((tid, fd));
+        Ok(n)
+    }
+}
+
+/// Facts about the calling thread, read from `/proc` on demand.
+pub(super) struct Target<'s> {
+    pub(super) tid: u32,
+    pub(super) status: Option<(u32, u32)>,
+    pub(super) files: &'s StatusFiles,
+}
+
+impl Target<'_> {
     pub(super) fn status(&mut self) -> Result<(u32, u32), i32> {
         if let Some(s) = self.status {
             return Ok(s);
         }
-        let text = std::fs::read_to_string(format!("/proc/{}/status", self.tid))
-            .map_err(|e| e.raw_os_error().unwrap_or(libc::ESRCH))?;
-        let mut tgid = None;
-        let mut umask = None;
-        for line in text.lines().take(64) {
-            if let Some(v) = line.strip_prefix("Tgid:") {
-                tgid = v.trim().parse::<u32>().ok();
-            } else if let Some(v) = line.strip_prefix("Umask:") {
-                umask = u32::from_str_radix(v.trim(), 8).ok();
-            }
-        }
-        let s = (tgid.ok_or(libc::ESRCH)?, umask.unwrap_or(0o022));
+        let mut buf = [0u8; STATUS_PREFIX];
+        let n = self.files.read(self.tid, &mut buf)?;
+        let s = parse_status(&buf[..n]).ok_or(libc::ESRCH)?;
         self.status = Some(s);
         Ok(s)
     }
@@ -77,6 +112,25 @@ impl Target {
     }
 }
 
+/// The thread group id and umask from the start of a status file; only
+/// whole lines count. A missing umask line (kernels before 4.7) reads as
+/// the usual 022.
+fn parse_status(text: &[u8]) -> Option<(u32, u32)> {
+    let (mut tgid, mut umask) = (None, None);
+    let whole = &text[..text.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1)];
+    for line in whole.split(|&c| c == b'\n') {
+        let Ok(line) = std::str::from_utf8(line) else {
+            continue;
+        };
+        if let Some(v) = line.strip_prefix("Tgid:") {
+            tgid = v.trim().parse::<u32>().ok();
+        } else if let Some(v) = line.strip_prefix("Umask:") {
+            umask = u32::from_str_radix(v.trim(), 8).ok();
+        }
+    }
+    Some((tgid?, umask.unwrap_or(0o022)))
+}
+
 /// Read a NUL-terminated string of at most [`PATH_MAX`] bytes from the
 /// caller's memory, one page at a time (a string may end just before an
 /// unmapped page).
@@ -98,4 +152,56 @@ pub(super) fn read_c_string(tid: u32, addr: u64) -> Result<Vec<u8>, i32> {
         at = at.checked_add(want as u64).ok_or(libc::EFAULT)?;
     }
     Err(libc::ENAMETOOLONG)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_status;
+
+    #[test]
+    fn status_lines() {
+        let text = b"Name:\ttar\nUmask:\t0027\nState:\tS (sleeping)\nTgid:\t41\nPid:\t42\n";
+        assert_eq!(parse_status(text), Some((41, 0o027)));
+        // A cut line does not count, and no umask line reads as 022.
+        assert_eq!(
+            parse_status(b"Name:\tx\nTgid:\t7\nPid:\t7"),
+            Some((7, 0o022))
+        );
+        assert_eq!(parse_status(b"Name:\tx\nTgid:\t7"), None);
+        assert_eq!(parse_status(b"Name:\t\xff\nTgid:\t9\n"), Some((9, 0o022)));
+    }
+
+    #[test]
+    fn a_kept_status_file_answers_for_its_thread_only() {
+        let files = super::StatusFiles::default();
+        let pid = std::process::id();
+        let mut t = super::Target {
+            tid: pid,
+            status: None,
+            files: &files,
+        };
+        assert_eq!(t.status().map(|s| s.0), Ok(pid));
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (end_tx, end_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let link = std::fs::read_link("/proc/thread-self").unwrap();
+            let tid: u32 = link.file_name().unwrap().to_str().unwrap().parse().unwrap();
+            tid_tx.send(tid).unwrap();
+            let _ = end_rx.recv();
+        });
+        let tid = tid_rx.recv().unwrap();
+        // The thread's own file, read twice through the one kept open.
+        let mut buf = [0u8; 1024];
+        for _ in 0..2 {
+            let n = files.read(tid, &mut buf).unwrap();
+            assert_eq!(parse_status(&buf[..n]).map(|s| s.0), Some(pid));
+        }
+        assert_eq!(files.open.borrow().len(), 2);
+        end_tx.send(()).unwrap();
+        thread.join().unwrap();
+        // Once the thread is gone its kept file is dropped, and its id
+        // reads as nothing.
+        assert!(files.read(tid, &mut buf).is_err());
+        assert_eq!(files.open.borrow().len(), 1);
+    }
 }

@@ -132,10 +132,34 @@ pub(crate) fn poll_out(fd: RawFd, ms: i32) -> bool {
     r > 0 && p.revents & libc::POLLOUT != 0
 }
 
-/// Set the process umask and return the previous one.
-pub(crate) fn umask(mask: u32) -> u32 {
-    // SAFETY: `umask` cannot fail and touches no memory.
-    unsafe { libc::umask(mask & 0o777) }
+/// The umask [`with_umask`] last set, `None` before the first.
+static UMASK: std::sync::Mutex<Option<u32>> = std::sync::Mutex::new(None);
+
+/// Run `f` with the process umask `mask`. The supervisor creates names
+/// only on behalf of a caller, each time under that caller's umask, so the
+/// mask is left in place afterwards and changed only when a call needs
+/// another one: no system call at all while the callers keep one umask.
+/// The lock is held across `f`, so no other thread changes the mask in
+/// between.
+pub(crate) fn with_umask<T>(mask: u32, f: impl FnOnce() -> T) -> T {
+    let mask = mask & 0o777;
+    let mut set = UMASK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if *set != Some(mask) {
+        // SAFETY: `umask` cannot fail and touches no memory.
+        unsafe { libc::umask(mask) };
+        *set = Some(mask);
+    }
+    f()
+}
+
+/// One `pread(2)` of up to `buf.len()` bytes at offset 0; returns the
+/// number of bytes read.
+pub(crate) fn pread_start(fd: RawFd, buf: &mut [u8]) -> Result<usize, i32> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the call.
+    let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n < 0 { Err(errno()) } else { Ok(n as usize) }
 }
 
 /// `connect(2)` of `sock` to the raw address bytes `addr`.

@@ -177,7 +177,7 @@ fn mkdir_p_and_ordinary_directories_work() {
          printf 'at: '; \"$ATTACK\" mkdirat a/b at-dir; \
          printf 'missing parent: '; \"$ATTACK\" mkdir no/such/dir || true; \
          printf 'existing denied: '; \"$ATTACK\" mkdir certs.pem || true; \
-         umask 022; mkdir -p certs.pem/inner",
+         umask 022; mkdir -p certs.pem/inner; (umask 027; mkdir g27); mkdir back",
     );
     assert!(out.status.success());
     assert!(d.join("certs.pem/inner").is_dir());
@@ -199,6 +199,11 @@ fn mkdir_p_and_ordinary_directories_work() {
     }
     assert_eq!(mode("private"), 0o700);
     assert_eq!(mode("a/b/at-dir"), 0o700);
+    // Each call is made under its caller's umask at that moment, also when
+    // it changes back and forth between callers.
+    assert_eq!(mode("certs.pem/inner"), 0o755);
+    assert_eq!(mode("g27"), 0o750);
+    assert_eq!(mode("back"), 0o755);
     let (handled, denied) = guard_stats(&out);
     assert!(handled >= 8, "{handled}");
     assert_eq!(denied, 0);
