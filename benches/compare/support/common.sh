@@ -34,11 +34,13 @@ need() {
 # bench_helper PACKAGE BENCH: builds the bench target (release profile,
 # --locked; in smoke mode the dev profile, whose dependencies the tests have
 # built already: nothing is timed there) and prints the path of its
-# executable.
+# executable. BENCH_FEATURES, when set, is passed as --features (for
+# example cred-broker/aws-lc-rs).
 bench_helper() {
-    local exe profile=()
+    local exe profile=() features=()
     if smoke; then profile=(--profile dev); fi
-    exe=$(cargo bench --locked -q "${profile[@]}" -p "$1" --bench "$2" --no-run --message-format=json-render-diagnostics |
+    if [ -n "${BENCH_FEATURES:-}" ]; then features=(--features "$BENCH_FEATURES"); fi
+    exe=$(cargo bench --locked -q "${profile[@]}" "${features[@]}" -p "$1" --bench "$2" --no-run --message-format=json-render-diagnostics |
         sed -n "s/.*\"executable\":\"\([^\"]*\/$2-[^\"]*\)\".*/\1/p" | tail -1)
     [ -x "$exe" ] || die "could not build the $2 bench of $1"
     echo "$exe"

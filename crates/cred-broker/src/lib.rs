@@ -51,10 +51,11 @@
 //! - **TLS.** A [`Broker`] (built once per session by [`Broker::builder`]
 //!   from the session CA, the rule engine, [`BrokerBuilder::grant`]s of a
 //!   credential and its lease, and upstream roots) serves each intercepted
-//!   connection with [`Broker::serve`]: TLS in with rustls (ring), ALPN
-//!   `http/1.1` only, the session CA's leaf for the `CONNECT` host, an SNI
-//!   for any other host refused; then request by request: `Host` must name
-//!   the `CONNECT` target, the rules must allow, the lease must be active;
+//!   connection with [`Broker::serve`]: TLS in with rustls (ring, or
+//!   aws-lc-rs with its feature), ALPN `http/1.1` only, the session CA's
+//!   leaf for the `CONNECT` host, an SNI for any other host refused; then
+//!   request by request: `Host` must name the `CONNECT` target, the rules
+//!   must allow, the lease must be active;
 //!   the re-framed request with the real credential goes over one upstream
 //!   TLS connection per client connection, dialed at the address the proxy
 //!   vetted and verified for the `CONNECT` host (by default the platform's
@@ -249,6 +250,14 @@
 //!   an ordinary request to the rules.
 //! - `graphql` (default): [`GraphqlClassifier`], backed by
 //!   `graphql-classifier`.
+//! - `aws-lc-rs`: TLS on both sides through rustls's aws-lc-rs provider
+//!   instead of ring. Measured side by side
+//!   (`benches/compare/tls-providers.sh`, `benches/compare/broker.sh` with
+//!   `BENCH_FEATURES=cred-broker/aws-lc-rs`), it makes resumed handshakes
+//!   faster and new connections per request somewhat more; it also builds
+//!   aws-lc's C and assembly for the target, which ring's smaller build
+//!   does not, so it is not the default. The session CA signs its leaves
+//!   with ring either way.
 
 mod answer;
 mod broker;

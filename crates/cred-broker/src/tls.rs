@@ -23,9 +23,14 @@ fn config_error(name: &'static str, e: impl fmt::Display) -> Error {
     .into()
 }
 
-/// The ring provider, shared by both sides.
+/// The provider shared by both sides: ring, or aws-lc-rs with the
+/// `aws-lc-rs` feature.
 pub(crate) fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    #[cfg(feature = "aws-lc-rs")]
+    let provider = rustls::crypto::aws_lc_rs::default_provider();
+    #[cfg(not(feature = "aws-lc-rs"))]
+    let provider = rustls::crypto::ring::default_provider();
+    Arc::new(provider)
 }
 
 /// Loads the session CA's leaf key once.
