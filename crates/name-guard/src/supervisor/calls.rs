@@ -202,12 +202,7 @@ impl Supervisor<'_> {
     /// all.
     fn truncate(&self, t: &mut Target<'_>, path: Vec<u8>, len: i64) -> Res {
         let anchor = self.anchor(t, AT_FDCWD, path)?;
-        let p = sys::openat(
-            anchor.base.as_raw_fd(),
-            &cstring(&anchor.rel)?,
-            libc::O_PATH | libc::O_CLOEXEC,
-            0,
-        )?;
+        let p = anchor.openat(&anchor.rel, libc::O_PATH | libc::O_CLOEXEC, 0)?;
         if self.protected_file(&p) {
             return Err(self.refuse_path(DeniedCall::Truncate, &p));
         }

@@ -3,7 +3,7 @@
 
 use super::{AT_FDCWD, O_TMPFILE_BITS, Reply, Res, Supervisor};
 use crate::report::DeniedCall;
-use crate::supervisor::resolve::{Anchor, cstring};
+use crate::supervisor::resolve::{Anchor, Base, cstring};
 use crate::supervisor::target::Target;
 use crate::sys;
 use crate::{MAX_RETRIES, MAX_SYMLINK_HOPS, MAX_WAITING_FIFO_OPENS, PATH_MAX};
@@ -87,9 +87,7 @@ impl Supervisor<'_> {
         let mode = mode & 0o7777;
         if flags & O_TMPFILE_BITS != 0 {
             // O_TMPFILE names a directory and creates no name.
-            let r = sys::with_umask(t.umask()?, || {
-                sys::openat(start.base.as_raw_fd(), &cstring(&start.rel)?, flags, mode)
-            });
+            let r = sys::with_umask(t.umask()?, || start.openat(&start.rel, flags, mode));
             return r.map(|f| Reply::Fd(f, cloexec));
         }
         let excl = flags & libc::O_EXCL != 0;
@@ -119,7 +117,7 @@ impl Supervisor<'_> {
                             self.anchor(t, AT_FDCWD, target)?
                         } else {
                             Anchor {
-                                base: r.parent,
+                                base: Base::Fd(r.parent),
                                 rel: target,
                             }
                         });

@@ -13,15 +13,41 @@ pub(super) fn cstring(b: &[u8]) -> Result<CString, i32> {
     CString::new(b).map_err(|_| libc::EINVAL)
 }
 
-fn open_path(path: &str, dir: bool) -> Result<OwnedFd, i32> {
-    let flags = libc::O_PATH | if dir { libc::O_DIRECTORY } else { 0 };
-    sys::openat(AT_FDCWD, &cstring(path.as_bytes())?, flags, 0)
+/// Where a path is resolved from.
+pub(super) enum Base {
+    /// A directory the supervisor holds open.
+    Fd(OwnedFd),
+    /// The caller's root, working directory or descriptor as its `/proc`
+    /// link (`/proc/TID/cwd`, ...), opened together with the path that
+    /// follows it: one lookup instead of opening the link first.
+    Proc(String),
 }
 
 /// A directory to resolve a path from, and the path relative to it.
 pub(super) struct Anchor {
-    pub(super) base: OwnedFd,
+    pub(super) base: Base,
     pub(super) rel: Vec<u8>,
+}
+
+impl Anchor {
+    /// `openat(2)` of `rel` (a path relative to the base) from the base.
+    pub(super) fn openat(&self, rel: &[u8], flags: i32, mode: u32) -> Result<OwnedFd, i32> {
+        // As the kernel answers an empty path (not the base itself).
+        if rel.is_empty() {
+            return Err(libc::ENOENT);
+        }
+        match &self.base {
+            Base::Fd(fd) => sys::openat(fd.as_raw_fd(), &cstring(rel)?, flags, mode),
+            Base::Proc(link) => {
+                let mut path = link.as_bytes().to_vec();
+                if rel != b"." {
+                    path.push(b'/');
+                    path.extend_from_slice(rel);
+                }
+                sys::openat(AT_FDCWD, &cstring(&path)?, flags, mode)
+            }
+        }
+    }
 }
 
 /// The parent directory of a name and the name itself (with a trailing
@@ -60,18 +86,21 @@ impl Supervisor<'_> {
             let rel: Vec<u8> = path.iter().copied().skip_while(|&c| c == b'/').collect();
             let rel = if rel.is_empty() { b".".to_vec() } else { rel };
             return Ok(Anchor {
-                base: open_path(&format!("/proc/{}/root", t.tid), true)?,
+                base: Base::Proc(format!("/proc/{}/root", t.tid)),
                 rel,
             });
         }
         let base = if dirfd == AT_FDCWD {
-            open_path(&format!("/proc/{}/cwd", t.tid), true)?
+            format!("/proc/{}/cwd", t.tid)
         } else if dirfd < 0 {
             return Err(libc::EBADF);
         } else {
-            open_path(&format!("/proc/{}/fd/{dirfd}", t.tid), false)?
+            format!("/proc/{}/fd/{dirfd}", t.tid)
         };
-        Ok(Anchor { base, rel: path })
+        Ok(Anchor {
+            base: Base::Proc(base),
+            rel: path,
+        })
     }
 
     pub(super) fn resolve(&self, t: &mut Target<'_>, a: &Anchor) -> Result<Resolved, i32> {
@@ -85,12 +114,7 @@ impl Supervisor<'_> {
         } else {
             dir
         };
-        let parent = sys::openat(
-            a.base.as_raw_fd(),
-            &cstring(&dir)?,
-            libc::O_PATH | libc::O_DIRECTORY,
-            0,
-        )?;
+        let parent = a.openat(&dir, libc::O_PATH | libc::O_DIRECTORY, 0)?;
         // The supervisor acts as itself: in procfs, a path such as
         // `/proc/PID/mem` of the supervisor would be its own, and no other
         // process's entries are the caller's to reach through it. Only the
