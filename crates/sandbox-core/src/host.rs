@@ -246,8 +246,15 @@ impl HostView for AmbientHost {
 
     fn canonicalize(&self, path: &Path) -> Option<PathBuf> {
         let path = path.to_path_buf();
-        self.call(move || std::fs::canonicalize(path).ok())
-            .flatten()
+        // Most paths asked about (the secret and write-deny sets) do not
+        // exist: one lstat answers for those, where resolving costs a
+        // readlink per component. A path lstat cannot reach cannot be
+        // resolved either.
+        self.call(move || {
+            std::fs::symlink_metadata(&path).ok()?;
+            std::fs::canonicalize(path).ok()
+        })
+        .flatten()
     }
 
     fn is_dir(&self, path: &Path) -> bool {

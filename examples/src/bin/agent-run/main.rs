@@ -21,9 +21,10 @@
 //! made, the run is refused.
 //!
 //! Filename rules (no new `.env`, `*.key`, `*.pem` inside writable mounts)
-//! are enforced by the name guard, which is this same program: bound
-//! read-only into the sandbox and started there with [`GUARD_MARKER`] as
-//! its first argument, it becomes `name-guard-exec`. `--no-name-guard`
+//! are enforced by the name guard: the small `name-guard-exec` when it is
+//! installed beside this program, else this same program, bound read-only
+//! into the sandbox and started there with [`GUARD_MARKER`] as its first
+//! argument, where it becomes `name-guard-exec`. `--no-name-guard`
 //! leaves the guard out (a launch with writable mounts is then refused), and
 //! `--no-filename-rules` is the explicit opt-out that drops those rules.
 //!
@@ -50,6 +51,20 @@ use std::sync::Arc;
 
 /// The first argument that makes this program the name guard's launcher.
 const GUARD_MARKER: &str = "--as-name-guard-exec";
+
+/// The name guard's launcher: the small `name-guard-exec` installed beside
+/// this program when there is one (a smaller program starts faster, once
+/// per command), else this program itself in its launcher role.
+fn guard_launcher(me: std::path::PathBuf) -> NameGuardLauncher {
+    use std::os::unix::fs::PermissionsExt;
+    let small = me.with_file_name("name-guard-exec");
+    match std::fs::metadata(&small) {
+        Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => {
+            NameGuardLauncher::new(small)
+        }
+        _ => NameGuardLauncher::multi_call(me, [GUARD_MARKER]),
+    }
+}
 
 /// The host terminal's size (stdin's), if it has one.
 #[cfg(unix)]
@@ -305,7 +320,7 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
     }
     if !o.no_name_guard {
         let me = std::env::current_exe().map_err(|e| format!("locating agent-run: {e}"))?;
-        builder.name_guard_launcher(NameGuardLauncher::multi_call(me, [GUARD_MARKER]));
+        builder.name_guard_launcher(guard_launcher(me));
     }
     for (path, root_equivalent) in &o.unix_sockets {
         if *root_equivalent {
