@@ -99,7 +99,9 @@ target() {
         }
         r = a / b
         met = (op == "<=") ? (r <= t + 0) : (r >= t + 0)
-        printf "  %-46s %.2fx  (target %s %sx: %s)%s\n", l, r, op, t, met ? "met" : "not met", note
+        # Three significant digits, so that a ratio just short of its
+        # target never prints as the target itself.
+        printf "  %-46s %.3gx  (target %s %sx: %s)%s\n", l, r, op, t, met ? "met" : "not met", note
     }'
 }
 
