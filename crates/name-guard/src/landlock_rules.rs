@@ -24,6 +24,7 @@ use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
     PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
 
 /// The ABI whose rights are handled: 6 (Linux 6.12) brought the scopes.
@@ -126,7 +127,11 @@ pub(crate) fn restrict(h: &HostRules) -> Result<(), Error> {
     for (path, access) in grants {
         // A path gone since (or never there) grants nothing.
         let Ok(fd) = PathFd::new(&path) else { continue };
-        let access = if path.is_dir() {
+        // The kind of the file opened, not of whatever the path names by
+        // now (and one fstat instead of another walk of the path).
+        let is_dir = crate::sys::file_id(fd.as_fd().as_raw_fd())
+            .is_ok_and(|(_, _, kind)| kind == libc::S_IFDIR);
+        let access = if is_dir {
             access
         } else {
             access & AccessFs::from_file(ABI_USED)
