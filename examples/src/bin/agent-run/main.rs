@@ -56,13 +56,12 @@ const GUARD_MARKER: &str = "--as-name-guard-exec";
 /// this program when there is one (a smaller program starts faster, once
 /// per command), else this program itself in its launcher role.
 fn guard_launcher(me: std::path::PathBuf) -> NameGuardLauncher {
-    use std::os::unix::fs::PermissionsExt;
     let small = me.with_file_name("name-guard-exec");
-    match std::fs::metadata(&small) {
-        Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => {
-            NameGuardLauncher::new(small)
-        }
-        _ => NameGuardLauncher::multi_call(me, [GUARD_MARKER]),
+    use sandbox_core::HostView;
+    if sandbox_core::AmbientHost::from_ambient_untimed().is_executable_file(&small) {
+        NameGuardLauncher::new(small)
+    } else {
+        NameGuardLauncher::multi_call(me, [GUARD_MARKER])
     }
 }
 
