@@ -9,7 +9,9 @@
 # reads everywhere, the same names denied).
 # Prints the median wall time of each side (runs alternate) and the guard's
 # ratio per workload (target <= 1.3x), and Landlock's ratio to plain
-# bubblewrap.
+# bubblewrap. Each workload runs twice: in a directory on the disk (the
+# target's measure) and in one on tmpfs (/dev/shm), where no disk hides
+# the guard's own cost.
 #
 #   bash benches/compare/name-guard.sh
 #   NAME_GUARD_EXEC=/path/to/name-guard-exec RUNS=10 WORKLOADS="tar git" bash benches/compare/name-guard.sh
@@ -42,13 +44,20 @@ tar -cf "$work/files.tar" -C "$work/stage" t
 mkdir -p "$work/stage/g"
 for f in $(seq 1 $((N / 4))); do echo "$f" > "$work/stage/g/f$f.txt"; done
 
-box=(bwrap --ro-bind / / --dev /dev --proc /proc --bind "$work/run" "$work/run"
-     --ro-bind "$work/stage" "$work/stage" --ro-bind "$work/files.tar" "$work/files.tar"
-     --ro-bind "$GUARD" "$GUARD" --setenv HOME "$work/run"
-     --unshare-pid --die-with-parent --new-session --chdir "$work/run" --)
+shm=$(mktemp -d -p /dev/shm)
+trap 'rm -rf "$work" "$shm"' EXIT
 guard=("$GUARD" --deny .env --deny '*.key' --deny '*.pem' --)
-landlock=(env -C "$work/run" HOME="$work/run" "$GUARD" --landlock --write "$work/run"
-          --deny .env --deny '*.key' --deny '*.pem' --)
+# use_run DIR: the workloads write in DIR from now on.
+use_run() {
+    run=$1
+    box=(bwrap --ro-bind / / --dev /dev --proc /proc --bind "$run" "$run"
+         --ro-bind "$work/stage" "$work/stage" --ro-bind "$work/files.tar" "$work/files.tar"
+         --ro-bind "$GUARD" "$GUARD" --setenv HOME "$run"
+         --unshare-pid --die-with-parent --new-session --chdir "$run" --)
+    landlock=(env -C "$run" HOME="$run" "$GUARD" --landlock --write "$run"
+              --deny .env --deny '*.key' --deny '*.pem' --)
+}
+use_run "$work/run"
 
 declare -A script expect
 script[create]="for i in \$(seq 1 $N); do : > c\$i.txt; echo x >> c\$i.txt; mv c\$i.txt r\$i.txt; done"
@@ -57,16 +66,16 @@ script[git]="git init -q g && cp -r $work/stage/g/. g/ && cd g && git add -A && 
 # What a run leaves behind, counted on the host: it must equal expect[w].
 done_count() {
     case $1 in
-    create) find "$work/run" -maxdepth 1 -name 'r*.txt' | wc -l ;;
-    tar) find "$work/run/t" -type f 2>/dev/null | wc -l ;;
-    git) git -C "$work/run/g" ls-tree -r --name-only HEAD 2>/dev/null | wc -l ;;
+    create) find "$run" -maxdepth 1 -name 'r*.txt' | wc -l ;;
+    tar) find "$run/t" -type f 2>/dev/null | wc -l ;;
+    git) git -C "$run/g" ls-tree -r --name-only HEAD 2>/dev/null | wc -l ;;
     esac
 }
 expect[create]=$N expect[tar]=$((N / 100 * 100)) expect[git]=$((N / 4))
 
 # Plain and guarded runs alternate, each on an emptied directory, so that
 # the file system's state (journal, caches) weighs on both columns alike.
-clear_run() { find "$work/run" -mindepth 1 -delete; sync; }
+clear_run() { find "$run" -mindepth 1 -delete; sync; }
 ms() { # command... -> wall ms; the command's output goes to $work/last.log
     local s e
     s=$(date +%s%N)
@@ -90,27 +99,34 @@ if "${landlock[@]}" sh -c ": > $work/outside" 2>/dev/null || [ -e "$work/outside
 fi
 
 TARGETS=()
-printf '%-8s %14s %14s %8s %14s %8s\n' workload "bwrap ms" "bwrap+guard ms" ratio "landlock ms" ratio
-for w in ${WORKLOADS:-create tar git}; do
-    : > "$work/plain" ; : > "$work/guarded" ; : > "$work/landlock"
-    ok=0 bad=0
-    for k in $(seq 1 $((RUNS + 1))); do
-        clear_run; p=$(ms "${box[@]}" sh -c "${script[$w]}")
-        if [ "$(done_count "$w")" -eq "${expect[$w]}" ]; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
-        clear_run; g=$(ms "${box[@]}" "${guard[@]}" sh -c "${script[$w]}")
-        if [ "$(done_count "$w")" -eq "${expect[$w]}" ]; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
-        clear_run; l=$(ms "${landlock[@]}" sh -c "${script[$w]}")
-        if [ "$(done_count "$w")" -eq "${expect[$w]}" ]; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
-        # The first round warms caches and is not counted.
-        if [ "$k" -gt 1 ]; then
-            echo "$p" >> "$work/plain"; echo "$g" >> "$work/guarded"; echo "$l" >> "$work/landlock"
-        fi
+printf '%-8s %-5s %14s %14s %8s %14s %8s\n' workload on "bwrap ms" "bwrap+guard ms" ratio "landlock ms" ratio
+measure() { # PLACE: each workload, in the current run directory
+    local place=$1 w k p g l a b c ok bad
+    for w in ${WORKLOADS:-create tar git}; do
+        : > "$work/plain" ; : > "$work/guarded" ; : > "$work/landlock"
+        ok=0 bad=0
+        for k in $(seq 1 $((RUNS + 1))); do
+            clear_run; p=$(ms "${box[@]}" sh -c "${script[$w]}")
+            if [ "$(done_count "$w")" -eq "${expect[$w]}" ]; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
+            clear_run; g=$(ms "${box[@]}" "${guard[@]}" sh -c "${script[$w]}")
+            if [ "$(done_count "$w")" -eq "${expect[$w]}" ]; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
+            clear_run; l=$(ms "${landlock[@]}" sh -c "${script[$w]}")
+            if [ "$(done_count "$w")" -eq "${expect[$w]}" ]; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
+            # The first round warms caches and is not counted.
+            if [ "$k" -gt 1 ]; then
+                echo "$p" >> "$work/plain"; echo "$g" >> "$work/guarded"; echo "$l" >> "$work/landlock"
+            fi
+        done
+        check "$w on $place" "$ok" "$bad"
+        a=$(median < "$work/plain"); b=$(median < "$work/guarded"); c=$(median < "$work/landlock")
+        awk -v w="$w" -v p="$place" -v a="$a" -v b="$b" -v c="$c" 'BEGIN { printf "%-8s %-5s %14.1f %14.1f %7.2fx %14.1f %7.2fx\n", w, p, a, b, (a > 0) ? b / a : 0, c, (a > 0) ? c / a : 0 }'
+        if [ "$place" = disk ]; then TARGETS+=("$w $a $b"); fi
     done
-    check "$w" "$ok" "$bad"
-    a=$(median < "$work/plain"); b=$(median < "$work/guarded"); c=$(median < "$work/landlock")
-    awk -v w="$w" -v a="$a" -v b="$b" -v c="$c" 'BEGIN { printf "%-8s %14.1f %14.1f %7.2fx %14.1f %7.2fx\n", w, a, b, (a > 0) ? b / a : 0, c, (a > 0) ? c / a : 0 }'
-    TARGETS+=("$w $a $b")
-done
+}
+measure disk
+use_run "$shm"
+measure tmpfs
+echo "(tmpfs: the guard's own cost per creation, which the disk's cost hides; the target is on the disk)"
 echo
 echo "targets (this run)"
 for t in "${TARGETS[@]}"; do
