@@ -34,10 +34,8 @@ impl StatusFiles {
                 }
             }
         }
-        let path = format!("/proc/{tid}/status\0");
-        let path =
-            std::ffi::CStr::from_bytes_with_nul(path.as_bytes()).map_err(|_| libc::EINVAL)?;
-        let fd = sys::openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_CLOEXEC, 0)?;
+        let path = super::resolve::cstring(format!("/proc/{tid}/status").as_bytes())?;
+        let fd = sys::openat(libc::AT_FDCWD, &path, libc::O_RDONLY | libc::O_CLOEXEC, 0)?;
         let n = sys::pread_start(fd.as_raw_fd(), buf)?;
         if open.len() >= MAX_STATUS_FILES {
             open.remove(0);
