@@ -24,8 +24,10 @@ use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
     PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
+use std::collections::HashMap;
+use std::ffi::OsStr;
 use std::os::fd::{AsFd, AsRawFd};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// The ABI whose rights are handled: 6 (Linux 6.12) brought the scopes.
 const ABI_USED: ABI = ABI::V6;
@@ -53,16 +55,93 @@ pub(crate) fn read_grants(h: &HostRules) -> Result<Vec<(PathBuf, BitFlags<Access
     grants_below(Path::new("/"), h)
 }
 
+/// The read denies and the paths read again, as a tree of names from `/`,
+/// so that each directory's entries are matched by name, not against every
+/// path of both lists.
+#[derive(Default)]
+struct Marks<'a> {
+    /// A read deny names this path.
+    deny: bool,
+    /// A path read again names this path.
+    again: bool,
+    /// A read deny lies strictly below.
+    deny_below: bool,
+    /// A path read again lies strictly below.
+    again_below: bool,
+    below: HashMap<&'a OsStr, Marks<'a>>,
+}
+
+impl<'a> Marks<'a> {
+    fn of(h: &'a HostRules) -> Marks<'a> {
+        let mut root = Marks::default();
+        for d in &h.read_deny {
+            root.mark(d, |m| m.deny = true, |m| m.deny_below = true);
+        }
+        for a in &h.read_again {
+            root.mark(a, |m| m.again = true, |m| m.again_below = true);
+        }
+        root
+    }
+
+    /// Marks the node of `p` with `at` and each node above it with `above`.
+    /// The paths are absolute and normal (`HostRules::new` checked them).
+    fn mark(&mut self, p: &'a Path, at: fn(&mut Self), above: fn(&mut Self)) {
+        let mut node = self;
+        for name in names(p) {
+            above(node);
+            node = node.below.entry(name).or_default();
+        }
+        at(node);
+    }
+}
+
+/// The names of an absolute path's components below `/`.
+fn names(p: &Path) -> impl Iterator<Item = &OsStr> {
+    p.components().filter_map(|c| match c {
+        Component::Normal(name) => Some(name),
+        _ => None,
+    })
+}
+
+/// Where a visited path stands: its node, if a listed path lies at or
+/// below it, and whether it is at or below a deny and a path read again.
+#[derive(Clone, Copy)]
+struct Standing<'m, 'a> {
+    node: Option<&'m Marks<'a>>,
+    in_deny: bool,
+    in_again: bool,
+}
+
+impl<'m, 'a> Standing<'m, 'a> {
+    fn child(self, name: &OsStr) -> Standing<'m, 'a> {
+        let node = self.node.and_then(|n| n.below.get(name));
+        Standing {
+            node,
+            in_deny: self.in_deny || node.is_some_and(|n| n.deny),
+            in_again: self.in_again || node.is_some_and(|n| n.again),
+        }
+    }
+}
+
 /// The read grants of the tree at `root` (the whole file system for `/`).
 fn grants_below(root: &Path, h: &HostRules) -> Result<Vec<(PathBuf, BitFlags<AccessFs>)>, Error> {
+    let marks = Marks::of(h);
+    let mut at = Standing {
+        node: Some(&marks),
+        in_deny: marks.deny,
+        in_again: marks.again,
+    };
+    for name in names(root) {
+        at = at.child(name);
+    }
     let mut out = Vec::new();
-    visit(root, h, &mut out)?;
+    visit(root, at, &mut out)?;
     Ok(out)
 }
 
 fn visit(
     p: &Path,
-    h: &HostRules,
+    at: Standing<'_, '_>,
     out: &mut Vec<(PathBuf, BitFlags<AccessFs>)>,
 ) -> Result<(), Error> {
     if out.len() > MAX_FILE_RULES {
@@ -70,12 +149,11 @@ fn visit(
             "the read denies need more than {MAX_FILE_RULES} rules"
         )));
     }
-    let strictly_below = |list: &[PathBuf]| list.iter().any(|d| d != p && d.starts_with(p));
-    let again = h.read_again.iter().any(|a| p.starts_with(a));
-    let denied = !again && h.read_deny.iter().any(|d| p.starts_with(d));
+    // A path read again is readable even inside a deny.
+    let denied = !at.in_again && at.in_deny;
     let descend = if denied {
-        strictly_below(&h.read_again)
-    } else if strictly_below(&h.read_deny) {
+        at.node.is_some_and(|n| n.again_below)
+    } else if at.node.is_some_and(|n| n.deny_below) {
         true
     } else {
         out.push((p.to_path_buf(), AccessFs::from_read(ABI_USED)));
@@ -97,7 +175,7 @@ fn visit(
         if kind.is_symlink() {
             continue;
         }
-        visit(&e.path(), h, out)?;
+        visit(&e.path(), at.child(&e.file_name()), out)?;
     }
     Ok(())
 }
@@ -210,5 +288,62 @@ mod tests {
         }
         // The root on the way to the denies is listable only.
         assert_eq!(rights(""), Some(BitFlags::from(AccessFs::ReadDir)));
+    }
+
+    /// The rule as first written: every visited path against every listed
+    /// path, component by component.
+    fn reference(p: &Path, h: &HostRules, out: &mut Vec<(PathBuf, BitFlags<AccessFs>)>) {
+        let strictly_below = |list: &[PathBuf]| list.iter().any(|d| d != p && d.starts_with(p));
+        let again = h.read_again.iter().any(|a| p.starts_with(a));
+        let denied = !again && h.read_deny.iter().any(|d| p.starts_with(d));
+        let descend = if denied {
+            strictly_below(&h.read_again)
+        } else if strictly_below(&h.read_deny) {
+            true
+        } else {
+            out.push((p.to_path_buf(), AccessFs::from_read(ABI_USED)));
+            return;
+        };
+        if !descend {
+            return;
+        }
+        if !denied {
+            out.push((p.to_path_buf(), BitFlags::from(AccessFs::ReadDir)));
+        }
+        for e in std::fs::read_dir(p).unwrap().flatten() {
+            if !e.file_type().unwrap().is_symlink() {
+                reference(&e.path(), h, out);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        /// On random trees with random denies and paths read again (some
+        /// absent, some nested in each other), the grants are the rule's.
+        #[test]
+        fn the_name_tree_grants_what_the_rule_says(
+            dirs in proptest::collection::vec("[abc](/[abc]){0,3}", 1..12),
+            denies in proptest::collection::vec("[abc](/[abc]){0,3}", 0..5),
+            agains in proptest::collection::vec("[abc](/[abc]){0,3}", 0..3),
+        ) {
+            let root = tempfile::tempdir().unwrap();
+            let r = root.path();
+            for d in &dirs {
+                std::fs::create_dir_all(r.join(d)).unwrap();
+            }
+            let h = HostRules {
+                read_deny: denies.iter().map(|d| r.join(d)).collect(),
+                read_again: agains.iter().map(|a| r.join(a)).collect(),
+                ..HostRules::default()
+            };
+            let mut want = Vec::new();
+            reference(r, &h, &mut want);
+            let mut got = grants_below(r, &h).unwrap();
+            want.sort();
+            got.sort();
+            proptest::prop_assert_eq!(got, want);
+        }
     }
 }
