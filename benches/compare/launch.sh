@@ -8,13 +8,20 @@
 #     true` (the same without the guard);
 #   - our `agent-run --mechanism landlock -- true` (the Landlock mechanism,
 #     for hosts where bubblewrap cannot make namespaces: no namespaces, the
-#     command under the launcher's Landlock rules and supervisor).
+#     command under the launcher's Landlock rules and supervisor);
+#   - the floor of our policy: bubblewrap with the very argv `agent-run --
+#     true` gave it (its mounts, namespaces and the guard), started directly,
+#     with no proxies, bridge or session around it. The argv is caught by a
+#     `bwrap` earlier on PATH that records it and runs the real one.
 # Prints median wall time (hyperfine) and peak RSS (GNU time, largest process)
 # per tool and the ratios against srt. RUNS=30 by default; SMOKE=1 runs each
 # tool 3 times after one warm-up, with one memory run, nothing timed
 # asserted. Needs bubblewrap, socat, ripgrep, hyperfine, GNU time and srt
 # (see install-peers.sh). Exits non-zero when a tool fails or never ran.
 set -euo pipefail
+# The commands below are split on spaces unquoted; their patterns (`*.key`)
+# are arguments, never globs.
+set -f
 cd "$(dirname "$0")/../.."
 . benches/compare/support/common.sh
 if smoke; then
@@ -46,7 +53,41 @@ declare -A CMD=(
     [agent-run-noguard]="$AGENT_RUN --no-filename-rules --no-name-guard -- true"
     [agent-run-landlock]="$AGENT_RUN --mechanism landlock -- true"
 )
-TOOLS="srt bwrap agent-run agent-run-noguard agent-run-landlock"
+TOOLS="srt bwrap bwrap-policy agent-run agent-run-noguard agent-run-landlock"
+
+# The policy's floor: the argv agent-run gives bubblewrap, less what only
+# works with agent-run around it (the descriptors it passes, the session
+# directory it removes at the end).
+REAL_BWRAP=$(command -v bwrap)
+mkdir "$work/spy" "$work/gone"
+printf '#!/bin/sh\nprintf "%%s\\n" "$@" > "%s/argv"\nexec %s "$@"\n' "$work" "$REAL_BWRAP" > "$work/spy/bwrap"
+chmod +x "$work/spy/bwrap"
+PATH="$work/spy:$PATH" "$AGENT_RUN" -- true > "$work/spy.out" 2>&1 || {
+    sed "s/^/  spy: /" "$work/spy.out" >&2
+    die "agent-run failed under the argv spy"
+}
+[ -s "$work/argv" ] || die "agent-run never started bubblewrap"
+CMD[bwrap-policy]=$(python3 - "$work/argv" "$work/gone" "$REAL_BWRAP" <<'PY'
+import os, sys
+argv = open(sys.argv[1]).read().split("\n")[:-1]
+gone, real = sys.argv[2], sys.argv[3]
+out, i = [real], 0
+while i < len(argv):
+    a = argv[i]
+    if any(c.isspace() for c in a):
+        sys.exit("an argument holds white space: " + repr(a))
+    if a in ("--info-fd", "--block-fd", "--sync-fd", "--userns-block-fd", "--report-fd"):
+        i += 2
+        continue
+    if a in ("--bind", "--ro-bind") and not os.path.exists(argv[i + 1]):
+        out += [a, gone, argv[i + 2]]
+        i += 3
+        continue
+    out.append(a)
+    i += 1
+print(" ".join(out))
+PY
+)
 declare -A MED MEM
 for name in $TOOLS; do
     MED[$name]=0 MEM[$name]=0
@@ -96,4 +137,6 @@ echo
 echo "targets (this run)"
 target "launch: agent-run -- true / bare bwrap" "${MED[agent-run]}" "${MED[bwrap]}" "<=" 2
 target "launch: agent-run --mechanism landlock / bwrap" "${MED[agent-run-landlock]}" "${MED[bwrap]}" "<=" 2
+echo "  what the policy itself costs in bubblewrap: bwrap-policy / bare bwrap = $(ratio "${MED[bwrap-policy]}" "${MED[bwrap]}")"
+echo "  what agent-run adds around it: agent-run / bwrap-policy = $(ratio "${MED[agent-run]}" "${MED[bwrap-policy]}")"
 finish
