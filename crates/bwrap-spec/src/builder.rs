@@ -310,6 +310,9 @@ impl BwrapBuilder {
     /// readable again and protected, as paths, and the name guard's rules.
     /// Globs among the denies stay name rules (they are never paths here).
     pub fn host_plan<H: HostView + ?Sized>(&self, host: &H) -> Result<HostPlan, Error> {
+        // The secret and write-deny sets ask for the same few directories'
+        // canonical paths once per entry: ask the host once.
+        let host = &sandbox_core::RememberingHost::new(host);
         let p = self.policy(host)?;
         let literal = |v: Vec<String>| -> Vec<String> {
             let mut out: Vec<String> = Vec::new();
@@ -350,6 +353,8 @@ impl BwrapBuilder {
 
     /// Builds the plan, reading the host through `host`.
     pub fn build<H: HostView + ?Sized>(&self, host: &H) -> Result<BwrapPlan, Error> {
+        // As in `host_plan`: one answer per canonical path.
+        let host = &sandbox_core::RememberingHost::new(host);
         let Policy {
             terminal,
             home_str,

@@ -345,5 +345,7 @@ pub fn find_on_path<H: HostView + ?Sized>(
 
 mod fake;
 mod landlock_trial;
+mod memo;
 mod trial_cache;
 pub use fake::FakeHost;
+pub use memo::RememberingHost;

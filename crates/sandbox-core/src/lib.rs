@@ -137,7 +137,9 @@ pub use error::{Error, ErrorKind};
 pub use event::{KillReason, SandboxEvent, SandboxViolation};
 pub use git::linked_git_dir_entries;
 pub use handle::SandboxHandle;
-pub use host::{AmbientHost, BWRAP_TRY_ARGS, FakeHost, HostView, Os, find_on_path};
+pub use host::{
+    AmbientHost, BWRAP_TRY_ARGS, FakeHost, HostView, Os, RememberingHost, find_on_path,
+};
 pub use mode::{Access, Mode};
 pub use name_guard_invocation::{
     HostConfinement, InvocationProblem, NAME_GUARD_USAGE, NameGuardInvocation,
