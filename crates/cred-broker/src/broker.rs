@@ -438,7 +438,7 @@ impl BrokerBuilder {
             limits: self.limits,
             provider,
             leaf_key,
-            sessions: rustls::server::ServerSessionMemoryCache::new(tls::SESSION_CACHE),
+            sessions: Arc::new(crate::session_store::SessionStore::new(tls::SESSION_CACHE)),
             client_config,
             handshake_timeout: self.handshake_timeout,
             idle_timeout: self.idle_timeout,

@@ -286,6 +286,7 @@ mod response;
 mod rules;
 mod secret;
 mod secret_source;
+mod session_store;
 mod streamed;
 mod tls;
 
