@@ -24,13 +24,28 @@ fn config_error(name: &'static str, e: impl fmt::Display) -> Error {
 }
 
 /// The provider shared by both sides: ring, or aws-lc-rs with the
-/// `aws-lc-rs` feature.
+/// `aws-lc-rs` feature, with its own cipher suites in its own order but
+/// for one: TLS 1.3's AES-128-GCM with SHA-256 comes first.
+///
+/// The default order starts with AES-256-GCM with SHA-384, whose key
+/// schedule runs SHA-512's compression function (no instructions of its
+/// own on common CPUs, where SHA-256 has them): under a new connection per
+/// request it was 13% of the broker's CPU time. AES-128-GCM is TLS 1.3's
+/// mandatory suite; every suite offered before is still offered.
 pub(crate) fn provider() -> Arc<CryptoProvider> {
     #[cfg(feature = "aws-lc-rs")]
-    let provider = rustls::crypto::aws_lc_rs::default_provider();
+    let mut provider = rustls::crypto::aws_lc_rs::default_provider();
     #[cfg(not(feature = "aws-lc-rs"))]
-    let provider = rustls::crypto::ring::default_provider();
+    let mut provider = rustls::crypto::ring::default_provider();
+    prefer_aes128_sha256(&mut provider);
     Arc::new(provider)
+}
+
+/// Moves TLS 1.3's AES-128-GCM-SHA256 to the front, the rest in order.
+fn prefer_aes128_sha256(provider: &mut CryptoProvider) {
+    provider
+        .cipher_suites
+        .sort_by_key(|s| s.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
 }
 
 /// Loads the session CA's leaf key once.
@@ -79,6 +94,9 @@ pub(crate) fn server_config(
         .with_cert_resolver(Arc::new(OneKey(Arc::new(certified))));
     config.alpn_protocols = vec![HTTP11.to_vec()];
     config.session_storage = Arc::clone(sessions);
+    // The provider's order (see `provider`), not the client's, which for
+    // most clients starts with AES-256-GCM-SHA384.
+    config.ignore_client_order = true;
     Ok(Arc::new(config))
 }
 

@@ -556,6 +556,41 @@ async fn only_http11_is_spoken() {
     assert!(seen_by(&s.origin).is_empty());
 }
 
+/// The broker picks TLS 1.3's AES-128-GCM-SHA256 even for a client that
+/// lists AES-256-GCM-SHA384 first (as rustls's and OpenSSL's defaults do),
+/// and still serves one that offers only AES-256-GCM-SHA384.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_broker_prefers_aes128_and_still_speaks_aes256() {
+    use rustls::CipherSuite::{TLS13_AES_128_GCM_SHA256, TLS13_AES_256_GCM_SHA384};
+    let s = trusted().await;
+    let (addr, _) = broker_listener(&s).await;
+    let config = tls_origin::client_config(&[s.ca.ca_cert_der()]);
+    let first = config.crypto_provider().cipher_suites[0].suite();
+    assert_eq!(first, TLS13_AES_256_GCM_SHA384, "the client's own order");
+    let tls = tls_origin::connect(addr, HOST, config).await.unwrap();
+    let suite = tls.get_ref().1.negotiated_cipher_suite().unwrap().suite();
+    assert_eq!(suite, TLS13_AES_128_GCM_SHA256);
+
+    let mut only256 = rustls::crypto::ring::default_provider();
+    only256
+        .cipher_suites
+        .retain(|c| c.suite() == TLS13_AES_256_GCM_SHA384);
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(s.ca.ca_cert_der().into()).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(only256))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let mut tls = tls_origin::connect(addr, HOST, config).await.unwrap();
+    let suite = tls.get_ref().1.negotiated_cipher_suite().unwrap().suite();
+    assert_eq!(suite, TLS13_AES_256_GCM_SHA384);
+    let mut buf = Vec::new();
+    let req = with_port(get("/x", ""), s.origin.addr().port());
+    let (status, _, body) = exchange(&mut tls, &mut buf, &req).await;
+    assert_eq!((status, body.as_str()), (200, "origin saw /x"));
+}
+
 /// Set (to `trusted` or `untrusted`) in the process
 /// [`upstream_trust_comes_from_the_platform_store`] starts.
 const PLATFORM_MODE: &str = "CRED_BROKER_TEST_PLATFORM_TRUST";
