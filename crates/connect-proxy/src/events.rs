@@ -124,19 +124,32 @@ impl Events {
     }
 
     /// Records a decision, and a violation when it is a policy refusal.
-    pub(crate) fn report(&self, protocol: Protocol, target: String, outcome: Outcome) {
+    ///
+    /// `target` is written out only when something reads it (a violation,
+    /// or a decision subscriber): a connection nobody watches formats
+    /// nothing.
+    pub(crate) fn report(&self, protocol: Protocol, target: impl ToString, outcome: Outcome) {
         if let Outcome::Refused(d) = &outcome
             && d.is_violation()
         {
+            let target = target.to_string();
             let v = SandboxViolation::new(SandboxViolation::NETWORK_OUTBOUND, target.clone())
                 .with_raw(format!("{protocol} {target}: {d}"));
             // No subscriber is not an error.
             let _ = self.violations.send(v);
+            if self.decisions.receiver_count() > 0 {
+                let _ = self.decisions.send(Decision {
+                    protocol,
+                    target,
+                    outcome,
+                });
+            }
+            return;
         }
         if self.decisions.receiver_count() > 0 {
             let _ = self.decisions.send(Decision {
                 protocol,
-                target,
+                target: target.to_string(),
                 outcome,
             });
         }

@@ -53,7 +53,7 @@ impl Shared {
         match self.egress.dial(&addrs).await {
             Ok((stream, peer)) => {
                 self.events
-                    .report(protocol, target.to_string(), Outcome::Connected(peer));
+                    .report(protocol, target, Outcome::Connected(peer));
                 Ok(Route::Upstream(stream))
             }
             Err(d) => Err(self.refuse(protocol, target.to_string(), d)),
@@ -78,7 +78,7 @@ impl Shared {
         buffered: Vec<u8>,
     ) {
         self.events
-            .report(protocol, target.to_string(), Outcome::Intercepted);
+            .report(protocol, &target, Outcome::Intercepted);
         let conn = Intercepted {
             protocol,
             target,
