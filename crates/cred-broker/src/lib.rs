@@ -52,7 +52,11 @@
 //!   from the session CA, the rule engine, [`BrokerBuilder::grant`]s of a
 //!   credential and its lease, and upstream roots) serves each intercepted
 //!   connection with [`Broker::serve`]: TLS in with rustls (ring, or
-//!   aws-lc-rs with its feature), ALPN `http/1.1` only, the session CA's
+//!   aws-lc-rs with its feature; the provider's cipher suites, with TLS
+//!   1.3's AES-128-GCM-SHA256 first on both sides and chosen by the
+//!   broker's order, since SHA-384's key schedule has no CPU instructions
+//!   of its own; sessions resumed from a store shared by the session's
+//!   connections), ALPN `http/1.1` only, the session CA's
 //!   leaf for the `CONNECT` host, an SNI for any other host refused; then
 //!   request by request: `Host` must name the `CONNECT` target, the rules
 //!   must allow, the lease must be active;
