@@ -77,8 +77,7 @@ impl Shared {
         client: ClientStream,
         buffered: Vec<u8>,
     ) {
-        self.events
-            .report(protocol, &target, Outcome::Intercepted);
+        self.events.report(protocol, &target, Outcome::Intercepted);
         let conn = Intercepted {
             protocol,
             target,
