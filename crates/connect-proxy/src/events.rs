@@ -129,27 +129,24 @@ impl Events {
     /// or a decision subscriber): a connection nobody watches formats
     /// nothing.
     pub(crate) fn report(&self, protocol: Protocol, target: impl ToString, outcome: Outcome) {
+        let violation = matches!(&outcome, Outcome::Refused(d) if d.is_violation());
+        let watched = self.decisions.receiver_count() > 0;
+        if !violation && !watched {
+            return;
+        }
+        let target = target.to_string();
         if let Outcome::Refused(d) = &outcome
-            && d.is_violation()
+            && violation
         {
-            let target = target.to_string();
             let v = SandboxViolation::new(SandboxViolation::NETWORK_OUTBOUND, target.clone())
                 .with_raw(format!("{protocol} {target}: {d}"));
             // No subscriber is not an error.
             let _ = self.violations.send(v);
-            if self.decisions.receiver_count() > 0 {
-                let _ = self.decisions.send(Decision {
-                    protocol,
-                    target,
-                    outcome,
-                });
-            }
-            return;
         }
-        if self.decisions.receiver_count() > 0 {
+        if watched {
             let _ = self.decisions.send(Decision {
                 protocol,
-                target: target.to_string(),
+                target,
                 outcome,
             });
         }
