@@ -6,6 +6,7 @@ use crate::egress::Denial;
 use crate::events::Protocol;
 use crate::session::{Route, Shared, printable};
 use crate::tunnel::relay;
+use bytes::BufMut;
 use net_vocab::{ErrorKind, HeadLimits, HeadReader, RequestHead, Target};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -13,7 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// Serves one client connection.
 pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
     client.set_nodelay();
-    let mut buf = Vec::with_capacity(2048);
+    let mut buf = Vec::with_capacity(READ_CHUNK);
     let read = read_head(&mut client, &mut buf, shared.head);
     let (head, end) = match tokio::time::timeout(shared.limits.header_timeout, read).await {
         Err(_) => {
@@ -73,6 +74,10 @@ enum HeadRead {
     Closed,
 }
 
+/// The most one read of the request head asks for (a CONNECT head is
+/// usually far shorter), and the buffer's first size.
+const READ_CHUNK: usize = 2048;
+
 /// Reads until the head is complete, checking each byte as it arrives;
 /// never reads past the head limit. Bytes after the head stay in `buf`.
 async fn read_head(
@@ -82,21 +87,22 @@ async fn read_head(
 ) -> Result<(RequestHead, usize), HeadRead> {
     let mut reader = HeadReader::new(limits);
     let max = limits.max_head();
-    let mut chunk = [0u8; 4096];
     loop {
         if buf.len() >= max {
             let e = ErrorKind::HeadTooLarge { limit: max };
             return Err(HeadRead::Refused(e.into()));
         }
-        let want = chunk.len().min(max - buf.len());
+        // Straight into the buffer's spare room, never zeroed first, and
+        // never more than the limit leaves.
+        let want = READ_CHUNK.min(max - buf.len());
+        buf.reserve(want);
         let n = client
-            .read(&mut chunk[..want])
+            .read_buf(&mut (&mut *buf).limit(want))
             .await
             .map_err(|_| HeadRead::Closed)?;
         if n == 0 {
             return Err(HeadRead::Closed);
         }
-        buf.extend_from_slice(&chunk[..n]);
         if let Some(read) = reader.read(buf).map_err(HeadRead::Refused)? {
             return Ok(read);
         }

@@ -54,6 +54,7 @@ impl Hasher for FxHasher {
 }
 
 type Map<V> = HashMap<String, V, BuildHasherDefault<FxHasher>>;
+type IpMap<V> = HashMap<IpAddr, V, BuildHasherDefault<FxHasher>>;
 
 /// Ports an entry applies to.
 #[derive(Clone, Debug, Default)]
@@ -117,6 +118,9 @@ impl LabelCounts {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Index {
     exact: Map<Rule>,
+    /// Exact IP literals, apart from the names: an address is looked up as
+    /// it is, never formatted as text first.
+    exact_ip: IpMap<Rule>,
     suffix: Map<Rule>,
     suffix_counts: LabelCounts,
     middle: Map<Map<Rule>>,
@@ -129,7 +133,8 @@ impl Index {
     /// would for every entry, with deny beating allow.
     pub(crate) fn insert(&mut self, pattern: &HostPattern, side: Side) {
         let rule = match pattern.shape() {
-            PatternShape::Exact(h) => self.exact.entry(h.to_string()).or_default(),
+            PatternShape::Exact(Host::Ip(ip)) => self.exact_ip.entry(*ip).or_default(),
+            PatternShape::Exact(Host::Name(name)) => self.exact.entry(name.clone()).or_default(),
             PatternShape::Suffix(s) => {
                 self.suffix_counts.add(s);
                 self.suffix.entry(s.to_owned()).or_default()
@@ -193,16 +198,16 @@ impl Index {
     /// The exact rules for an address and, for an IPv4-mapped IPv6 address,
     /// for its IPv4 form.
     fn ip_rules(&self, ip: IpAddr) -> [Option<&Rule>; 2] {
-        if self.exact.is_empty() {
+        if self.exact_ip.is_empty() {
             return [None, None];
         }
         let mapped = match ip {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(|v4| v4.to_string()),
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4),
             IpAddr::V4(_) => None,
         };
         [
-            self.exact.get(&ip.to_string()),
-            mapped.and_then(|m| self.exact.get(&m)),
+            self.exact_ip.get(&ip),
+            mapped.and_then(|m| self.exact_ip.get(&m)),
         ]
     }
 

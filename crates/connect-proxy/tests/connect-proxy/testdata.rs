@@ -282,3 +282,40 @@ proptest! {
         prop_assert_eq!(list.decide(&host, port), want, "{} on {}:{}", entry, host, port);
     }
 }
+
+/// Address literals that meet: plain, IPv4-mapped, loopback and not.
+fn address() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "127.0.0.1",
+        "10.0.0.1",
+        "[::1]",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:10.0.0.1]",
+        "[2001:db8::1]",
+    ])
+}
+
+proptest! {
+    #[test]
+    fn the_address_index_answers_as_the_matcher(
+        entry in address(),
+        entry_port in prop::sample::select(vec!["", ":443", ":80"]),
+        host in address(),
+        port in prop::sample::select(vec![443u16, 80]),
+    ) {
+        let entry = format!("{entry}{entry_port}");
+        let pattern = HostPattern::parse(&entry).unwrap();
+        let host = Host::parse_wire(host.trim_start_matches('[').trim_end_matches(']')).unwrap();
+        let list = AllowList::builder()
+            .baseline(Baseline::Exclude)
+            .allow(entry.clone())
+            .build()
+            .unwrap();
+        let want = if pattern.matches_target(&Target::new(host.clone(), port)) {
+            Verdict::Allow
+        } else {
+            Verdict::Deny(connect_proxy::DenyReason::NotAllowed)
+        };
+        prop_assert_eq!(list.decide(&host, port), want, "{} on {}:{}", entry, host, port);
+    }
+}
