@@ -1,33 +1,46 @@
 /*
- * A minimal single-threaded epoll TCP forwarder, the connection-rate
- * ceiling reference for benches/compare/proxy.sh: no CONNECT, no policy,
- * no timers, the fewest system calls a relay can make per connection
- * (accept, socket, connect, two TCP_NODELAY, two epoll adds, the reads and
- * writes, the half-closes, two closes).
+ * A minimal single-threaded epoll relay, the connection-rate floor for
+ * benches/compare/proxy.sh, in two modes:
  *
- *   fwd_epoll LISTEN_PORT UPSTREAM_PORT      (both on 127.0.0.1)
+ *   fwd_epoll LISTEN_PORT UPSTREAM_PORT   a plain TCP forwarder: no CONNECT,
+ *                                         no policy (the ceiling of any relay)
+ *   fwd_epoll connect LISTEN_PORT         the smallest HTTP CONNECT proxy:
+ *                                         reads the request head, dials the
+ *                                         IPv4 literal it names, answers 200,
+ *                                         then relays; no policy, no timers
  *
- * Writes that would block are finished in blocking mode: fine for the small
- * pages the rate benchmark moves, not a general relay.
+ * Both make the fewest system calls such a relay can per connection (accept,
+ * socket, connect, two TCP_NODELAY, two epoll adds, the reads and writes,
+ * the half-closes, two closes; the CONNECT mode adds the head's read and the
+ * answer's write). Everything listens and dials on 127.0.0.1 only.
+ *
+ * Writes that would block are finished in blocking mode, and a CONNECT head
+ * must arrive in one read of at most 1 KiB: fine for the benchmark's clients,
+ * not a general relay.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 struct conn {
-    int fd[2];      /* client, upstream */
+    int fd[2];      /* client, upstream (-1 until a CONNECT head is read) */
     int open_dirs;  /* directions still moving data */
 };
 
 /* An epoll cookie: the connection and which side became readable. */
 struct side { struct conn *c; int i; };
+
+static const int one = 1;
+static int ep;
 
 static int write_all(int fd, const char *p, ssize_t n) {
     while (n > 0) {
@@ -47,22 +60,63 @@ static int write_all(int fd, const char *p, ssize_t n) {
 
 static void finish(struct conn *c, struct side *s) {
     close(c->fd[0]);
-    close(c->fd[1]);
+    if (c->fd[1] >= 0) close(c->fd[1]);
     free(s - s->i); /* the two sides are allocated together */
     free(c);
 }
 
+/* A blocking connect to 127.0.0.1-style address `to`, then non-blocking. */
+static int dial(const struct sockaddr_in *to) {
+    int u = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (u < 0) return -1;
+    if (connect(u, (const struct sockaddr *)to, sizeof *to) != 0) {
+        close(u);
+        return -1;
+    }
+    fcntl(u, F_SETFL, O_NONBLOCK);
+    setsockopt(u, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return u;
+}
+
+static void watch(struct side *s) {
+    struct epoll_event e = { .events = EPOLLIN, .data.ptr = s };
+    epoll_ctl(ep, EPOLL_CTL_ADD, s->c->fd[s->i], &e);
+}
+
+/* "CONNECT a.b.c.d:port HTTP/1.x\r\n...\r\n\r\n" -> the address, and where the
+ * head ends; -1 for anything else. */
+static int parse_connect(char *head, ssize_t n, struct sockaddr_in *to, ssize_t *end) {
+    head[n] = 0;
+    char *stop = strstr(head, "\r\n\r\n");
+    if (!stop || strncmp(head, "CONNECT ", 8) != 0) return -1;
+    *end = stop + 4 - head;
+    char *host = head + 8, *colon = strchr(host, ':');
+    if (!colon) return -1;
+    *colon = 0;
+    int port = atoi(colon + 1);
+    memset(to, 0, sizeof *to);
+    to->sin_family = AF_INET;
+    to->sin_port = htons((unsigned short)port);
+    if (port <= 0 || port > 65535 || inet_pton(AF_INET, host, &to->sin_addr) != 1) return -1;
+    return 0;
+}
+
+static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
 int main(int argc, char **argv) {
-    if (argc != 3) { fprintf(stderr, "usage: fwd_epoll LISTEN_PORT UPSTREAM_PORT\n"); return 2; }
-    int one = 1;
+    int connect_mode = argc == 3 && strcmp(argv[1], "connect") == 0;
+    if (argc != 3) {
+        fprintf(stderr, "usage: fwd_epoll LISTEN_PORT UPSTREAM_PORT | fwd_epoll connect LISTEN_PORT\n");
+        return 2;
+    }
     struct sockaddr_in addr = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     struct sockaddr_in up = addr;
-    addr.sin_port = htons((unsigned short)atoi(argv[1]));
-    up.sin_port = htons((unsigned short)atoi(argv[2]));
+    addr.sin_port = htons((unsigned short)atoi(argv[connect_mode ? 2 : 1]));
+    if (!connect_mode) up.sin_port = htons((unsigned short)atoi(argv[2]));
     int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (bind(l, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(l, 4096) != 0) { perror("listen"); return 1; }
-    int ep = epoll_create1(EPOLL_CLOEXEC);
+    ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
     epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev);
     static char buf[64 * 1024];
@@ -75,31 +129,43 @@ int main(int argc, char **argv) {
                 for (;;) {
                     int c = accept4(l, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
                     if (c < 0) break;
-                    int u = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                    if (u < 0 || connect(u, (struct sockaddr *)&up, sizeof up) != 0) {
-                        close(c);
-                        if (u >= 0) close(u);
-                        continue;
-                    }
-                    fcntl(u, F_SETFL, O_NONBLOCK);
+                    int u = connect_mode ? -1 : dial(&up);
+                    if (!connect_mode && u < 0) { close(c); continue; }
                     setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-                    setsockopt(u, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
                     struct conn *cn = malloc(sizeof *cn);
                     struct side *sides = malloc(2 * sizeof *sides);
-                    if (!cn || !sides) { free(cn); free(sides); close(c); close(u); continue; }
+                    if (!cn || !sides) { free(cn); free(sides); close(c); if (u >= 0) close(u); continue; }
                     cn->fd[0] = c;
                     cn->fd[1] = u;
                     cn->open_dirs = 2;
                     for (int i = 0; i < 2; i++) {
                         sides[i].c = cn;
                         sides[i].i = i;
-                        struct epoll_event e = { .events = EPOLLIN, .data.ptr = &sides[i] };
-                        epoll_ctl(ep, EPOLL_CTL_ADD, cn->fd[i], &e);
                     }
+                    watch(&sides[0]);
+                    if (u >= 0) watch(&sides[1]);
                 }
                 continue;
             }
             struct conn *c = s->c;
+            if (c->fd[1] < 0) {
+                /* The CONNECT head, in one read. */
+                static char head[1025];
+                ssize_t r = read(c->fd[0], head, sizeof head - 1), end = 0;
+                struct sockaddr_in to;
+                if (r < 0 && errno == EAGAIN) continue;
+                int u = -1;
+                if (r <= 0 || parse_connect(head, r, &to, &end) != 0 || (u = dial(&to)) < 0
+                    || write_all(c->fd[0], established, sizeof established - 1) != 0
+                    || (r > end && write_all(u, head + end, r - end) != 0)) {
+                    if (u >= 0) close(u);
+                    finish(c, s);
+                    continue;
+                }
+                c->fd[1] = u;
+                watch(s + 1);
+                continue;
+            }
             int from = c->fd[s->i], to = c->fd[1 - s->i];
             ssize_t r = read(from, buf, sizeof buf);
             if (r < 0 && errno == EAGAIN) continue;

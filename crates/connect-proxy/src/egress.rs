@@ -127,20 +127,26 @@ impl Egress {
         if let Verdict::Deny(reason) = self.policy.decide(target) {
             return Err(Denial::Policy(reason));
         }
-        let ips = match &target.host {
-            Host::Ip(ip) => vec![*ip],
+        let literal;
+        let resolved;
+        let ips: &[IpAddr] = match &target.host {
+            Host::Ip(ip) => {
+                literal = [*ip];
+                &literal
+            }
             Host::Name(name) => {
                 let lookup = self.resolver.resolve(name);
-                match tokio::time::timeout(self.resolve_timeout, lookup).await {
+                resolved = match tokio::time::timeout(self.resolve_timeout, lookup).await {
                     Err(_) | Ok(Err(ResolveError::Timeout)) => return Err(Denial::DnsTimeout),
                     Ok(Err(_)) => return Err(Denial::NotFound),
                     Ok(Ok(ips)) => ips,
-                }
+                };
+                &resolved
             }
         };
         let mut vetted = Vec::with_capacity(ips.len());
         let mut first_refusal = None;
-        for ip in ips {
+        for &ip in ips {
             let addr = SocketAddr::new(ip, target.port);
             if self.policy.refuses_address(ip, target.port) {
                 first_refusal.get_or_insert(Denial::DenylistedAddress(ip));

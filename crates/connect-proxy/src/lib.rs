@@ -153,6 +153,7 @@ mod resolver;
 mod session;
 mod socks_proxy;
 mod socks_wire;
+mod spare_buffers;
 mod tunnel;
 
 /// Entry points for the fuzz targets; not a stable API.

@@ -8,6 +8,7 @@ use crate::egress::Egress;
 use crate::error::{Error, ErrorKind};
 use crate::events::{Decision, Events, Subscription};
 use crate::session::Shared;
+use crate::spare_buffers::SpareBuffers;
 use crate::{http_proxy, socks_proxy};
 use sandbox_core::SandboxViolation;
 use std::future::Future;
@@ -84,6 +85,7 @@ impl ProxyService {
             limits: config.limits,
             head: config.head,
             events,
+            spare: SpareBuffers::default(),
         });
         let (stop, _) = watch::channel(false);
         ProxyService {

@@ -7,6 +7,7 @@ use crate::credentials::ProxyCredentials;
 use crate::egress::{Denial, Egress};
 use crate::events::{Events, Outcome, Protocol};
 use crate::intercept::{Intercept, Intercepted};
+use crate::spare_buffers::SpareBuffers;
 use crate::tunnel::Copying;
 use net_vocab::{HeadLimits, Target};
 use std::net::SocketAddr;
@@ -20,6 +21,7 @@ pub(crate) struct Shared {
     pub(crate) limits: Limits,
     pub(crate) head: HeadLimits,
     pub(crate) events: Events,
+    pub(crate) spare: SpareBuffers,
 }
 
 /// Where an allowed connection goes.
@@ -31,10 +33,11 @@ pub(crate) enum Route {
 }
 
 impl Shared {
-    pub(crate) fn copying(&self) -> Copying {
+    pub(crate) fn copying(&self) -> Copying<'_> {
         Copying {
             buffer: self.limits.copy_buffer_bytes,
             idle: self.limits.idle_timeout,
+            spare: &self.spare,
         }
     }
 

@@ -2,12 +2,14 @@
 //! ways, an abort (a reset or any other error on either side) passed on as a
 //! reset of the other, an idle timeout over both directions.
 //!
-//! Copying goes through a user-space buffer that starts at 8 KiB and grows
-//! to [`crate::Limits::copy_buffer_bytes`]. On the 2-core loopback bench a
+//! Copying goes through a user-space buffer that starts at 8 KiB (kept
+//! between tunnels in [`SpareBuffers`]) and grows to
+//! [`crate::Limits::copy_buffer_bytes`]. On the 2-core loopback bench a
 //! 256 KiB buffer beat 64 KiB, 8 KiB and `splice(2)` through a pipe
 //! (`benches/README.md` has the figures), so that is the default.
 
 use crate::client::ClientStream;
+use crate::spare_buffers::{FIRST_BUFFER, SpareBuffers};
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -15,14 +17,12 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-/// The first buffer of each direction, before it grows.
-const START_BUFFER: usize = 8 * 1024;
-
 /// How a tunnel copies.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Copying {
+pub(crate) struct Copying<'a> {
     pub(crate) buffer: usize,
     pub(crate) idle: Duration,
+    pub(crate) spare: &'a SpareBuffers,
 }
 
 /// Activity clock shared by both directions.
@@ -59,7 +59,7 @@ impl Clock {
 pub(crate) async fn relay(
     client: &mut ClientStream,
     upstream: &mut TcpStream,
-    copying: Copying,
+    copying: Copying<'_>,
 ) -> io::Result<()> {
     let clock = Clock {
         start: Instant::now(),
@@ -91,17 +91,28 @@ pub(crate) async fn relay(
 async fn pump<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
     r: &mut R,
     w: &mut W,
-    copying: Copying,
+    copying: Copying<'_>,
     clock: &Clock,
 ) -> io::Result<()> {
-    let size = copying.buffer;
+    let mut buf = copying.spare.take(copying.buffer.min(FIRST_BUFFER));
+    let copied = copy(r, w, copying.buffer, clock, &mut buf).await;
+    copying.spare.give(buf);
+    copied
+}
+
+async fn copy<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
+    r: &mut R,
+    w: &mut W,
+    size: usize,
+    clock: &Clock,
+    buf: &mut Vec<u8>,
+) -> io::Result<()> {
     // Start small so short connections stay cheap; grow to the configured
     // size once a read fills the buffer. `read_buf` reads into spare
     // capacity, so the buffer is never zero-filled.
-    let mut buf: Vec<u8> = Vec::with_capacity(size.min(START_BUFFER));
     loop {
         buf.clear();
-        let n = r.read_buf(&mut buf).await?;
+        let n = r.read_buf(buf).await?;
         if n == 0 {
             // Pass the half-close on; the other direction keeps going.
             w.shutdown().await?;

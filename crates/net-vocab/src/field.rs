@@ -138,7 +138,7 @@ pub(crate) fn parse_field_line(line: &[u8], offset: usize) -> Result<HeaderField
         }
     }
     // The name is ASCII tchars only, so this conversion loses nothing.
-    let name = String::from_utf8_lossy(&line[..colon]).into_owned();
+    let name = String::from_utf8(line[..colon].to_vec()).unwrap_or_default();
     Ok(HeaderField {
         name,
         value: trim_ows(raw).to_vec(),

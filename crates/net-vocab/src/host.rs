@@ -134,6 +134,12 @@ fn parse(input: &str, unicode: Unicode) -> Result<Host, Error> {
             Err(_) => Err(Error::host(input, HostProblem::BadByte)),
         };
     }
+    // The common spelling of an IPv4 literal, four decimal parts without
+    // leading zeros: what `inet_aton` reads it as, without building the
+    // name first. Every other numeric form goes the long way below.
+    if let Ok(ip) = input.parse::<Ipv4Addr>() {
+        return Ok(Host::Ip(IpAddr::V4(ip)));
+    }
     let name = canonical_labels(input, unicode)?;
     if last_label_is_numeric(&name) {
         return match inet_aton(&name) {
@@ -279,5 +285,38 @@ mod tests {
         assert!(Host::parse_wire("256.1.1.1").is_err());
         assert!(Host::parse_wire("1.2.3.4.5").is_err());
         assert!(Host::parse_wire("08.1.1.1").is_err());
+    }
+
+    /// The long way for a name of numeric labels: what `parse` did before
+    /// its shortcut for dotted decimal.
+    fn numeric_the_long_way(input: &str) -> Option<Ipv4Addr> {
+        let name = canonical_labels(input, Unicode::Refuse).ok()?;
+        inet_aton(&name)
+    }
+
+    proptest::proptest! {
+        /// The dotted-decimal shortcut reads every numeric spelling as
+        /// `inet_aton` does, and refuses none that it reads.
+        #[test]
+        fn the_ipv4_shortcut_agrees_with_inet_aton(
+            parts in proptest::collection::vec("(0x)?[0-9a-f]{0,4}", 1..6),
+            dot in proptest::bool::ANY,
+        ) {
+            let mut s = parts.join(".");
+            if dot {
+                s.push('.');
+            }
+            let long = numeric_the_long_way(&s).map(|ip| Host::Ip(ip.into()));
+            match Host::parse_wire(&s) {
+                Ok(Host::Ip(ip)) => proptest::prop_assert_eq!(Some(Host::Ip(ip)), long),
+                _ => proptest::prop_assert_eq!(long, None),
+            }
+        }
+
+        #[test]
+        fn every_address_reads_back(ip in proptest::prelude::any::<u32>()) {
+            let ip = Ipv4Addr::from(ip);
+            proptest::prop_assert_eq!(Host::parse_wire(&ip.to_string()).ok(), Some(Host::Ip(ip.into())));
+        }
     }
 }

@@ -71,6 +71,31 @@ impl HeadReader {
         while self.pos < buf.len() {
             let i = self.pos;
             let b = buf[i];
+            if b != b'\r' && b != b'\n' && (i == 0 || buf[i - 1] != b'\r') {
+                // A run of ordinary bytes at once: within it only the head
+                // and line limits can be crossed, first at `first_over`.
+                let run = buf[i..]
+                    .iter()
+                    .position(|&c| c == b'\r' || c == b'\n')
+                    .map_or(buf.len(), |n| i + n);
+                let line_over = self.line_start.saturating_add(limits.max_line());
+                let first_over = limits.max_head().min(line_over).max(i);
+                if first_over < run {
+                    return Err(if first_over >= limits.max_head() {
+                        ErrorKind::HeadTooLarge {
+                            limit: limits.max_head(),
+                        }
+                    } else {
+                        ErrorKind::LineTooLong {
+                            offset: self.line_start,
+                            limit: limits.max_line(),
+                        }
+                    }
+                    .into());
+                }
+                self.pos = run;
+                continue;
+            }
             if i > 0 && buf[i - 1] == b'\r' && b != b'\n' {
                 return Err(ErrorKind::BareCr { offset: i - 1 }.into());
             }
@@ -126,9 +151,10 @@ fn lines(head: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
     let mut start = 0;
     std::iter::from_fn(move || {
         let rest = head.get(start..)?;
-        let end = rest.windows(2).position(|w| w == b"\r\n")?;
-        let line = (start, &rest[..end]);
-        start += end + 2;
+        // The scanner saw every LF preceded by a CR.
+        let lf = rest.iter().position(|&b| b == b'\n')?;
+        let line = (start, rest.get(..lf.checked_sub(1)?)?);
+        start += lf + 1;
         Some(line)
     })
 }
@@ -161,14 +187,16 @@ fn parse_head(head: &[u8]) -> Result<RequestHead, Error> {
 
 fn parse_request_line(line: &[u8]) -> Result<(String, String, Version), Error> {
     let bad = |offset, reason| Err(ErrorKind::InvalidRequestLine { offset, reason }.into());
-    let parts: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
-    if parts.len() != 3 || parts.iter().any(|p| p.is_empty()) {
-        return bad(
-            0,
-            "expected exactly `METHOD target HTTP/1.1` with single spaces",
-        );
+    const SHAPE: &str = "expected exactly `METHOD target HTTP/1.1` with single spaces";
+    let mut parts = line.split(|&b| b == b' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return bad(0, SHAPE);
+    };
+    if method.is_empty() || target.is_empty() || version.is_empty() {
+        return bad(0, SHAPE);
     }
-    let (method, target, version) = (parts[0], parts[1], parts[2]);
     if let Some(i) = method.iter().position(|&b| !is_tchar(b)) {
         return bad(i, "the method has a byte outside the token characters");
     }
@@ -194,10 +222,9 @@ fn parse_request_line(line: &[u8]) -> Result<(String, String, Version), Error> {
             );
         }
     };
-    // Both are checked ASCII above.
-    let method = String::from_utf8_lossy(method).into_owned();
-    let target = String::from_utf8_lossy(target).into_owned();
-    Ok((method, target, version))
+    // Both are checked ASCII above, so neither conversion can fail.
+    let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap_or_default();
+    Ok((text(method), text(target), version))
 }
 
 /// At most one `Host` field, and its value a host with an optional port.
@@ -266,4 +293,93 @@ fn framing(method: &str, version: Version, headers: &[HeaderField]) -> Result<Bo
         };
     }
     Ok(BodyFraming::None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The scanner as it was, one byte per step: the reference the run
+    /// skipping above must agree with.
+    fn scan_bytewise(limits: HeadLimits, buf: &[u8]) -> Result<Option<usize>, Error> {
+        let (mut line_start, mut lines) = (0, 0);
+        for (i, &b) in buf.iter().enumerate() {
+            if i > 0 && buf[i - 1] == b'\r' && b != b'\n' {
+                return Err(ErrorKind::BareCr { offset: i - 1 }.into());
+            }
+            if i >= limits.max_head() {
+                let limit = limits.max_head();
+                return Err(ErrorKind::HeadTooLarge { limit }.into());
+            }
+            match b {
+                b'\n' => {
+                    if i == 0 || buf[i - 1] != b'\r' {
+                        return Err(ErrorKind::BareLf { offset: i }.into());
+                    }
+                    if i - 1 == line_start {
+                        if line_start == 0 {
+                            return Err(ErrorKind::LeadingEmptyLine.into());
+                        }
+                        return Ok(Some(i + 1));
+                    }
+                    lines += 1;
+                    if lines > limits.max_headers() + 1 {
+                        let limit = limits.max_headers();
+                        return Err(ErrorKind::TooManyHeaders { limit }.into());
+                    }
+                    line_start = i + 1;
+                }
+                b'\r' => {}
+                _ if i - line_start >= limits.max_line() => {
+                    let (offset, limit) = (line_start, limits.max_line());
+                    return Err(ErrorKind::LineTooLong { offset, limit }.into());
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    fn head_like() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            Just(b"\r\n".to_vec()),
+            Just(b"\r".to_vec()),
+            Just(b"\n".to_vec()),
+            proptest::collection::vec(b'a'..=b'z', 0..40),
+        ];
+        proptest::collection::vec(piece, 0..16).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// Fed in any chunks, the scanner gives what the byte-at-a-time
+        /// reference gives for the whole buffer, errors and offsets alike.
+        #[test]
+        fn skipping_runs_agrees_with_the_bytewise_scan(
+            bytes in head_like(),
+            cuts in proptest::collection::vec(0usize..400, 0..4),
+            max_line in 16usize..40,
+            extra_head in 0usize..80,
+            max_headers in 1usize..6,
+        ) {
+            let limits = HeadLimits::new(max_line + extra_head, max_line, max_headers);
+            prop_assert!(limits.is_ok());
+            let Ok(limits) = limits else { return Ok(()) };
+            let want = scan_bytewise(limits, &bytes);
+            let mut reader = HeadReader::new(limits);
+            let mut ends: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+            ends.sort_unstable();
+            ends.push(bytes.len());
+            let mut got = Ok(None);
+            for end in ends {
+                got = reader.scan(&bytes[..end]);
+                if !matches!(got, Ok(None)) {
+                    break;
+                }
+            }
+            prop_assert_eq!(got, want);
+        }
+    }
 }
