@@ -12,6 +12,7 @@ use crate::git::classifier::GitClassifier;
 use crate::lease::Lease;
 use crate::limits::Limits;
 use crate::tls;
+use crate::upstream_pool::UpstreamPool;
 #[cfg(feature = "git")]
 use push_rule::{GitLimits, PushRule, PushRuleSpec};
 use rustls::crypto::CryptoProvider;
@@ -92,6 +93,8 @@ pub struct Broker {
     /// Asked by each connection for refusal shapes and for bodies they
     /// read themselves (see [`RequestClassifier`]); built once.
     pub(crate) classifiers: Arc<[Arc<dyn RequestClassifier>]>,
+    /// Verified upstream connections kept between client connections.
+    pub(crate) upstream_pool: UpstreamPool,
     #[cfg(feature = "git")]
     pub(crate) push_rule: Option<PushRule>,
 }
@@ -432,6 +435,7 @@ impl BrokerBuilder {
         classifiers.push(Arc::new(crate::graphql_rule::GraphqlClassifier::new()));
         classifiers.extend(self.classifiers.iter().cloned());
         Ok(Broker {
+            upstream_pool: UpstreamPool::default(),
             ca: Arc::clone(&self.ca),
             engine: Arc::clone(&self.engine),
             grants: self.grants.clone(),

@@ -197,6 +197,10 @@
 //! relayed; a `101` ends the connection. An upstream that closes its
 //! keep-alive connection between requests is not redialed: the next
 //! request on that client connection gets 502 and the client reconnects.
+//! (A verified upstream connection outlives its client: the next client
+//! of the same broker for the same target and address reuses it within
+//! 2 s, if it is still open and silent, so a client that opens a new
+//! connection per request costs one TLS handshake per request, not two.)
 //! Requests to a brokered host that no granted credential may go to are
 //! refused (403), not forwarded bare.
 //!
@@ -293,6 +297,7 @@ mod secret_source;
 mod session_store;
 mod streamed;
 mod tls;
+mod upstream_pool;
 
 // The broker and its settings.
 pub use broker::{

@@ -27,6 +27,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, Serve
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -273,6 +274,7 @@ type Handler = Arc<dyn Fn(Message) -> Pin<Box<dyn Future<Output = Reply> + Send>
 pub struct Origin {
     addr: SocketAddr,
     seen: Arc<Mutex<Vec<Message>>>,
+    accepted: Arc<AtomicUsize>,
 }
 
 impl Origin {
@@ -311,8 +313,11 @@ impl Origin {
         let addr = listener.local_addr().unwrap();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::Relaxed);
                 let _ = tcp.set_nodelay(true);
                 let (acceptor, log, handler) = (acceptor.clone(), log.clone(), handler.clone());
                 tokio::spawn(async move {
@@ -339,7 +344,16 @@ impl Origin {
                 });
             }
         });
-        Origin { addr, seen }
+        Origin {
+            addr,
+            seen,
+            accepted,
+        }
+    }
+
+    /// How many TCP connections it has accepted so far.
+    pub fn connections(&self) -> usize {
+        self.accepted.load(Ordering::Relaxed)
     }
 
     /// Where it listens.

@@ -104,6 +104,7 @@ where
         let Some(up) = self.upstream.as_mut() else {
             return Err(self.upstream_error("no upstream connection"));
         };
+        self.upstream_clean = false;
         let sent = async {
             up.write_all(out.as_bytes()).await?;
             match held.as_deref_mut() {
@@ -180,6 +181,9 @@ where
     /// Dials the vetted address and verifies the `CONNECT` host's identity.
     async fn connect(&self) -> Result<client::TlsStream<TcpStream>, Error> {
         let addr = self.upstream_addr;
+        if let Some(kept) = self.broker.upstream_pool.take(&self.target, addr) {
+            return Ok(kept);
+        }
         let config = self.broker.client_config.clone();
         let name = tls::server_name(&self.target.host)?;
         let dial = async {

@@ -45,7 +45,11 @@ impl Broker {
     /// `TCP_NODELAY` on a TCP stream). `target` is the `CONNECT` target,
     /// which is authoritative; `upstream` is the address the proxy already
     /// vetted for it, dialed once, at the first request that passes every
-    /// check, and never re-resolved.
+    /// check, and never re-resolved. An earlier client's verified
+    /// connection to the same target and address is used instead when the
+    /// broker kept one: kept only after a response that ended cleanly,
+    /// for at most 2 s, and taken only while open and silent; a request is
+    /// never sent twice.
     ///
     /// Returns `Ok` when the client closed between requests or a response
     /// closed the connection, and the error that ended it otherwise: a
@@ -93,10 +97,21 @@ impl Broker {
             client: stream,
             upstream_addr: upstream,
             upstream: None,
+            upstream_clean: false,
             ubuf: Vec::new(),
             rbuf: vec![0; READ_CHUNK],
         };
-        conn.run().await
+        let result = conn.run().await;
+        // However the client left, an upstream connection whose last
+        // response ended cleanly can serve the session's next client.
+        if conn.upstream_clean
+            && conn.ubuf.is_empty()
+            && let Some(up) = conn.upstream.take()
+        {
+            self.upstream_pool
+                .give(&conn.target, conn.upstream_addr, up);
+        }
+        result
     }
 }
 
@@ -125,6 +140,9 @@ struct Conn<'a, S> {
     client: server::TlsStream<S>,
     upstream_addr: SocketAddr,
     upstream: Option<client::TlsStream<TcpStream>>,
+    /// The upstream connection is between responses: the last one ended
+    /// with both sides keeping the connection and no request is in flight.
+    upstream_clean: bool,
     /// Upstream bytes read but not yet forwarded.
     ubuf: Vec<u8>,
     /// Scratch buffer for reads.
@@ -289,7 +307,9 @@ where
                 };
             }
         }
-        match self.relay_response(head.method()).await {
+        let relayed = self.relay_response(head.method()).await;
+        self.upstream_clean = matches!(relayed, Ok(true)) && self.ubuf.is_empty();
+        match relayed {
             Ok(true) if !client_close => Ok(Next::KeepAlive),
             Ok(_) => Ok(Next::Close),
             Err(relay::RelayError { error, started }) => {

@@ -696,3 +696,60 @@ fn extra_roots_come_as_pem_bundles_and_a_bundle_without_one_is_refused() {
     builder.upstream_roots(UpstreamRoots::ExtraOnly);
     assert!(builder.build().is_err());
 }
+
+/// Waits until `n` client connections have been served to the end.
+async fn served(results: &Mutex<Vec<Result<(), cred_broker::Error>>>, n: usize) {
+    let wait = async {
+        while results.lock().unwrap().len() < n {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(GUARD, wait)
+        .await
+        .expect("served in time");
+}
+
+/// Clients that open a new connection for each request share the
+/// broker's verified upstream connection: three clients, one TCP
+/// connection at the origin, each request with the real credential. A
+/// response that closes the connection leaves nothing to reuse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstream_connection_outlives_its_client() {
+    let s = trusted().await;
+    let port = s.origin.addr().port();
+    let (addr, results) = broker_listener(&s).await;
+    let once = |path: &'static str| {
+        let ca = &s.ca;
+        async move {
+            let mut tls = client(addr, ca, HOST).await.unwrap();
+            let mut buf = Vec::new();
+            let (status, _, body) =
+                exchange(&mut tls, &mut buf, &with_port(get(path, ""), port)).await;
+            assert_eq!((status, body), (200, format!("origin saw {path}")));
+        }
+    };
+    for round in 1..=3 {
+        once("/user").await;
+        served(&results, round).await;
+    }
+    assert_eq!(
+        s.origin.connections(),
+        1,
+        "one upstream connection for three clients"
+    );
+    let seen = seen_by(&s.origin);
+    assert_eq!(seen.len(), 3);
+    for request in &seen {
+        assert_eq!(request.matches(SECRET).count(), 1, "{request}");
+    }
+    // The kept connection carries this one, and the origin closes it.
+    once("/close").await;
+    served(&results, 4).await;
+    assert_eq!(s.origin.connections(), 1);
+    once("/user").await;
+    assert_eq!(
+        s.origin.connections(),
+        2,
+        "a closed connection is never reused"
+    );
+}
