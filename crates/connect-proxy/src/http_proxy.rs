@@ -5,6 +5,7 @@ use crate::client::ClientStream;
 use crate::egress::Denial;
 use crate::events::Protocol;
 use crate::session::{Route, Shared, printable};
+use crate::spare_buffers::FIRST_BUFFER;
 use crate::tunnel::relay;
 use bytes::BufMut;
 use net_vocab::{ErrorKind, HeadLimits, HeadReader, RequestHead, Target};
@@ -14,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// Serves one client connection.
 pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
     client.set_nodelay();
-    let mut buf = Vec::with_capacity(READ_CHUNK);
+    let mut buf = shared.spare.take(FIRST_BUFFER);
     let read = read_head(&mut client, &mut buf, shared.head);
     let (head, end) = match tokio::time::timeout(shared.limits.header_timeout, read).await {
         Err(_) => {
@@ -41,6 +42,8 @@ pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
         Ok(Ok(read)) => read,
     };
     let rest = buf.split_off(end);
+    // The head is parsed into owned parts: its bytes are done with.
+    shared.spare.give(buf);
     if let Some(creds) = &shared.credentials {
         let mut values = head.values("proxy-authorization");
         let presented = matches!(
@@ -75,7 +78,8 @@ enum HeadRead {
 }
 
 /// The most one read of the request head asks for (a CONNECT head is
-/// usually far shorter), and the buffer's first size.
+/// usually far shorter); the buffer is a first copy buffer, kept between
+/// connections.
 const READ_CHUNK: usize = 2048;
 
 /// Reads until the head is complete, checking each byte as it arrives;

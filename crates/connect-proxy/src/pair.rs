@@ -371,10 +371,14 @@ async fn accept_loop<F, Fut>(
     if *stop.borrow() {
         return;
     }
+    // One wait for the stop signal over the whole loop, not a new one per
+    // accepted connection.
+    let stopped = stop.changed();
+    tokio::pin!(stopped);
     loop {
         tokio::select! {
             biased;
-            _ = stop.changed() => break,
+            _ = &mut stopped => break,
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             accepted = listener.accept(&shared) => match accepted {
                 Ok(Accepted::Client(stream)) => match permits.clone().try_acquire_owned() {
