@@ -269,18 +269,36 @@ proptest! {
         let Ok(host) = Host::parse_wire(&host.join(".")) else {
             return Ok(());
         };
-        let list = AllowList::builder()
-            .baseline(Baseline::Exclude)
-            .allow(entry.clone())
-            .build()
-            .unwrap();
-        let want = if pattern.matches_target(&Target::new(host.clone(), port)) {
-            Verdict::Allow
-        } else {
-            Verdict::Deny(connect_proxy::DenyReason::NotAllowed)
-        };
-        prop_assert_eq!(list.decide(&host, port), want, "{} on {}:{}", entry, host, port);
+        agrees_with_the_matcher(&entry, &pattern, &host, port)?;
     }
+}
+
+/// An allowlist of `entry` alone decides `host:port` as `pattern` matches it.
+fn agrees_with_the_matcher(
+    entry: &str,
+    pattern: &HostPattern,
+    host: &Host,
+    port: u16,
+) -> Result<(), TestCaseError> {
+    let list = AllowList::builder()
+        .baseline(Baseline::Exclude)
+        .allow(entry.to_owned())
+        .build()
+        .unwrap();
+    let want = if pattern.matches_target(&Target::new(host.clone(), port)) {
+        Verdict::Allow
+    } else {
+        Verdict::Deny(connect_proxy::DenyReason::NotAllowed)
+    };
+    prop_assert_eq!(
+        list.decide(host, port),
+        want,
+        "{} on {}:{}",
+        entry,
+        host,
+        port
+    );
+    Ok(())
 }
 
 /// Address literals that meet: plain, IPv4-mapped, loopback and not.
@@ -306,16 +324,6 @@ proptest! {
         let entry = format!("{entry}{entry_port}");
         let pattern = HostPattern::parse(&entry).unwrap();
         let host = Host::parse_wire(host.trim_start_matches('[').trim_end_matches(']')).unwrap();
-        let list = AllowList::builder()
-            .baseline(Baseline::Exclude)
-            .allow(entry.clone())
-            .build()
-            .unwrap();
-        let want = if pattern.matches_target(&Target::new(host.clone(), port)) {
-            Verdict::Allow
-        } else {
-            Verdict::Deny(connect_proxy::DenyReason::NotAllowed)
-        };
-        prop_assert_eq!(list.decide(&host, port), want, "{} on {}:{}", entry, host, port);
+        agrees_with_the_matcher(&entry, &pattern, &host, port)?;
     }
 }
