@@ -23,7 +23,8 @@ const HOST: &str = "origin.test";
 const GUARD: Duration = Duration::from_secs(20);
 
 /// A local HTTPS origin: answers every request with its path (chunked on
-/// `/chunked`, close-delimited on `/close`), and records every request.
+/// `/chunked`, close-delimited on `/close`, closing unannounced after
+/// `/bye`), and records every request.
 async fn origin(pki: &TestPki) -> Origin {
     Origin::start(pki, |m| async move {
         let path = m.path().to_owned();
@@ -35,6 +36,11 @@ async fn origin(pki: &TestPki) -> Origin {
             )),
             "/close" => Reply::then_close(format!(
                 "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{reply}"
+            )),
+            // Says nothing of closing, then closes.
+            "/bye" => Reply::then_close(format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{reply}",
+                reply.len()
             )),
             _ => Reply::new(format!(
                 "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{reply}",
@@ -751,5 +757,19 @@ async fn the_upstream_connection_outlives_its_client() {
         s.origin.connections(),
         2,
         "a closed connection is never reused"
+    );
+    served(&results, 5).await;
+
+    // Kept (the response promised nothing), then closed by the origin
+    // while idle: the next client is not handed a dead connection.
+    once("/bye").await;
+    served(&results, 6).await;
+    assert_eq!(s.origin.connections(), 2);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    once("/user").await;
+    assert_eq!(
+        s.origin.connections(),
+        3,
+        "a connection the origin closed is dialed anew"
     );
 }
