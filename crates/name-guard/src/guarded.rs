@@ -67,6 +67,8 @@ fn supervise(
 ) -> Result<Outcome, Error> {
     let sup_err = |errno| Error::from(ErrorKind::Supervise { errno });
     let pidfd = sys::pidfd_open(child).map_err(sup_err)?;
+    // Best effort: a kernel without it wakes across CPUs, nothing else.
+    let _ = sys::notif_set_sync_wakeup(listener.as_raw_fd());
     let mut sup = supervisor::Supervisor::new(
         abi,
         listener.as_raw_fd(),

@@ -24,7 +24,9 @@ pub(crate) use fs::{
     mkdirat, mknodat, open_socket, openat, poll_out, pread_start, readlinkat, renameat2,
     set_cloexec_nonblock, socket_id, symlinkat, truncate, unlinkat, with_umask, write_once,
 };
-pub(crate) use notify::{Notif, notif_addfd_send, notif_id_valid, notif_recv, notif_send};
+pub(crate) use notify::{
+    Notif, notif_addfd_send, notif_id_valid, notif_recv, notif_send, notif_set_sync_wakeup,
+};
 pub(crate) use process::{
     ExitStatus, drop_all_capabilities, getpid, ignore_signal, pidfd_getfd, pidfd_open, poll2,
     read_target, set_non_dumpable, wait_child,
