@@ -53,8 +53,7 @@ impl UpstreamPool {
     /// nothing unread, if there is one.
     pub(crate) fn take(&self, target: &Target, addr: SocketAddr) -> Option<TlsStream<TcpStream>> {
         let mut idle = self.idle.lock().ok()?;
-        let now = Instant::now();
-        idle.retain(|i| now.duration_since(i.since) < MAX_IDLE);
+        drop_expired(&mut idle, Instant::now());
         while let Some(at) = idle
             .iter()
             .rposition(|i| i.addr == addr && &i.target == target)
@@ -74,7 +73,7 @@ impl UpstreamPool {
             return;
         };
         let now = Instant::now();
-        idle.retain(|i| now.duration_since(i.since) < MAX_IDLE);
+        drop_expired(&mut idle, now);
         if idle.len() >= KEEP {
             idle.remove(0);
         }
@@ -85,6 +84,11 @@ impl UpstreamPool {
             stream,
         });
     }
+}
+
+/// Closes the connections idle for [`MAX_IDLE`] or longer.
+fn drop_expired(idle: &mut Vec<Idle>, now: Instant) {
+    idle.retain(|i| now.duration_since(i.since) < MAX_IDLE);
 }
 
 /// True when a read would wait: the peer neither closed nor sent anything

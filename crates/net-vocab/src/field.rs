@@ -137,12 +137,17 @@ pub(crate) fn parse_field_line(line: &[u8], offset: usize) -> Result<HeaderField
             .into());
         }
     }
-    // The name is ASCII tchars only, so this conversion loses nothing.
-    let name = String::from_utf8(line[..colon].to_vec()).unwrap_or_default();
+    let name = ascii_string(&line[..colon]);
     Ok(HeaderField {
         name,
         value: trim_ows(raw).to_vec(),
     })
+}
+
+/// Bytes already checked to be ASCII (tchars, visible characters) as a
+/// `String`; the conversion cannot fail for them.
+pub(crate) fn ascii_string(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).unwrap_or_default()
 }
 
 /// Strips optional whitespace (spaces and tabs) at both ends.

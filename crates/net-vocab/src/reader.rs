@@ -3,7 +3,7 @@
 //! the framing once the head is complete.
 
 use crate::error::{Error, ErrorKind, truncate_bytes};
-use crate::field::{HeaderField, is_tchar, parse_field_line};
+use crate::field::{HeaderField, ascii_string, is_tchar, parse_field_line};
 use crate::head::{BodyFraming, HeadLimits, RequestHead, Version};
 use crate::target::Target;
 
@@ -106,39 +106,29 @@ impl HeadReader {
                 .into());
             }
             self.pos += 1;
-            match b {
-                b'\n' => {
-                    if i == 0 || buf[i - 1] != b'\r' {
-                        return Err(ErrorKind::BareLf { offset: i }.into());
-                    }
-                    if i - 1 == self.line_start {
-                        if self.line_start == 0 {
-                            return Err(ErrorKind::LeadingEmptyLine.into());
-                        }
-                        // Stay at the end: a later call gives the same head.
-                        self.pos = i;
-                        return Ok(Some(i + 1));
-                    }
-                    self.lines += 1;
-                    // The request line plus `max_headers` field lines.
-                    if self.lines > limits.max_headers() + 1 {
-                        return Err(ErrorKind::TooManyHeaders {
-                            limit: limits.max_headers(),
-                        }
-                        .into());
-                    }
-                    self.line_start = i + 1;
+            // Here `b` is a CR or an LF: ordinary bytes went by in runs
+            // above, and one right after a CR was refused.
+            if b == b'\n' {
+                if i == 0 || buf[i - 1] != b'\r' {
+                    return Err(ErrorKind::BareLf { offset: i }.into());
                 }
-                b'\r' => {}
-                _ => {
-                    if i - self.line_start >= limits.max_line() {
-                        return Err(ErrorKind::LineTooLong {
-                            offset: self.line_start,
-                            limit: limits.max_line(),
-                        }
-                        .into());
+                if i - 1 == self.line_start {
+                    if self.line_start == 0 {
+                        return Err(ErrorKind::LeadingEmptyLine.into());
                     }
+                    // Stay at the end: a later call gives the same head.
+                    self.pos = i;
+                    return Ok(Some(i + 1));
                 }
+                self.lines += 1;
+                // The request line plus `max_headers` field lines.
+                if self.lines > limits.max_headers() + 1 {
+                    return Err(ErrorKind::TooManyHeaders {
+                        limit: limits.max_headers(),
+                    }
+                    .into());
+                }
+                self.line_start = i + 1;
             }
         }
         Ok(None)
@@ -222,9 +212,7 @@ fn parse_request_line(line: &[u8]) -> Result<(String, String, Version), Error> {
             );
         }
     };
-    // Both are checked ASCII above, so neither conversion can fail.
-    let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap_or_default();
-    Ok((text(method), text(target), version))
+    Ok((ascii_string(method), ascii_string(target), version))
 }
 
 /// At most one `Host` field, and its value a host with an optional port.

@@ -105,7 +105,6 @@ impl Broker {
         // However the client left, an upstream connection whose last
         // response ended cleanly can serve the session's next client.
         if conn.upstream_clean
-            && conn.ubuf.is_empty()
             && let Some(up) = conn.upstream.take()
         {
             self.upstream_pool
@@ -141,7 +140,8 @@ struct Conn<'a, S> {
     upstream_addr: SocketAddr,
     upstream: Option<client::TlsStream<TcpStream>>,
     /// The upstream connection is between responses: the last one ended
-    /// with both sides keeping the connection and no request is in flight.
+    /// with both sides keeping the connection, no byte of it is left over
+    /// and no request is in flight.
     upstream_clean: bool,
     /// Upstream bytes read but not yet forwarded.
     ubuf: Vec<u8>,
