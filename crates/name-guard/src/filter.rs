@@ -94,7 +94,7 @@ pub(crate) fn program(abi: &Abi, supervisor: i32, place: Place) -> Vec<SockFilte
                 ins(RET_K, 0, 0, RET_USER_NOTIF),
                 ins(RET_K, 0, 0, RET_ALLOW),
             ]),
-            Role::Notified(_) => {
+            Role::Notified(_) | Role::UmaskChange => {
                 p.extend([ins(JEQ_K, 0, 1, nr), ins(RET_K, 0, 0, RET_USER_NOTIF)]);
             }
             // Inside bubblewrap these are allowed: no block at all.

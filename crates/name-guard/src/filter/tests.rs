@@ -106,6 +106,25 @@ fn every_notified_call_is_sent_to_the_supervisor() {
 }
 
 #[test]
+fn umask_is_sent_to_the_supervisor_in_both_places() {
+    // The supervisor remembers umasks only because it sees every change.
+    for abi in both() {
+        for place in [Place::Bubblewrap, Place::Host] {
+            let p = program(abi, SUP, place);
+            assert_eq!(
+                run(
+                    &p,
+                    &Data::new(abi.audit_arch, nr_of(abi, "umask"), &[0o077])
+                ),
+                RET_USER_NOTIF,
+                "{}",
+                abi.name
+            );
+        }
+    }
+}
+
+#[test]
 fn an_open_is_sent_only_when_it_may_create() {
     for abi in both() {
         for call in abi.calls {

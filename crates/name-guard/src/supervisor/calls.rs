@@ -54,6 +54,10 @@ impl Supervisor<'_> {
             }
             Some(&Role::Notified(args)) => self.notified(n, t, a, args),
             Some(&Role::HostNotified(args)) if self.host.is_some() => self.notified(n, t, a, args),
+            Some(Role::UmaskChange) => {
+                self.umasks.changing(t.tid);
+                Ok(Reply::Continue)
+            }
             // Not a call the filter sends here.
             _ => Err(libc::ENOSYS),
         }

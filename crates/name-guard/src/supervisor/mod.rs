@@ -45,6 +45,9 @@ enum Reply {
     /// A worker thread answers (an open that may block, see
     /// [`Supervisor::open_fifo_elsewhere`]).
     Deferred,
+    /// The call goes on in the kernel as made (only `umask`, whose one
+    /// argument is a number).
+    Continue,
 }
 
 type Res = Result<Reply, i32>;
@@ -74,6 +77,8 @@ pub(crate) struct Supervisor<'a> {
     bound: std::cell::RefCell<std::collections::HashSet<(u64, u64)>>,
     /// The callers' status files, kept open between notifications.
     status_files: target::StatusFiles,
+    /// The callers' umasks, remembered between notifications.
+    umasks: target::Umasks,
 }
 
 impl<'a> Supervisor<'a> {
@@ -98,15 +103,21 @@ impl<'a> Supervisor<'a> {
             fifo_waits: std::sync::Arc::new(std::sync::Mutex::new(Vec::new())),
             bound: std::cell::RefCell::new(std::collections::HashSet::new()),
             status_files: target::StatusFiles::default(),
+            umasks: target::Umasks::default(),
         }
     }
 
     /// Handle one notification completely.
     pub(crate) fn handle(&mut self, n: &Notif) {
+        self.umasks.seen(n.pid);
+        let listener = self.listener;
+        let still_valid = || sys::notif_id_valid(listener, n.id);
         let mut t = Target {
             tid: n.pid,
             status: None,
             files: &self.status_files,
+            umasks: &self.umasks,
+            still_valid: &still_valid,
         };
         let reply = self.dispatch(n, &mut t);
         self.stats.handled += 1;
@@ -114,6 +125,7 @@ impl<'a> Supervisor<'a> {
         self.stats.reports_dropped += self.dropped.take();
         let sent = match reply {
             Ok(Reply::Deferred) => Ok(()),
+            Ok(Reply::Continue) => sys::notif_continue(self.listener, n.id),
             Ok(Reply::Val(v)) => sys::notif_send(self.listener, n.id, Ok(v)),
             Err(e) => sys::notif_send(self.listener, n.id, Err(e)),
             Ok(Reply::Fd(fd, cloexec)) => {

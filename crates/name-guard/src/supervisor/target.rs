@@ -45,11 +45,113 @@ impl StatusFiles {
     }
 }
 
+/// Most callers whose umask is remembered.
+const MAX_KNOWN_UMASKS: usize = 64;
+/// Most `umask` calls waited for at once; past it nothing is remembered
+/// again.
+const MAX_CHANGING: usize = 64;
+
+/// The callers' umasks, remembered between notifications, so that a
+/// creation costs no read of `/proc/TID/status` (the kernel formats the
+/// whole file for each read).
+///
+/// A umask changes only by the `umask` call, which the filter sends here
+/// ([`crate::syscalls::Role::UmaskChange`]) before it runs. Then every
+/// remembered mask is forgotten (threads and `CLONE_FS` children share
+/// one), and nothing is remembered until the caller's next notification,
+/// which it can only make once its `umask` call has returned, or until it
+/// is gone. Each entry holds a pidfd of its thread: a thread id given anew
+/// to another thread finds the old one exited and its entry dropped.
+#[derive(Default)]
+pub(super) struct Umasks {
+    known: RefCell<Vec<(u32, u32, OwnedFd)>>,
+    /// Callers whose `umask` call may still be running, with a pidfd when
+    /// one could be opened.
+    changing: RefCell<Vec<(u32, Option<OwnedFd>)>>,
+    /// More `umask` calls at once than followed: never remember again.
+    given_up: std::cell::Cell<bool>,
+}
+
+impl Umasks {
+    /// A notification from `tid`: any `umask` call it made has returned.
+    pub(super) fn seen(&self, tid: u32) {
+        let mut changing = self.changing.borrow_mut();
+        if !changing.is_empty() {
+            changing.retain(|(t, _)| *t != tid);
+        }
+    }
+
+    /// `tid` is about to change its umask: forget every mask, and remember
+    /// none until its call has returned.
+    pub(super) fn changing(&self, tid: u32) {
+        self.known.borrow_mut().clear();
+        let mut changing = self.changing.borrow_mut();
+        if changing.len() >= MAX_CHANGING {
+            self.given_up.set(true);
+            return;
+        }
+        let fd = i32::try_from(tid).ok().and_then(|t| {
+            sys::pidfd_open_task(t, true)
+                .or_else(|_| sys::pidfd_open_task(t, false))
+                .ok()
+        });
+        changing.push((tid, fd));
+    }
+
+    /// The remembered umask of `tid`, if its thread is the one it was
+    /// read for.
+    fn known(&self, tid: u32) -> Option<u32> {
+        let mut known = self.known.borrow_mut();
+        let i = known.iter().position(|(t, _, _)| *t == tid)?;
+        if sys::pidfd_exited(known[i].2.as_raw_fd()) {
+            known.swap_remove(i);
+            return None;
+        }
+        Some(known[i].1)
+    }
+
+    /// Remember `umask`, just read for `tid` (of process `tgid`), when no
+    /// `umask` call may be running; `still_valid` says whether the
+    /// notification is still pending, which proves the pidfd opened names
+    /// the caller and no thread that took its id since.
+    fn remember(&self, tid: u32, tgid: u32, umask: u32, still_valid: impl FnOnce() -> bool) {
+        if self.given_up.get() || !self.settled() {
+            return;
+        }
+        let Ok(t) = i32::try_from(tid) else { return };
+        let Ok(fd) = sys::pidfd_open_task(t, tid == tgid) else {
+            return;
+        };
+        if !still_valid() {
+            return;
+        }
+        let mut known = self.known.borrow_mut();
+        if known.len() >= MAX_KNOWN_UMASKS {
+            known.remove(0);
+        }
+        known.push((tid, umask, fd));
+    }
+
+    /// No `umask` call may be running: every caller that made one has been
+    /// seen since, or has exited.
+    fn settled(&self) -> bool {
+        let mut changing = self.changing.borrow_mut();
+        changing.retain(|(_, fd)| {
+            fd.as_ref()
+                .is_none_or(|fd| !sys::pidfd_exited(fd.as_raw_fd()))
+        });
+        changing.is_empty()
+    }
+}
+
 /// Facts about the calling thread, read from `/proc` on demand.
 pub(super) struct Target<'s> {
     pub(super) tid: u32,
     pub(super) status: Option<(u32, u32)>,
     pub(super) files: &'s StatusFiles,
+    pub(super) umasks: &'s Umasks,
+    /// Whether the notification being handled is still pending.
+    pub(super) still_valid: &'s dyn Fn() -> bool,
 }
 
 impl Target<'_> {
@@ -64,8 +166,15 @@ impl Target<'_> {
         Ok(s)
     }
 
+    /// The caller's umask: remembered, else read from its status file.
     pub(super) fn umask(&mut self) -> Result<u32, i32> {
-        self.status().map(|s| s.1)
+        if let Some(m) = self.umasks.known(self.tid) {
+            return Ok(m);
+        }
+        let (tgid, umask) = self.status()?;
+        self.umasks
+            .remember(self.tid, tgid, umask, || (self.still_valid)());
+        Ok(umask)
     }
 
     /// `/proc/self` and `/proc/thread-self` name the caller, not the
@@ -169,14 +278,73 @@ mod tests {
         assert_eq!(parse_status(b"Name:\t\xff\nTgid:\t9\n"), Some((9, 0o022)));
     }
 
+    /// A child process that runs until killed, and its pid.
+    fn sleeper() -> (std::process::Child, u32) {
+        let child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        (child, pid)
+    }
+
+    #[test]
+    fn a_umask_is_remembered_only_while_no_umask_call_may_be_running() {
+        let umasks = super::Umasks::default();
+        let me = std::process::id();
+        let (mut other, other_pid) = sleeper();
+        umasks.remember(me, me, 0o022, || true);
+        assert_eq!(umasks.known(me), Some(0o022));
+        // Another caller's umask call: everything is forgotten, and nothing
+        // is remembered while it may still be running.
+        umasks.changing(other_pid);
+        assert_eq!(umasks.known(me), None);
+        umasks.remember(me, me, 0o077, || true);
+        assert_eq!(umasks.known(me), None);
+        // Its next notification shows that the call has returned.
+        umasks.seen(other_pid);
+        umasks.remember(me, me, 0o077, || true);
+        assert_eq!(umasks.known(me), Some(0o077));
+        // A caller that exits instead settles it as well.
+        umasks.changing(other_pid);
+        umasks.remember(me, me, 0o022, || true);
+        assert_eq!(umasks.known(me), None);
+        other.kill().unwrap();
+        other.wait().unwrap();
+        umasks.remember(me, me, 0o022, || true);
+        assert_eq!(umasks.known(me), Some(0o022));
+        // A notification gone meanwhile leaves nothing remembered.
+        umasks.changing(me);
+        umasks.seen(me);
+        umasks.remember(me, me, 0o027, || false);
+        assert_eq!(umasks.known(me), None);
+    }
+
+    #[test]
+    fn a_remembered_umask_is_dropped_with_its_thread() {
+        // The id of an exited caller may be given to a new one: its mask
+        // is not.
+        let umasks = super::Umasks::default();
+        let (mut child, pid) = sleeper();
+        umasks.remember(pid, pid, 0o077, || true);
+        assert_eq!(umasks.known(pid), Some(0o077));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(umasks.known(pid), None);
+        assert!(umasks.known.borrow().is_empty());
+    }
+
     #[test]
     fn a_kept_status_file_answers_for_its_thread_only() {
         let files = super::StatusFiles::default();
+        let umasks = super::Umasks::default();
         let pid = std::process::id();
         let mut t = super::Target {
             tid: pid,
             status: None,
             files: &files,
+            umasks: &umasks,
+            still_valid: &|| true,
         };
         assert_eq!(t.status().map(|s| s.0), Ok(pid));
         let (tid_tx, tid_rx) = std::sync::mpsc::channel();

@@ -25,11 +25,12 @@ pub(crate) use fs::{
     set_cloexec_nonblock, socket_id, symlinkat, truncate, unlinkat, with_umask, write_once,
 };
 pub(crate) use notify::{
-    Notif, notif_addfd_send, notif_id_valid, notif_recv, notif_send, notif_set_sync_wakeup,
+    Notif, notif_addfd_send, notif_continue, notif_id_valid, notif_recv, notif_send,
+    notif_set_sync_wakeup,
 };
 pub(crate) use process::{
-    ExitStatus, drop_all_capabilities, getpid, ignore_signal, pidfd_getfd, pidfd_open, poll2,
-    read_target, set_non_dumpable, wait_child,
+    ExitStatus, drop_all_capabilities, getpid, ignore_signal, pidfd_exited, pidfd_getfd,
+    pidfd_open, pidfd_open_task, poll2, read_target, set_non_dumpable, wait_child,
 };
 pub(crate) use spawn::{FILTER_FLAG_NEW_LISTENER, SockFilter, spawn_filtered};
 

@@ -94,19 +94,43 @@ pub(crate) fn notif_id_valid(listener: RawFd, id: u64) -> bool {
     unsafe { libc::ioctl(listener, IOCTL_NOTIF_ID_VALID, &mut id as *mut u64) == 0 }
 }
 
-/// Answer a notification with a return value or an `errno` (never
-/// "continue").
+/// Answer a notification with a return value or an `errno`.
 pub(crate) fn notif_send(listener: RawFd, id: u64, result: Result<i64, i32>) -> Result<(), i32> {
     let (val, error) = match result {
         Ok(v) => (v, 0),
         Err(e) => (0, -e.abs().max(1)),
     };
-    let mut resp = SeccompNotifResp {
-        id,
-        val,
-        error,
-        flags: 0,
-    };
+    send_resp(
+        listener,
+        SeccompNotifResp {
+            id,
+            val,
+            error,
+            flags: 0,
+        },
+    )
+}
+
+/// `SECCOMP_USER_NOTIF_FLAG_CONTINUE`.
+const USER_NOTIF_FLAG_CONTINUE: u32 = 1;
+
+/// Let the notified call go on in the kernel as the caller made it. Only
+/// for a call whose arguments are all numbers (`umask`): one that points
+/// at memory would be read again after the answer, when the caller may
+/// have changed it.
+pub(crate) fn notif_continue(listener: RawFd, id: u64) -> Result<(), i32> {
+    send_resp(
+        listener,
+        SeccompNotifResp {
+            id,
+            val: 0,
+            error: 0,
+            flags: USER_NOTIF_FLAG_CONTINUE,
+        },
+    )
+}
+
+fn send_resp(listener: RawFd, mut resp: SeccompNotifResp) -> Result<(), i32> {
     // SAFETY: `resp` is a valid `struct seccomp_notif_resp` for the call.
     check(unsafe {
         libc::ioctl(

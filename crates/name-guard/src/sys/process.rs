@@ -134,6 +134,30 @@ pub(crate) fn pidfd_open(pid: i32) -> Result<OwnedFd, i32> {
     owned(libc::c_int::try_from(r).map_err(|_| libc::EOVERFLOW)?)
 }
 
+/// A descriptor that stays bound to the task `tid`: `pidfd_open(2)`, for a
+/// thread that leads no process with `PIDFD_THREAD` (Linux 6.9; older
+/// kernels refuse it with `EINVAL`).
+pub(crate) fn pidfd_open_task(tid: i32, leader: bool) -> Result<OwnedFd, i32> {
+    // PIDFD_THREAD has the value of O_EXCL.
+    let flags = if leader { 0 } else { libc::O_EXCL };
+    // SAFETY: integer arguments only.
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, flags) };
+    owned(libc::c_int::try_from(r).map_err(|_| libc::EOVERFLOW)?)
+}
+
+/// Whether the task behind `pidfd` has exited (the descriptor polls
+/// readable then), asked without waiting. An error counts as exited.
+pub(crate) fn pidfd_exited(pidfd: RawFd) -> bool {
+    let mut fds = [libc::pollfd {
+        fd: pidfd,
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    // SAFETY: `fds` is a valid array of one `pollfd` for the call.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), 1, 0) };
+    r != 0
+}
+
 /// Poll two descriptors for input, without timeout; returns both `revents`.
 pub(crate) fn poll2(a: Option<RawFd>, b: RawFd, timeout_ms: i32) -> Result<(i16, i16), i32> {
     let mut fds = [

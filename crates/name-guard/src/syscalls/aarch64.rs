@@ -7,7 +7,7 @@ use super::Args::{Bind, Connect, Link, Mkdir, Mknod, Openat2, Rename, Symlink, T
 use super::Dir::Arg;
 use super::Role::{
     HostNotified, HostRefusedWhen, HostSocket, KeepDumpable, NoSys, Notified, OpenIfCreating,
-    Refused, RefusedWhen,
+    Refused, RefusedWhen, UmaskChange,
 };
 use super::{
     Abi, ArgTest, MSG_FASTOPEN, NEW_NAMESPACE_BITS, OpenArgs, SocketArgs, Syscall, UnlinkFlags,
@@ -63,6 +63,8 @@ const CALLS: &[Syscall] = &[
     Syscall { name: "setns", nr: 268, role: Refused },
     Syscall { name: "clone3", nr: 435, role: NoSys },
     Syscall { name: "prctl", nr: 167, role: KeepDumpable },
+    // Seen, then let through: the umasks read for creations are forgotten.
+    Syscall { name: "umask", nr: 166, role: UmaskChange },
     // Refused only when aimed at the supervisor, asking for a listener, or
     // asking for a new mount or user namespace (clone's flags are its first
     // argument here too).

@@ -127,6 +127,12 @@ pub(crate) enum Role {
         /// The bits.
         bits: u32,
     },
+    /// `umask`: sent to the supervisor, which lets it go on unchanged
+    /// (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`: its one argument is a number, so
+    /// nothing the decision rests on can change before the call runs) and
+    /// forgets the callers' umasks it had read, so that each creation is
+    /// made under the mask its caller has at that moment.
+    UmaskChange,
     /// `prctl`: `PR_SET_DUMPABLE` with 0 answers 0 and changes nothing
     /// (the supervisor, without capabilities, could not read a
     /// non-dumpable caller's path arguments); everything else is allowed.

@@ -21,6 +21,7 @@ fn role_word(role: &Role) -> &'static str {
         Role::NoSys => "enosys",
         Role::RefusedWhen { .. } => "refused-when",
         Role::KeepDumpable => "keep-dumpable",
+        Role::UmaskChange => "umask-change",
         Role::HostNotified(_) => "host-notified",
         Role::HostSocket(_) => "host-socket",
         Role::HostRefusedWhen { .. } => "host-refused-when",
@@ -154,7 +155,7 @@ fn argument_indexes_are_arguments() {
                 },
                 Role::HostSocket(s) => vec![s.domain, s.kind, s.protocol],
                 Role::RefusedWhen { arg, .. } | Role::HostRefusedWhen { arg, .. } => vec![arg],
-                Role::Refused | Role::NoSys | Role::KeepDumpable => Vec::new(),
+                Role::Refused | Role::NoSys | Role::KeepDumpable | Role::UmaskChange => Vec::new(),
             };
             // In the call's order: each argument once, all among the six.
             let what = format!("{}: {} {used:?}", abi.name, call.name);
@@ -201,6 +202,7 @@ const LIBC: &[(&str, libc::c_long)] = &[
     ("setns", libc::SYS_setns),
     ("clone3", libc::SYS_clone3),
     ("prctl", libc::SYS_prctl),
+    ("umask", libc::SYS_umask),
     ("ptrace", libc::SYS_ptrace),
     ("process_vm_writev", libc::SYS_process_vm_writev),
     ("seccomp", libc::SYS_seccomp),
@@ -248,6 +250,7 @@ const LIBC: &[(&str, libc::c_long)] = &[
     ("setns", libc::SYS_setns),
     ("clone3", libc::SYS_clone3),
     ("prctl", libc::SYS_prctl),
+    ("umask", libc::SYS_umask),
     ("ptrace", libc::SYS_ptrace),
     ("process_vm_writev", libc::SYS_process_vm_writev),
     ("seccomp", libc::SYS_seccomp),

@@ -7,7 +7,7 @@ use super::Args::{
 use super::Dir::{Arg, Cwd};
 use super::Role::{
     HostNotified, HostRefusedWhen, HostSocket, KeepDumpable, NoSys, Notified, OpenIfCreating,
-    Refused, RefusedWhen,
+    Refused, RefusedWhen, UmaskChange,
 };
 use super::{
     Abi, ArgTest, MSG_FASTOPEN, NEW_NAMESPACE_BITS, OpenArgs, SocketArgs, Syscall, UnlinkFlags,
@@ -71,6 +71,8 @@ const CALLS: &[Syscall] = &[
     Syscall { name: "setns", nr: 308, role: Refused },
     Syscall { name: "clone3", nr: 435, role: NoSys },
     Syscall { name: "prctl", nr: 157, role: KeepDumpable },
+    // Seen, then let through: the umasks read for creations are forgotten.
+    Syscall { name: "umask", nr: 95, role: UmaskChange },
     // Refused only when aimed at the supervisor, asking for a listener, or
     // asking for a new mount or user namespace.
     Syscall { name: "ptrace", nr: 101, role: RefusedWhen { arg: 1, test: ArgTest::IsSupervisor } },

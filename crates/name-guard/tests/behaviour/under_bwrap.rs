@@ -165,6 +165,26 @@ fn ordinary_creation_works() {
 }
 
 #[test]
+fn each_creation_is_made_under_its_creators_umask_of_that_moment() {
+    // Another thread changes the umask after a creation, a thread creates
+    // under one the main thread set, a child under an inherited one and
+    // one of its own: the guard (which remembers umasks between calls)
+    // gives exactly the modes the kernel gives without it.
+    let Some(sb) = Sandbox::new() else { return };
+    let run = |guarded: bool, dir: &str| {
+        let out = sb.sh_with(
+            guarded,
+            &format!("mkdir {dir} && cd {dir} && \"$ATTACK\" umask_threads"),
+        );
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let plain = run(false, "plain");
+    assert_eq!(plain.trim(), "modes 644 600 640 640 666 640");
+    assert_eq!(run(true, "guarded"), plain);
+}
+
+#[test]
 fn mkdir_p_and_ordinary_directories_work() {
     let Some(sb) = Sandbox::new() else { return };
     let d = sb.path();

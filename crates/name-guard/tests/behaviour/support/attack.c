@@ -18,6 +18,7 @@
 #include <sys/time.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdint.h>
 
@@ -65,6 +66,24 @@ static void *flipper(void *arg) {
     strcpy(buf, good);
   }
   return NULL;
+}
+
+static void *set_umask(void *arg) {
+  umask((mode_t)(uintptr_t)arg);
+  return NULL;
+}
+
+static void *create_file(void *arg) {
+  int fd = open(arg, O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
+  if (fd >= 0) close(fd);
+  return NULL;
+}
+
+/* The permission bits of PATH in octal, or "none". */
+static void print_mode(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) printf(" none");
+  else printf(" %o", st.st_mode & 0777);
 }
 
 int main(int argc, char **argv) {
@@ -117,6 +136,36 @@ int main(int argc, char **argv) {
     int mount_id;
     *(unsigned *)h = 128;
     return report(syscall(SYS_name_to_handle_at, AT_FDCWD, ".", h, &mount_id, 0));
+  }
+  if (!strcmp(m, "umask_threads")) {
+    /* Creations under umasks that threads and a child set: each file is
+       created 0666 under the mask of its creator at that moment. Prints
+       the modes of a to f. */
+    pthread_t t;
+    umask(022);
+    create_file("a");
+    pthread_create(&t, NULL, set_umask, (void *)(uintptr_t)077);
+    pthread_join(t, NULL);
+    create_file("b");
+    umask(027);
+    pthread_create(&t, NULL, create_file, "c");
+    pthread_join(t, NULL);
+    pid_t child = fork();
+    if (child == 0) {
+      create_file("d");
+      umask(0);
+      create_file("e");
+      _exit(0);
+    }
+    waitpid(child, NULL, 0);
+    create_file("f");
+    printf("modes");
+    for (const char *p = "abcdef"; *p; p++) {
+      char name[2] = {*p, 0};
+      print_mode(name);
+    }
+    printf("\n");
+    return 0;
   }
   if (!strcmp(m, "write_read")) {
     /* create, write, reopen, read back */
