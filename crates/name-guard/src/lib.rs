@@ -50,8 +50,16 @@
 //!   checked name under the caller's umask, and the result is returned
 //!   (`SECCOMP_IOCTL_NOTIF_ADDFD` with `SECCOMP_ADDFD_FLAG_SEND` for a new
 //!   descriptor, keeping the caller's `O_CLOEXEC`). The supervisor never
-//!   answers "continue", so a second thread that rewrites the path buffer
-//!   changes nothing: the bytes decided on are the bytes used.
+//!   answers "continue" to a call with a path, so a second thread that
+//!   rewrites the path buffer changes nothing: the bytes decided on are the
+//!   bytes used.
+//! - The caller's umask is read from its `/proc/TID/status` and remembered
+//!   for its thread (held by a pidfd, so a reused thread id starts afresh).
+//!   `umask(2)`, whose one argument is a number, is sent to the supervisor
+//!   too and answered "continue": every remembered mask is forgotten, and
+//!   none is remembered again until that caller has been seen once more or
+//!   is gone, so each creation is made under the mask its caller has at
+//!   that moment.
 //! - The decision is on the final component (a trailing slash, as in
 //!   `mkdir("x.pem/")`, is ignored for it) against the glob rules, and on
 //!   the absolute path against the path rules, ignoring ASCII case (see
