@@ -132,11 +132,13 @@ pub enum BodyFraming {
 /// a `Host` field is required.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestHead {
-    pub(crate) method: String,
+    /// A method of RFC 9110 is held without an allocation.
+    pub(crate) method: std::borrow::Cow<'static, str>,
     pub(crate) target: String,
     pub(crate) version: Version,
     pub(crate) headers: Vec<HeaderField>,
-    pub(crate) host: Option<String>,
+    /// The index in `headers` of the single, checked `Host` field.
+    pub(crate) host: Option<usize>,
     pub(crate) framing: BodyFraming,
 }
 
@@ -181,7 +183,7 @@ impl RequestHead {
     /// The single `Host` field's value, when there is one (checked: a host
     /// in the wire grammar with an optional port).
     pub fn host(&self) -> Option<&str> {
-        self.host.as_deref()
+        self.headers.get(self.host?)?.value_str()
     }
 
     /// The body framing the head declares.

@@ -6,6 +6,7 @@ use crate::error::{Error, ErrorKind, truncate_bytes};
 use crate::field::{HeaderField, ascii_string, is_tchar, parse_field_line};
 use crate::head::{BodyFraming, HeadLimits, RequestHead, Version};
 use crate::target::Target;
+use std::borrow::Cow;
 
 /// Reads one request head from a buffer that grows as bytes arrive.
 ///
@@ -60,7 +61,11 @@ impl HeadReader {
     /// tunnel).
     pub fn read(&mut self, buf: &[u8]) -> Result<Option<(RequestHead, usize)>, Error> {
         match self.scan(buf)? {
-            Some(end) => Ok(Some((parse_head(&buf[..end])?, end))),
+            // The lines counted are the request line and the fields.
+            Some(end) => Ok(Some((
+                parse_head(&buf[..end], self.lines.saturating_sub(1))?,
+                end,
+            ))),
             None => Ok(None),
         }
     }
@@ -74,10 +79,7 @@ impl HeadReader {
             if b != b'\r' && b != b'\n' && (i == 0 || buf[i - 1] != b'\r') {
                 // A run of ordinary bytes at once: within it only the head
                 // and line limits can be crossed, first at `first_over`.
-                let run = buf[i..]
-                    .iter()
-                    .position(|&c| c == b'\r' || c == b'\n')
-                    .map_or(buf.len(), |n| i + n);
+                let run = memchr::memchr2(b'\r', b'\n', &buf[i..]).map_or(buf.len(), |n| i + n);
                 let line_over = self.line_start.saturating_add(limits.max_line());
                 let first_over = limits.max_head().min(line_over).max(i);
                 if first_over < run {
@@ -142,21 +144,22 @@ fn lines(head: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
     std::iter::from_fn(move || {
         let rest = head.get(start..)?;
         // The scanner saw every LF preceded by a CR.
-        let lf = rest.iter().position(|&b| b == b'\n')?;
+        let lf = memchr::memchr(b'\n', rest)?;
         let line = (start, rest.get(..lf.checked_sub(1)?)?);
         start += lf + 1;
         Some(line)
     })
 }
 
-/// Parses and checks a complete head whose bytes the scanner passed.
-fn parse_head(head: &[u8]) -> Result<RequestHead, Error> {
+/// Parses and checks a complete head whose bytes the scanner passed;
+/// `fields` is the number of field lines it counted.
+fn parse_head(head: &[u8], fields: usize) -> Result<RequestHead, Error> {
     let mut it = lines(head);
     let (method, target, version) = match it.next() {
         Some((_, line)) => parse_request_line(line)?,
         None => return Err(ErrorKind::LeadingEmptyLine.into()),
     };
-    let mut headers = Vec::new();
+    let mut headers = Vec::with_capacity(fields);
     for (offset, line) in it {
         if line.is_empty() {
             break;
@@ -175,7 +178,19 @@ fn parse_head(head: &[u8]) -> Result<RequestHead, Error> {
     })
 }
 
-fn parse_request_line(line: &[u8]) -> Result<(String, String, Version), Error> {
+/// The methods of RFC 9110 (and `PATCH`), held without an allocation.
+const KNOWN_METHODS: [&str; 9] = [
+    "CONNECT", "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "TRACE", "PATCH",
+];
+
+fn method_name(method: &[u8]) -> Cow<'static, str> {
+    match KNOWN_METHODS.iter().find(|m| m.as_bytes() == method) {
+        Some(m) => Cow::Borrowed(m),
+        None => Cow::Owned(ascii_string(method)),
+    }
+}
+
+fn parse_request_line(line: &[u8]) -> Result<(Cow<'static, str>, String, Version), Error> {
     let bad = |offset, reason| Err(ErrorKind::InvalidRequestLine { offset, reason }.into());
     const SHAPE: &str = "expected exactly `METHOD target HTTP/1.1` with single spaces";
     let mut parts = line.split(|&b| b == b' ');
@@ -212,20 +227,21 @@ fn parse_request_line(line: &[u8]) -> Result<(String, String, Version), Error> {
             );
         }
     };
-    Ok((ascii_string(method), ascii_string(target), version))
+    Ok((method_name(method), ascii_string(target), version))
 }
 
-/// At most one `Host` field, and its value a host with an optional port.
-fn single_host(headers: &[HeaderField]) -> Result<Option<String>, Error> {
-    let mut hosts = headers.iter().filter(|h| h.is("host"));
-    let Some(host) = hosts.next() else {
+/// At most one `Host` field, and its value a host with an optional port:
+/// the field's index.
+fn single_host(headers: &[HeaderField]) -> Result<Option<usize>, Error> {
+    let mut hosts = headers.iter().enumerate().filter(|(_, h)| h.is("host"));
+    let Some((index, host)) = hosts.next() else {
         return Ok(None);
     };
     if hosts.next().is_some() {
         return Err(ErrorKind::RepeatedHost.into());
     }
     match host.value_str() {
-        Some(v) if Target::parse_authority_or(v, 1).is_ok() => Ok(Some(v.to_owned())),
+        Some(v) if Target::parse_authority_or(v, 1).is_ok() => Ok(Some(index)),
         _ => Err(ErrorKind::InvalidHostHeader {
             value: truncate_bytes(host.value()),
         }
@@ -287,6 +303,30 @@ fn framing(method: &str, version: Version, headers: &[HeaderField]) -> Result<Bo
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn methods_and_the_host_are_kept_as_sent() {
+        for method in [
+            "CONNECT", "GET", "PATCH", "PROPFIND", "get", "Connect", "M-SEARCH",
+        ] {
+            let head = format!("{method} / HTTP/1.1\r\nX-A: 1\r\nHost: a.example:81\r\n\r\n");
+            let (h, _) = HeadReader::new(HeadLimits::default())
+                .read(head.as_bytes())
+                .unwrap()
+                .unwrap();
+            assert_eq!(h.method(), method);
+            assert_eq!(h.host(), Some("a.example:81"));
+            assert_eq!(h.headers().len(), 2);
+        }
+        // "get" is not GET: methods are case-sensitive, and no framing
+        // rule of CONNECT applies to "Connect".
+        let (h, _) = HeadReader::new(HeadLimits::default())
+            .read(b"Connect / HTTP/1.1\r\nContent-Length: 2\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(h.framing(), BodyFraming::Length(2));
+        assert_eq!(h.host(), None);
+    }
 
     /// The scanner as it was, one byte per step: the reference the run
     /// skipping above must agree with.
