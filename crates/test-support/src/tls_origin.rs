@@ -198,16 +198,13 @@ impl Message {
 /// whole head; a body cut short by the end of the stream is returned as
 /// far as it came.
 pub async fn read_message<S: AsyncRead + Unpin>(s: &mut S, buf: &mut Vec<u8>) -> Option<Message> {
-    let mut chunk = [0u8; 16 * 1024];
     let end = loop {
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break i + 4;
         }
-        let n = s.read(&mut chunk).await.ok()?;
-        if n == 0 {
+        if read_more(s, buf).await.ok()? == 0 {
             return None;
         }
-        buf.extend_from_slice(&chunk[..n]);
     };
     let head = String::from_utf8_lossy(&buf[..end]).into_owned();
     buf.drain(..end);
@@ -229,15 +226,20 @@ pub async fn read_message<S: AsyncRead + Unpin>(s: &mut S, buf: &mut Vec<u8>) ->
         if done {
             break;
         }
-        let n: usize = s.read(&mut chunk).await.unwrap_or_default();
-        if n == 0 {
+        if read_more(s, buf).await.unwrap_or_default() == 0 {
             break;
         }
-        buf.extend_from_slice(&chunk[..n]);
     }
     let take = length.unwrap_or(buf.len()).min(buf.len());
     let body: Vec<u8> = buf.drain(..take).collect();
     Some(Message { head, body })
+}
+
+/// Appends what one read gives to `buf`, read straight into its spare
+/// room (no buffer zeroed or copied per read).
+async fn read_more<S: AsyncRead + Unpin>(s: &mut S, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    buf.reserve(16 * 1024);
+    s.read_buf(buf).await
 }
 
 /// What the origin sends for one request.
