@@ -37,7 +37,7 @@ CONC=${CONCURRENCY:-32}
 # Ours and the C CONNECT proxy (connection rate), and ours and the C
 # forwarder (download), whose ratios are the targets, run this many times
 # in turn; each one's median is what the ratios use.
-ROUNDS=${ROUNDS:-$(smoke && echo 1 || echo 3)}
+ROUNDS=${ROUNDS:-$(smoke && echo 1 || echo 5)}
 
 need curl tinyproxy microsocks cc python3
 echo "building the load helper (release)" >&2

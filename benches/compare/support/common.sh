@@ -99,9 +99,10 @@ target() {
         }
         r = a / b
         met = (op == "<=") ? (r <= t + 0) : (r >= t + 0)
-        # Three significant digits, so that a ratio just short of its
-        # target never prints as the target itself.
-        printf "  %-46s %.3gx  (target %s %sx: %s)%s\n", l, r, op, t, met ? "met" : "not met", note
+        # Three decimals below 10 (one above), so that a ratio just off
+        # its target never prints as the target itself (1.004x, not 1x).
+        shown = (r < 10) ? sprintf("%.3f", r) : sprintf("%.1f", r)
+        printf "  %-46s %sx  (target %s %sx: %s)%s\n", l, shown, op, t, met ? "met" : "not met", note
     }'
 }
 
