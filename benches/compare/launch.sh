@@ -14,9 +14,9 @@
 #     with no proxies, bridge or session around it. The argv is caught by a
 #     `bwrap` earlier on PATH that records it and runs the real one.
 # Prints median wall time (hyperfine) and peak RSS (GNU time, largest process)
-# per tool and the ratios against srt. RUNS=30 by default; SMOKE=1 runs each
-# tool 3 times after one warm-up, with one memory run, nothing timed
-# asserted. Needs bubblewrap, socat, ripgrep, hyperfine, GNU time and srt
+# per tool and the ratios against srt. The tools take turns: ROUNDS=3 rounds
+# of RUNS=10 runs each by default; SMOKE=1 runs each tool 3 times after one
+# warm-up, in one round, with one memory run, nothing timed asserted. Needs bubblewrap, socat, ripgrep, hyperfine, GNU time and srt
 # (see install-peers.sh). Exits non-zero when a tool fails or never ran.
 set -euo pipefail
 # The commands below are split on spaces unquoted; their patterns (`*.key`)
@@ -25,9 +25,9 @@ set -f
 cd "$(dirname "$0")/../.."
 . benches/compare/support/common.sh
 if smoke; then
-    RUNS=${RUNS:-3} WARMUP=1 MEM_RUNS=1
+    RUNS=${RUNS:-3} WARMUP=1 MEM_RUNS=1 ROUNDS=${ROUNDS:-1}
 else
-    RUNS=${RUNS:-30} WARMUP=3 MEM_RUNS=5
+    RUNS=${RUNS:-10} WARMUP=2 MEM_RUNS=5 ROUNDS=${ROUNDS:-3}
 fi
 
 need bwrap socat rg hyperfine /usr/bin/time python3
@@ -88,9 +88,9 @@ while i < len(argv):
 print(" ".join(out))
 PY
 )
-declare -A MED MEM
+declare -A MED MEM OK
 for name in $TOOLS; do
-    MED[$name]=0 MEM[$name]=0
+    MED[$name]=0 MEM[$name]=0 OK[$name]=0
     # One plain run first, so that a failing tool shows its own error.
     if ! ${CMD[$name]} > "$work/$name.out" 2>&1; then
         sed "s/^/  $name: /" "$work/$name.out" >&2
@@ -107,15 +107,36 @@ for name in $TOOLS; do
     if [ "$name" = agent-run-landlock ] && ! grep -q "backend native (landlock: " "$work/$name.out"; then
         fail "$name" "not the Landlock mechanism"
     fi
-    hyperfine -N -w "$WARMUP" -r "$RUNS" --export-json "$work/$name.json" "${CMD[$name]}" \
-        > "$work/$name.log" 2>&1 || sed "s/^/  $name: /" "$work/$name.log" >&2
+    OK[$name]=1
+done
+# The tools take turns, ROUNDS times RUNS each, so that the machine's drift
+# (bare bwrap seen at 3.5 and 4.3 ms in two runs minutes apart) falls on
+# all of them alike; each one's median is over all its rounds.
+for round in $(seq "$ROUNDS"); do
+    for name in $TOOLS; do
+        [ "${OK[$name]}" = 1 ] || continue
+        hyperfine -N -w "$WARMUP" -r "$RUNS" --export-json "$work/$name.$round.json" "${CMD[$name]}" \
+            > "$work/$name.log" 2>&1 || sed "s/^/  $name: /" "$work/$name.log" >&2
+    done
+done
+for name in $TOOLS; do
+    [ "${OK[$name]}" = 1 ] || continue
     # median ms, runs, failed runs
-    read -r med runs bad < <(python3 -c "
-import json, statistics
-try: r = json.load(open('$work/$name.json'))['results'][0]
-except Exception: print('0 0 1'); raise SystemExit
-codes = r.get('exit_codes') or []
-print('%.1f' % (statistics.median(r['times']) * 1000), len(r['times']), sum(1 for c in codes if c))")
+    read -r med runs bad < <(python3 - "$work" "$name" "$ROUNDS" <<'PY'
+import json, statistics, sys
+work, name, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+times, bad = [], 0
+for r in range(1, rounds + 1):
+    try:
+        res = json.load(open("%s/%s.%d.json" % (work, name, r)))["results"][0]
+    except Exception:
+        bad += 1
+        continue
+    times += res["times"]
+    bad += sum(1 for c in (res.get("exit_codes") or []) if c)
+print("%.1f" % (statistics.median(times) * 1000) if times else "0", len(times), bad)
+PY
+)
     check "$name" "$runs" "$bad"
     MED[$name]=$med
     peak=0
