@@ -16,8 +16,9 @@
 # Prints median wall time (hyperfine) and peak RSS (GNU time, largest process)
 # per tool and the ratios against srt. The tools take turns: ROUNDS=3 rounds
 # of RUNS=10 runs each by default; SMOKE=1 runs each tool 3 times after one
-# warm-up, in one round, with one memory run, nothing timed asserted. Needs bubblewrap, socat, ripgrep, hyperfine, GNU time and srt
-# (see install-peers.sh). Exits non-zero when a tool fails or never ran.
+# warm-up, in one round, with one memory run, nothing timed asserted. Needs
+# bubblewrap, socat, ripgrep, hyperfine, GNU time and srt (see
+# install-peers.sh). Exits non-zero when a tool fails or never ran.
 set -euo pipefail
 # The commands below are split on spaces unquoted; their patterns (`*.key`)
 # are arguments, never globs.

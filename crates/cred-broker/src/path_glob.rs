@@ -3,6 +3,7 @@
 
 use crate::error::{Error, ErrorKind, truncate};
 use std::fmt;
+use std::fmt::Write as _;
 
 /// The longest path glob accepted, in bytes.
 pub const MAX_GLOB_LEN: usize = 1024;
@@ -206,10 +207,8 @@ pub(crate) fn normal_path(path: &str) -> Result<String, PathProblem> {
         if v.is_ascii_alphanumeric() || b"-._~".contains(&v) {
             out.push(v as char);
         } else {
-            const HEX: &[u8; 16] = b"0123456789ABCDEF";
-            out.push('%');
-            out.push(HEX[usize::from(v >> 4)] as char);
-            out.push(HEX[usize::from(v & 0xf)] as char);
+            // Writing to a String cannot fail.
+            let _ = write!(out, "%{v:02X}");
         }
         i += 3;
     }
