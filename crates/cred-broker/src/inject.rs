@@ -10,6 +10,7 @@ use crate::reframe::write_head;
 use crate::secret::WipeBuf;
 use net_vocab::{HeaderField, Host, Target};
 use std::fmt;
+use std::net::IpAddr;
 use std::time::SystemTime;
 
 /// Headers that ask an upstream to treat a request as another method.
@@ -25,6 +26,44 @@ const METHOD_OVERRIDES: &[&str] = &[
 /// 443, as the broker speaks HTTPS).
 pub(crate) fn host_agrees(target: &Target, host_header: &str) -> bool {
     Target::parse_authority_or(host_header, 443).is_ok_and(|t| t == *target)
+}
+
+/// A target with its canonical spellings as a `Host` value (`host:port`,
+/// and the bare host when the port is 443), made once per connection so
+/// that a `Host` sent as the proxy saw the target agrees by comparing
+/// bytes; any other spelling is parsed as [`host_agrees`] does. Both ways
+/// give the same answer: a canonical spelling parses back to its target.
+#[derive(Debug, Clone)]
+pub(crate) struct SpelledTarget {
+    target: Target,
+    with_port: String,
+    bare: Option<String>,
+}
+
+impl SpelledTarget {
+    pub(crate) fn new(target: Target) -> SpelledTarget {
+        let with_port = target.to_string();
+        let bare = (target.port == 443).then(|| match &target.host {
+            Host::Ip(IpAddr::V6(ip)) => format!("[{ip}]"),
+            host => host.to_string(),
+        });
+        SpelledTarget {
+            target,
+            with_port,
+            bare,
+        }
+    }
+
+    pub(crate) fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// [`host_agrees`] for this target.
+    pub(crate) fn agrees(&self, host_header: &str) -> bool {
+        host_header == self.with_port
+            || self.bare.as_deref() == Some(host_header)
+            || host_agrees(&self.target, host_header)
+    }
 }
 
 /// The canonical host of a host as sent on the wire, with or without a
@@ -89,7 +128,8 @@ pub fn upstream_head(
         len: request.body().len(),
         drop_encoding: false,
     };
-    upstream_head_for(request.head(), body, target, lease, credential, now)
+    let target = SpelledTarget::new(target.clone());
+    upstream_head_for(request.head(), body, &target, lease, credential, now)
 }
 
 /// The body an upstream head announces: its length, and whether it was
@@ -105,7 +145,7 @@ pub(crate) struct Body {
 pub(crate) fn upstream_head_for(
     head: &RequestHead,
     body: Body,
-    target: &Target,
+    spelled: &SpelledTarget,
     lease: &Lease,
     credential: &Credential,
     now: SystemTime,
@@ -118,7 +158,8 @@ pub(crate) fn upstream_head_for(
         }
         .into());
     }
-    if !host_agrees(target, head.host()) {
+    let target = spelled.target();
+    if !spelled.agrees(head.host()) {
         return Err(RulesErrorKind::TargetMismatch {
             host: truncate(head.host()),
             target: target.to_string(),
@@ -168,4 +209,62 @@ pub(crate) fn upstream_head_for(
         bytes: out,
         line_end,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn target() -> impl Strategy<Value = Target> {
+        let name = "[a-z][a-z0-9-]{0,10}(\\.[a-z][a-z0-9-]{0,10}){0,2}"
+            .prop_filter_map("a wire host", |n| Host::parse_wire(&n).ok());
+        let v4 = any::<[u8; 4]>().prop_map(|o| Host::Ip(IpAddr::from(o)));
+        let v6 = any::<[u16; 8]>().prop_map(|s| Host::Ip(IpAddr::from(s)));
+        let port = prop_oneof![Just(443u16), 1u16..];
+        (prop_oneof![name, v4, v6], port).prop_map(|(h, p)| Target::new(h, p))
+    }
+
+    /// Spellings close to a target's: its own, another case, another
+    /// port, brackets, a trailing dot, bytes added or cut.
+    fn spelling(t: &Target) -> impl Strategy<Value = String> + use<> {
+        let full = t.to_string();
+        let host = match &t.host {
+            Host::Ip(IpAddr::V6(ip)) => format!("[{ip}]"),
+            h => h.to_string(),
+        };
+        prop_oneof![
+            Just(full.clone()),
+            Just(host.clone()),
+            Just(full.to_ascii_uppercase()),
+            Just(format!("{host}.:{}", t.port)),
+            Just(format!("{host}:443")),
+            Just(format!("{host}:0{}", t.port)),
+            (0..=full.len()).prop_map(move |n| full.get(..n).unwrap_or("").to_owned()),
+            "[ -~]{0,3}".prop_map(move |s| format!("{host}{s}")),
+        ]
+    }
+
+    proptest! {
+        /// The byte comparison with a connection's spellings never
+        /// answers otherwise than parsing the `Host` would.
+        #[test]
+        fn spelled_agreement_is_parsed_agreement(
+            (t, host) in target().prop_flat_map(|t| { let s = spelling(&t); (Just(t), s) })
+        ) {
+            let spelled = SpelledTarget::new(t.clone());
+            prop_assert_eq!(spelled.agrees(&host), host_agrees(&t, &host));
+        }
+
+        /// The canonical spellings agree (the case the comparison is for).
+        #[test]
+        fn canonical_spellings_agree(t in target()) {
+            let spelled = SpelledTarget::new(t.clone());
+            prop_assert!(host_agrees(&t, &t.to_string()));
+            prop_assert!(spelled.agrees(&t.to_string()));
+            if let Some(bare) = spelled.bare.as_deref() {
+                prop_assert!(host_agrees(&t, bare));
+            }
+        }
+    }
 }

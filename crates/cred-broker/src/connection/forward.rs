@@ -6,7 +6,7 @@ use super::{Conn, Outgoing, Prepared, READ_CHUNK, body_classifier};
 use crate::classify::ClassifyInput;
 use crate::error::{Error, LeaseErrorKind, RulesErrorKind, TlsErrorKind, truncate};
 use crate::head::RequestHead;
-use crate::inject::{Body, host_agrees, upstream_head_for};
+use crate::inject::{Body, upstream_head_for};
 use crate::parser::Request;
 use crate::rules::Verdict;
 use crate::streamed::{BodyReader, Judgement};
@@ -29,17 +29,17 @@ where
     /// sees the head alone).
     fn check(&self, input: &ClassifyInput<'_>) -> Result<(), Error> {
         let head = input.head;
-        if !host_agrees(&self.target, head.host()) {
+        if !self.spelled.agrees(head.host()) {
             return Err(RulesErrorKind::TargetMismatch {
                 host: truncate(head.host()),
-                target: self.target.to_string(),
+                target: self.target().to_string(),
             }
             .into());
         }
         let decision = self
             .broker
             .engine
-            .decide_for(input, Some(&self.target.host));
+            .decide_for(input, Some(&self.target().host));
         if decision.verdict() != Verdict::Allow {
             return Err(RulesErrorKind::RuleDenied {
                 method: truncate(head.method()),
@@ -65,7 +65,7 @@ where
             Outgoing::Held(_) => ClassifyInput::head(head),
         };
         self.check(&input)?;
-        let target = &self.target;
+        let target = self.spelled.target();
         let Some(grant) = self
             .broker
             .grants
@@ -93,7 +93,7 @@ where
         let out = upstream_head_for(
             head,
             Body { len, drop_encoding },
-            target,
+            &self.spelled,
             &grant.lease,
             &grant.credential,
             now,
@@ -152,7 +152,7 @@ where
         let reader = match started {
             Ok(reader) => reader,
             Err(e) => {
-                let label = format!("{} {}", self.target, truncate(head.path()));
+                let label = format!("{} {}", self.target(), truncate(head.path()));
                 self.broker.report(label, &e);
                 self.answer(&e, true, None).await;
                 return Err(());
@@ -172,7 +172,7 @@ where
 
     pub(super) fn upstream_error(&self, message: impl std::fmt::Display) -> Error {
         TlsErrorKind::Upstream {
-            target: self.target.to_string(),
+            target: self.target().to_string(),
             message: truncate(&message.to_string()),
         }
         .into()
@@ -181,11 +181,11 @@ where
     /// Dials the vetted address and verifies the `CONNECT` host's identity.
     async fn connect(&self) -> Result<client::TlsStream<TcpStream>, Error> {
         let addr = self.upstream_addr;
-        if let Some(kept) = self.broker.upstream_pool.take(&self.target, addr) {
+        if let Some(kept) = self.broker.upstream_pool.take(self.target(), addr) {
             return Ok(kept);
         }
         let config = self.broker.client_config.clone();
-        let name = tls::server_name(&self.target.host)?;
+        let name = tls::server_name(&self.target().host)?;
         let dial = async {
             let tcp = TcpStream::connect(addr)
                 .await

@@ -14,6 +14,7 @@ use crate::broker::Broker;
 use crate::classify::RequestClassifier;
 use crate::error::{Error, Response, TlsErrorKind, truncate};
 use crate::head::RequestHead;
+use crate::inject::SpelledTarget;
 use crate::parser::{Request, RequestParser, Status};
 use crate::streamed::{BodyReader, HeldBody};
 use crate::tls;
@@ -93,7 +94,7 @@ impl Broker {
             .map_err(client_error)?;
         let mut conn = Conn {
             broker: self,
-            target,
+            spelled: SpelledTarget::new(target),
             client: stream,
             upstream_addr: upstream,
             upstream: None,
@@ -108,7 +109,7 @@ impl Broker {
             && let Some(up) = conn.upstream.take()
         {
             self.upstream_pool
-                .give(&conn.target, conn.upstream_addr, up);
+                .give(conn.target(), conn.upstream_addr, up);
         }
         result
     }
@@ -135,7 +136,8 @@ enum Prepared {
 /// The state of one client connection.
 struct Conn<'a, S> {
     broker: &'a Broker,
-    target: Target,
+    /// The `CONNECT` target, which is authoritative.
+    spelled: SpelledTarget,
     client: server::TlsStream<S>,
     upstream_addr: SocketAddr,
     upstream: Option<client::TlsStream<TcpStream>>,
@@ -161,6 +163,12 @@ fn body_classifier<'a>(
     head: &RequestHead,
 ) -> Option<&'a Arc<dyn RequestClassifier>> {
     classifiers.iter().find(|c| c.streams_body(head).is_some())
+}
+
+impl<S> Conn<'_, S> {
+    fn target(&self) -> &Target {
+        self.spelled.target()
+    }
 }
 
 impl<S> Conn<'_, S>
@@ -251,7 +259,7 @@ where
                     Ok(Some(done)) => return Ok(Some(done)),
                     Ok(None) => {}
                     Err(e) => {
-                        self.broker.report(self.target.to_string(), &e);
+                        self.broker.report(self.target().to_string(), &e);
                         self.answer(&e, true, None).await;
                         return Err(e);
                     }
@@ -287,7 +295,7 @@ where
         match self.prepare(request, body).await {
             Ok(Prepared::Sent) => {}
             Ok(Prepared::Answered { answer, why }) => {
-                self.broker.report(label(&self.target), &why);
+                self.broker.report(label(self.target()), &why);
                 self.send(&answer, client_close).await;
                 return Ok(if client_close {
                     Next::Close
@@ -296,7 +304,7 @@ where
                 });
             }
             Err(e) => {
-                self.broker.report(label(&self.target), &e);
+                self.broker.report(label(self.target()), &e);
                 return if e.response() == Response::Forbidden && !client_close {
                     self.answer(&e, false, Some(head)).await;
                     Ok(Next::KeepAlive)
@@ -315,7 +323,7 @@ where
             Ok(true) if !client_close => Ok(Next::KeepAlive),
             Ok(_) => Ok(Next::Close),
             Err(relay::RelayError { error, started }) => {
-                self.broker.report(label(&self.target), &error);
+                self.broker.report(label(self.target()), &error);
                 if !started {
                     self.answer(&error, true, None).await;
                 }

@@ -90,10 +90,12 @@ pub fn decoded_body<'a>(
 /// Whether `head` is a push (`POST .../git-receive-pack`) as
 /// [`GitClassifier`] sees it.
 pub(crate) fn is_push(head: &RequestHead) -> bool {
-    matches!(
-        GitClassifier::default().classify_git(&ClassifyInput::head(head)),
-        Some(Ok(GitRequest::Push(None)))
-    )
+    // Only a POST is ever a push: anything else needs no path work.
+    head.method() == "POST"
+        && matches!(
+            GitClassifier::default().classify_git(&ClassifyInput::head(head)),
+            Some(Ok(GitRequest::Push(None)))
+        )
 }
 
 impl GitClassifier {
