@@ -8,6 +8,7 @@ use crate::engine::RuleEngine;
 use crate::error::Error;
 use crate::limits::Limits;
 use crate::parser::{Request, RequestParser, Status};
+use crate::path_glob::normal_path;
 use crate::rules::RuleFile;
 use net_vocab::HeadLimits;
 
@@ -186,5 +187,18 @@ pub fn response(data: &[u8]) {
             w.is_err() == s.is_err(),
             "slicing changed the verdict: {w:?} vs {s:?}"
         ),
+    }
+}
+
+/// The rules' path normal form: never longer than what it was given (it
+/// only decodes), and a fixed point: a normal path normalises to itself,
+/// so a rule written in the normal form matches the request it names.
+pub fn rule_path(data: &[u8]) {
+    let Ok(path) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(norm) = normal_path(path) {
+        assert!(norm.len() <= path.len(), "{path:?} grew to {norm:?}");
+        assert_eq!(normal_path(&norm).as_ref(), Ok(&norm), "{path:?}");
     }
 }
