@@ -9,6 +9,10 @@ use net_vocab::{BodyFraming, HeadReader, HeaderField};
 use std::fmt;
 use std::sync::Arc;
 
+/// Capacity of the head buffer kept for the next request: a head larger
+/// than this gives its buffer back.
+const KEPT_HEAD_BUFFER: usize = 4096;
+
 /// One complete request: the checked head, the decoded body and any
 /// trailer fields. The client's framing is not kept; see
 /// [`Request::reframe`].
@@ -195,7 +199,12 @@ impl RequestParser {
             };
             used = end - before;
             let head = RequestHead::check(head)?;
-            self.buf = Vec::new();
+            // The next head is read into the same buffer, unless this one
+            // made it large.
+            self.buf.clear();
+            if self.buf.capacity() > KEPT_HEAD_BUFFER {
+                self.buf = Vec::new();
+            }
             self.reader = HeadReader::new(self.limits.head);
             let mut limits = self.limits;
             self.streaming = false;

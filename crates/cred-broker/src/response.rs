@@ -33,13 +33,53 @@ pub(crate) struct ResponseHead {
 
 /// Where the head ends (just past the empty line), if it is complete.
 pub(crate) fn head_end(buf: &[u8]) -> Option<usize> {
-    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4)
+    // One LF search per line: a head is a few short lines.
+    let mut from = 0;
+    loop {
+        let lf = from + memchr::memchr(b'\n', buf.get(from..)?)?;
+        if lf >= 3 && buf.get(lf - 3..=lf) == Some(b"\r\n\r\n") {
+            return Some(lf + 1);
+        }
+        from = lf + 1;
+    }
+}
+
+/// Where the first CRLF of `buf` starts.
+fn find_crlf(buf: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    loop {
+        let lf = from + memchr::memchr(b'\n', buf.get(from..)?)?;
+        if lf > 0 && buf.get(lf - 1) == Some(&b'\r') {
+            return Some(lf - 1);
+        }
+        from = lf + 1;
+    }
+}
+
+/// The pieces of `text` between its CRLFs, as `text.split("\r\n")` gives
+/// them (a lone CR or LF stays inside its piece).
+fn crlf_pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let piece = rest?;
+        match find_crlf(piece.as_bytes()) {
+            // CR and LF are ASCII: both cuts fall on character boundaries.
+            Some(i) => {
+                rest = piece.get(i + 2..);
+                piece.get(..i)
+            }
+            None => {
+                rest = None;
+                Some(piece)
+            }
+        }
+    })
 }
 
 /// Reads a complete response head (through the empty line).
 pub(crate) fn parse_head(head: &[u8], request_method: &str) -> Result<ResponseHead, String> {
     let text = std::str::from_utf8(head).map_err(|_| "response head is not UTF-8".to_owned())?;
-    let mut lines = text.split("\r\n");
+    let mut lines = crlf_pieces(text);
     let status_line = lines.next().unwrap_or_default();
     let mut parts = status_line.splitn(3, ' ');
     let version = parts.next().unwrap_or_default();
@@ -215,6 +255,35 @@ fn chunk_size(line: &[u8]) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Heads made mostly of the bytes that matter here: CR, LF and a few
+    /// others, so CRLF pairs, lone CRs and lone LFs all come up.
+    fn crlf_text() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![Just('\r'), Just('\n'), Just('a'), Just(':'), Just('é')],
+            0..40,
+        )
+        .prop_map(|v| v.into_iter().collect())
+    }
+
+    proptest! {
+        /// The CRLF cutter gives exactly the pieces `str::split` gives.
+        #[test]
+        fn crlf_pieces_are_split_pieces(text in crlf_text()) {
+            let ours: Vec<&str> = crlf_pieces(&text).collect();
+            let split: Vec<&str> = text.split("\r\n").collect();
+            prop_assert_eq!(ours, split);
+        }
+
+        /// The head's end is where the first CRLF CRLF ends.
+        #[test]
+        fn head_end_is_first_blank_line(text in crlf_text()) {
+            let b = text.as_bytes();
+            let oracle = b.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
+            prop_assert_eq!(head_end(b), oracle);
+        }
+    }
 
     #[test]
     fn framing() {

@@ -58,9 +58,10 @@ where
                 let e = self.upstream_error("the upstream switched protocols");
                 return Err(fail(e, started));
             }
-            let mut out: Vec<u8> = self.ubuf.drain(..end).collect();
             if (100..200).contains(&head.status) {
-                self.write_client(&out).await.map_err(|e| fail(e, true))?;
+                let sent = self.client.write_all(&self.ubuf[..end]).await;
+                sent.map_err(|e| fail(client_error(e), true))?;
+                self.ubuf.drain(..end);
                 started = true;
                 continue;
             }
@@ -70,12 +71,15 @@ where
                 ResponseBody::Chunked => Framer::Chunked(ChunkScanner::new()),
                 ResponseBody::Close => Framer::Close,
             };
-            // The head and whatever body bytes came with it go in one write.
+            // The head and whatever body bytes came with it go in one write,
+            // straight from the buffer they were read into.
+            let body = self.ubuf.get(end..).unwrap_or_default();
             let (used, mut done) = framer
-                .take(&self.ubuf)
+                .take(body)
                 .map_err(|m| fail(self.upstream_error(m), started))?;
-            out.extend(self.ubuf.drain(..used));
-            self.write_client(&out).await.map_err(|e| fail(e, true))?;
+            let sent = self.client.write_all(&self.ubuf[..end + used]).await;
+            sent.map_err(|e| fail(client_error(e), true))?;
+            self.ubuf.drain(..end + used);
             while !done {
                 let n = self.read_upstream().await.map_err(|e| fail(e, true))?;
                 if n == 0 {
@@ -89,9 +93,9 @@ where
                     .take(&self.rbuf[..n])
                     .map_err(|m| fail(self.upstream_error(m), true))?;
                 done = d;
-                let chunk = self.rbuf[..used].to_vec();
+                let sent = self.client.write_all(&self.rbuf[..used]).await;
+                sent.map_err(|e| fail(client_error(e), true))?;
                 self.ubuf.extend_from_slice(&self.rbuf[used..n]);
-                self.write_client(&chunk).await.map_err(|e| fail(e, true))?;
             }
             self.client
                 .flush()
