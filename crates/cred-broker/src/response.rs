@@ -33,24 +33,23 @@ pub(crate) struct ResponseHead {
 
 /// Where the head ends (just past the empty line), if it is complete.
 pub(crate) fn head_end(buf: &[u8]) -> Option<usize> {
-    // One LF search per line: a head is a few short lines.
-    let mut from = 0;
-    loop {
-        let lf = from + memchr::memchr(b'\n', buf.get(from..)?)?;
-        if lf >= 3 && buf.get(lf - 3..=lf) == Some(b"\r\n\r\n") {
-            return Some(lf + 1);
-        }
-        from = lf + 1;
-    }
+    lf_ending_with(buf, b"\r\n\r\n").map(|lf| lf + 1)
 }
 
 /// Where the first CRLF of `buf` starts.
 fn find_crlf(buf: &[u8]) -> Option<usize> {
+    lf_ending_with(buf, b"\r\n").map(|lf| lf - 1)
+}
+
+/// The index of the first LF in `buf` that ends `ending` (whose last byte
+/// is LF). One LF search per line: a head is a few short lines.
+fn lf_ending_with(buf: &[u8], ending: &[u8]) -> Option<usize> {
+    let back = ending.len().checked_sub(1)?;
     let mut from = 0;
     loop {
         let lf = from + memchr::memchr(b'\n', buf.get(from..)?)?;
-        if lf > 0 && buf.get(lf - 1) == Some(&b'\r') {
-            return Some(lf - 1);
+        if lf >= back && buf.get(lf - back..=lf) == Some(ending) {
+            return Some(lf);
         }
         from = lf + 1;
     }
