@@ -7,25 +7,44 @@ use std::fmt;
 /// the value without surrounding whitespace.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct HeaderField {
-    name: String,
-    value: Vec<u8>,
+    /// The name's bytes, then the value's: one allocation per field.
+    bytes: Box<[u8]>,
+    /// The name's length: where the value starts in `bytes`.
+    split: usize,
 }
 
 impl HeaderField {
+    /// A field of `name` (already checked to be a token) and `value`.
+    fn from_parts(name: &[u8], value: &[u8]) -> HeaderField {
+        let mut bytes = Vec::with_capacity(name.len() + value.len());
+        bytes.extend_from_slice(name);
+        bytes.extend_from_slice(value);
+        HeaderField {
+            bytes: bytes.into_boxed_slice(),
+            split: name.len(),
+        }
+    }
+
+    fn name_bytes(&self) -> &[u8] {
+        self.bytes.get(..self.split).unwrap_or_default()
+    }
+
     /// The name as the client spelled it.
     pub fn name(&self) -> &str {
-        &self.name
+        // A token is ASCII: the conversion cannot fail.
+        std::str::from_utf8(self.name_bytes()).unwrap_or_default()
     }
 
     /// The value bytes (visible ASCII, spaces, tabs and obs-text).
     pub fn value(&self) -> &[u8] {
-        &self.value
+        self.bytes.get(self.split..).unwrap_or_default()
     }
 
     /// The value as text, when it is ASCII.
     pub fn value_str(&self) -> Option<&str> {
-        if self.value.is_ascii() {
-            std::str::from_utf8(&self.value).ok()
+        let value = self.value();
+        if value.is_ascii() {
+            std::str::from_utf8(value).ok()
         } else {
             None
         }
@@ -33,7 +52,7 @@ impl HeaderField {
 
     /// Whether the name equals `name`, ignoring ASCII case.
     pub fn is(&self, name: &str) -> bool {
-        self.name.eq_ignore_ascii_case(name)
+        self.name_bytes().eq_ignore_ascii_case(name.as_bytes())
     }
 
     /// Parses one field line (without its CR LF) as [`crate::HeadReader`]
@@ -57,11 +76,11 @@ impl HeaderField {
 impl fmt::Debug for HeaderField {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut s = f.debug_struct("HeaderField");
-        s.field("name", &self.name);
-        if is_sensitive(&self.name) {
+        s.field("name", &self.name());
+        if is_sensitive(self.name()) {
             s.field("value", &"<redacted>");
         } else {
-            s.field("value", &String::from_utf8_lossy(&self.value));
+            s.field("value", &String::from_utf8_lossy(self.value()));
         }
         s.finish()
     }
@@ -137,11 +156,7 @@ pub(crate) fn parse_field_line(line: &[u8], offset: usize) -> Result<HeaderField
             .into());
         }
     }
-    let name = ascii_string(&line[..colon]);
-    Ok(HeaderField {
-        name,
-        value: trim_ows(raw).to_vec(),
-    })
+    Ok(HeaderField::from_parts(&line[..colon], trim_ows(raw)))
 }
 
 /// Bytes already checked to be ASCII (tchars, visible characters) as a

@@ -3,7 +3,7 @@
 //! written for, and the head reader does not depend on how bytes arrive.
 
 use net_vocab::fuzzing::examples;
-use net_vocab::{HeadLimits, HeadReader, Host, HostPattern, PatternShape, Target};
+use net_vocab::{HeadLimits, HeadReader, HeaderField, Host, HostPattern, PatternShape, Target};
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 
@@ -113,5 +113,41 @@ proptest! {
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
         net_vocab::fuzzing::request_head(&bytes);
         net_vocab::fuzzing::host(&bytes);
+    }
+
+    /// A field line gives back its name as spelled and its value without
+    /// the whitespace around it, whatever bytes the value holds; equal
+    /// lines give equal fields, and the same bytes split at another colon
+    /// give another field.
+    #[test]
+    fn a_field_line_splits_into_its_name_and_trimmed_value(
+        name in "[!#$%&'*+.^_`|~0-9A-Za-z-]{1,12}",
+        pad in "[ \t]{0,3}",
+        value in proptest::collection::vec(
+            prop_oneof![Just(b'\t'), 0x20u8..0x7f, 0x80u8..=0xff], 0..24),
+    ) {
+        let mut line = format!("{name}:{pad}").into_bytes();
+        line.extend_from_slice(&value);
+        line.extend_from_slice(pad.as_bytes());
+        let f = HeaderField::parse_line(&line, 0).unwrap();
+        let trimmed: &[u8] = {
+            let start = value.iter().position(|b| !matches!(b, b' ' | b'\t')).unwrap_or(value.len());
+            let end = value.iter().rposition(|b| !matches!(b, b' ' | b'\t')).map_or(start, |e| e + 1);
+            &value[start..end]
+        };
+        prop_assert_eq!(f.name(), name.as_str());
+        prop_assert_eq!(f.value(), trimmed);
+        prop_assert!(f.is(&name.to_ascii_uppercase()) && f.is(&name.to_ascii_lowercase()));
+        prop_assert_eq!(f.value_str().is_some(), trimmed.is_ascii());
+        prop_assert_eq!(&HeaderField::parse_line(&line, 0).unwrap(), &f);
+        // The same bytes with the colon moved into the name give another
+        // field.
+        if name.len() > 1 {
+            let mut moved = format!("{}:{}", &name[..1], &name[1..]).into_bytes();
+            moved.extend_from_slice(trimmed);
+            let g = HeaderField::parse_line(&moved, 0).unwrap();
+            prop_assert_ne!(&g, &f);
+            prop_assert!(!g.is(&name));
+        }
     }
 }
