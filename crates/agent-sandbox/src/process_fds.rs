@@ -60,6 +60,33 @@ pub(crate) fn close_inherited_fds(cmd: &mut tokio::process::Command) {
     }
 }
 
+/// Gives the spawned program SIGINT and SIGQUIT at their defaults. A shell
+/// starts a background job (`host &` in a script) with both ignored, and
+/// an ignored signal stays ignored across exec: the command, in a session
+/// of its own, would then shrug off Ctrl-C on its own terminal and the
+/// host's `CommandControl` signals alike. Handled signals are
+/// reset by exec itself; other ignored ones (`nohup`'s SIGHUP) are left as
+/// the host chose them.
+pub(crate) fn default_job_signals(cmd: &mut tokio::process::Command) {
+    // SAFETY: the closure runs in the forked child before exec and makes
+    // two system calls (sigaction through signal(3), async-signal-safe) on
+    // constants; nothing is allocated.
+    #[allow(
+        unsafe_code,
+        reason = "descriptor hygiene needs pre_exec; each block carries its SAFETY comment"
+    )]
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGQUIT] {
+                if libc::signal(sig, libc::SIG_DFL) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
 #[cfg_attr(
     not(target_os = "linux"),
     allow(dead_code, reason = "used by the bubblewrap backend (Linux)")

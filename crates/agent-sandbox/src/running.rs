@@ -62,7 +62,8 @@ impl CommandIo {
 
 /// Clears the environment to the session's, pipes the output (and stdin
 /// when piped, else `/dev/null`), moves the child into the command's
-/// cgroup and keeps every other inherited descriptor from it (descriptors
+/// cgroup, gives it SIGINT and SIGQUIT at their defaults and keeps every
+/// other inherited descriptor from it (descriptors
 /// the sandbox needs are passed on after this, with
 /// `process_fds::inherit_fds`). On Windows handles are not inherited
 /// unless asked for and there are no cgroups (see `process_fds`).
@@ -73,6 +74,7 @@ pub(crate) fn prepare<'c>(
     #[cfg(unix)]
     {
         crate::process_fds::close_inherited_fds(cmd);
+        crate::process_fds::default_job_signals(cmd);
         crate::process_fds::join_cgroups(cmd, request.cgroup_procs.clone());
     }
     let env = request.env;

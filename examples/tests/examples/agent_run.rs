@@ -1071,3 +1071,45 @@ fn a_settings_file_sets_the_run_and_an_unknown_key_is_refused() {
     assert!(!d.join("made").exists());
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// The `SigIgn` mask of a `/proc/PID/status` text.
+fn ignored_signals(status: &str) -> u64 {
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .unwrap_or_else(|| panic!("no SigIgn line in {status:?}"));
+    u64::from_str_radix(line.trim(), 16).unwrap()
+}
+
+/// A host started in the background of a script has SIGINT and SIGQUIT
+/// ignored (a shell does that for `host &`), and an ignored signal stays
+/// ignored across exec; the sandboxed command gets both back at their
+/// defaults, so Ctrl-C on its terminal and the host's signals reach it.
+#[test]
+fn a_host_that_ignores_interrupts_does_not_pass_that_on_to_the_command() {
+    if !native() {
+        return;
+    }
+    // SIGINT is 2 and SIGQUIT 3 on Linux; bit N - 1 of the mask is signal N.
+    let job_signals: u64 = (1 << 1) | (1 << 2);
+    let d = scratch("sigign");
+    let host = |inner: &str| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("trap '' INT QUIT; exec {inner}"))
+            .arg(BIN)
+            .current_dir(&d)
+            .env_remove("CC_SERVER_SANDBOX")
+            .output()
+            .unwrap()
+    };
+    // The setup means something: the host itself has both ignored.
+    let o = host("cat /proc/self/status");
+    let ignored = ignored_signals(&String::from_utf8_lossy(&o.stdout));
+    assert_eq!(ignored & job_signals, job_signals, "{ignored:x}");
+    let o = host("\"$0\" -- cat /proc/self/status");
+    assert!(o.status.success(), "{}", err(&o));
+    let ignored = ignored_signals(&String::from_utf8_lossy(&o.stdout));
+    assert_eq!(ignored & job_signals, 0, "{ignored:x}: {}", err(&o));
+    std::fs::remove_dir_all(&d).unwrap();
+}
