@@ -1,6 +1,9 @@
 //! Which descriptors a spawned program gets: none of the host process's
 //! own (every descriptor from 3 up is closed on exec), and only the ones a
-//! launch passes on explicitly.
+//! launch passes on explicitly. Also the rest of the state a spawn sets
+//! before exec: the command's cgroup, a session of its own, and the
+//! job-control signals at their defaults (a shell may have left the host
+//! ignoring them).
 //!
 //! Only `pre_exec` is unsafe here: the closures run between fork and exec,
 //! so they make only async-signal-safe system calls on values prepared
@@ -73,7 +76,7 @@ pub(crate) fn default_job_signals(cmd: &mut tokio::process::Command) {
     // constants; nothing is allocated.
     #[allow(
         unsafe_code,
-        reason = "descriptor hygiene needs pre_exec; each block carries its SAFETY comment"
+        reason = "resetting signal dispositions needs pre_exec; each block carries its SAFETY comment"
     )]
     unsafe {
         cmd.pre_exec(|| {
