@@ -30,6 +30,10 @@ use tokio::process::ChildStdin;
 #[derive(Default)]
 pub(crate) struct ControlState {
     stdin: tokio::sync::Mutex<StdinState>,
+    /// Woken when the stdin leaves [`StdinState::Pending`], so that a write
+    /// or close made before the command runs goes on at its start instead
+    /// of polling for it.
+    stdin_ready: tokio::sync::Notify,
     target: Mutex<Target>,
     /// The host sent `Kill`: the command ends as `killed` (manual).
     killed: AtomicBool,
@@ -87,6 +91,7 @@ impl ControlState {
             } else {
                 StdinState::NotPiped
             }),
+            stdin_ready: tokio::sync::Notify::new(),
             target: Mutex::new(Target::NotStarted),
             killed: AtomicBool::new(false),
             #[cfg(not(unix))]
@@ -116,6 +121,7 @@ impl ControlState {
                 *s = StdinState::Open(w);
             }
         }
+        self.stdin_ready.notify_waiters();
         if let (Ok(mut t), Some(pid)) = (self.target.lock(), pid)
             && matches!(*t, Target::NotStarted)
         {
@@ -130,6 +136,8 @@ impl ControlState {
         if matches!(*s, StdinState::Pending) {
             *s = StdinState::Terminal(master);
         }
+        drop(s);
+        self.stdin_ready.notify_waiters();
     }
 
     /// The terminal, once open and until the command ended.
@@ -162,6 +170,20 @@ impl ControlState {
         if !matches!(*s, StdinState::NotPiped) {
             *s = StdinState::Finished;
         }
+        drop(s);
+        self.stdin_ready.notify_waiters();
+    }
+
+    /// Waits, holding the stdin's lock `s` only until the wait is
+    /// registered, for the stdin to leave [`StdinState::Pending`]. Every
+    /// change of state is made under that lock and announced after it, so
+    /// none is missed between the check and the wait.
+    async fn until_stdin_ready(&self, s: tokio::sync::MutexGuard<'_, StdinState>) {
+        let ready = self.stdin_ready.notified();
+        tokio::pin!(ready);
+        ready.as_mut().enable();
+        drop(s);
+        ready.await;
     }
 }
 
@@ -178,8 +200,7 @@ impl CommandControl for Control {
                     StdinState::Closed => return Err(ControlError::StdinClosed),
                     StdinState::Finished => return Err(ControlError::Finished),
                     StdinState::Pending => {
-                        drop(s);
-                        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                        self.0.until_stdin_ready(s).await;
                     }
                     StdinState::Terminal(m) => {
                         let m = m.clone();
@@ -217,8 +238,7 @@ impl CommandControl for Control {
                     // The reader is gone: end of file is what it has.
                     StdinState::Finished => return Ok(()),
                     StdinState::Pending => {
-                        drop(s);
-                        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                        self.0.until_stdin_ready(s).await;
                     }
                     StdinState::Open(_) => {
                         *s = StdinState::Closed;
@@ -379,4 +399,74 @@ fn signal_namespace(init: u32, sig: rustix::process::Signal) -> Result<(), Contr
         }
     }
     Ok(())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "test code: a failed unwrap is a failed test"
+    )]
+    use super::*;
+    use std::time::Duration;
+    use tokio::io::AsyncReadExt;
+
+    /// Lets the other tasks run until none has more to do right now.
+    async fn settle() {
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn input_given_before_the_start_reaches_the_command_when_it_starts() {
+        let state = Arc::new(ControlState::new(true));
+        let control = Control(state.clone());
+        let early = tokio::spawn(async move {
+            control.write_stdin(b"before the start").await?;
+            control.close_stdin().await
+        });
+        settle().await;
+        assert!(!early.is_finished(), "the write waits for the process");
+
+        let mut cat = tokio::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (stdin, pid) = (cat.stdin.take(), cat.id());
+        state.started(stdin, pid).await;
+        let done = tokio::time::timeout(Duration::from_secs(20), early).await;
+        assert!(
+            matches!(done, Ok(Ok(Ok(())))),
+            "the start let the waiting write and close go on"
+        );
+        let mut out = String::new();
+        let mut stdout = cat.stdout.take().unwrap();
+        stdout.read_to_string(&mut out).await.unwrap();
+        assert_eq!(out, "before the start");
+        assert!(cat.wait().await.unwrap().success());
+    }
+
+    #[tokio::test]
+    async fn a_command_that_ends_unstarted_ends_the_waiting_writes() {
+        let state = Arc::new(ControlState::new(true));
+        let writer = Control(state.clone());
+        let closer = Control(state.clone());
+        let write = tokio::spawn(async move { writer.write_stdin(b"x").await });
+        let close = tokio::spawn(async move { closer.close_stdin().await });
+        settle().await;
+        assert!(!write.is_finished() && !close.is_finished());
+
+        state.finished().await;
+        let wait = Duration::from_secs(20);
+        let write = tokio::time::timeout(wait, write).await;
+        let close = tokio::time::timeout(wait, close).await;
+        assert!(matches!(write, Ok(Ok(Err(ControlError::Finished)))));
+        assert!(
+            matches!(close, Ok(Ok(Ok(())))),
+            "end of file is what it has"
+        );
+    }
 }
