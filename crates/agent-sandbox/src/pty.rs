@@ -83,13 +83,21 @@ pub(crate) fn open_on_host(size: PtySize) -> io::Result<(OwnedFd, OwnedFd)> {
 pub(crate) async fn open_in_sandbox(pid: u32, size: PtySize) -> io::Result<OwnedFd> {
     let host_devpts = rustix::fs::stat("/dev/pts")?.st_dev;
     let pts = format!("/proc/{pid}/root/dev/pts");
+    // bubblewrap reports the pid before it mounts the sandbox's devpts,
+    // which it does a few milliseconds later: look every millisecond (the
+    // timer's resolution; one stat each), so that the terminal opens
+    // within about a millisecond of the mount.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
     let mut mounted = false;
-    for _ in 0..400 {
+    loop {
         if rustix::fs::stat(std::path::Path::new(&pts)).is_ok_and(|s| s.st_dev != host_devpts) {
             mounted = true;
             break;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        if tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
     }
     if !mounted {
         return Err(io::Error::other("the sandbox did not mount its own devpts"));
