@@ -124,7 +124,13 @@ async fn connect(mut client: ClientStream, shared: &Shared, head: &RequestHead, 
             return;
         }
     };
-    match shared.open(protocol, &target).await {
+    // The egress (440 bytes) and the relay (944) are futures of their own
+    // on the heap, so that a connection's future is 872 bytes instead of
+    // 1,632: small enough for the allocator's per-thread cache, where the
+    // three allocations cost less than the one large one did (callgrind:
+    // 26,404 and 26,551 instructions per connection against 26,879 and
+    // 27,070). The SOCKS5 proxy does the same.
+    match Box::pin(shared.open(protocol, &target)).await {
         Err(d) => {
             let _ = client.write_all(&denial_response(&d)).await;
         }
@@ -142,7 +148,7 @@ async fn connect(mut client: ClientStream, shared: &Shared, head: &RequestHead, 
             if !rest.is_empty() && upstream.write_all(&rest).await.is_err() {
                 return;
             }
-            let _ = relay(&mut client, &mut upstream, shared.copying()).await;
+            let _ = Box::pin(relay(&mut client, &mut upstream, shared.copying())).await;
         }
     }
 }
@@ -160,7 +166,7 @@ async fn forward(mut client: ClientStream, shared: &Shared, head: &RequestHead, 
             return;
         }
     };
-    let mut upstream = match shared.open(protocol, &target).await {
+    let mut upstream = match Box::pin(shared.open(protocol, &target)).await {
         Err(d) => {
             let _ = client.write_all(&denial_response(&d)).await;
             return;
@@ -180,7 +186,7 @@ async fn forward(mut client: ClientStream, shared: &Shared, head: &RequestHead, 
     if upstream.write_all(&out).await.is_err() {
         return;
     }
-    let _ = relay(&mut client, &mut upstream, shared.copying()).await;
+    let _ = Box::pin(relay(&mut client, &mut upstream, shared.copying())).await;
 }
 
 /// The target of an absolute-form request, and the origin-form path to

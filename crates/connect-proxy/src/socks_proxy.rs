@@ -37,7 +37,7 @@ pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
             return;
         }
     };
-    match shared.open(Protocol::Socks5, &target).await {
+    match Box::pin(shared.open(Protocol::Socks5, &target)).await {
         Err(d) => {
             let _ = client.write_all(&reply_for(&d).bytes()).await;
         }
@@ -55,7 +55,7 @@ pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
             if !rest.is_empty() && upstream.write_all(&rest).await.is_err() {
                 return;
             }
-            let _ = relay(&mut client, &mut upstream, shared.copying()).await;
+            let _ = Box::pin(relay(&mut client, &mut upstream, shared.copying())).await;
         }
     }
 }
