@@ -2,6 +2,8 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::field::HeaderField;
+use crate::host::Host;
+use crate::target::Target;
 use std::fmt;
 
 /// Default limit on the whole request head (request line, fields and the
@@ -139,6 +141,9 @@ pub struct RequestHead {
     pub(crate) headers: Vec<HeaderField>,
     /// The index in `headers` of the single, checked `Host` field.
     pub(crate) host: Option<usize>,
+    /// That field's value as the check read it: a host and its port, when
+    /// the value has one.
+    pub(crate) host_read: Option<(Host, Option<u16>)>,
     pub(crate) framing: BodyFraming,
 }
 
@@ -184,6 +189,31 @@ impl RequestHead {
     /// in the wire grammar with an optional port).
     pub fn host(&self) -> Option<&str> {
         self.headers.get(self.host?)?.value_str()
+    }
+
+    /// The request target read as an authority, `host:port` (the form of
+    /// `CONNECT`; the port is required): the same result as
+    /// [`Target::parse_authority`] of [`RequestHead::target`]. When the
+    /// `Host` field spells the very same text, its reading by the head
+    /// reader is used instead of a second one.
+    ///
+    /// ```
+    /// use net_vocab::{HeadLimits, HeadReader, Target};
+    /// let wire = b"CONNECT Example.com:443 HTTP/1.1\r\nHost: Example.com:443\r\n\r\n";
+    /// let (head, _) = HeadReader::new(HeadLimits::default()).read(wire).unwrap().unwrap();
+    /// assert_eq!(head.authority_target().unwrap().to_string(), "example.com:443");
+    /// assert_eq!(head.authority_target().ok(), Target::parse_authority(head.target()).ok());
+    /// ```
+    pub fn authority_target(&self) -> Result<Target, Error> {
+        if let (Some(host), Some((read, Some(port)))) = (self.host(), &self.host_read)
+            && host == self.target
+        {
+            return Ok(Target {
+                host: read.clone(),
+                port: *port,
+            });
+        }
+        Target::parse_authority(&self.target)
     }
 
     /// The body framing the head declares.

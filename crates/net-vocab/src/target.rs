@@ -60,7 +60,8 @@ impl fmt::Display for Target {
     }
 }
 
-fn split_authority(input: &str) -> Result<(Host, Option<u16>), Error> {
+/// A host with an optional port, as an authority spells it.
+pub(crate) fn split_authority(input: &str) -> Result<(Host, Option<u16>), Error> {
     if let Some(rest) = input.strip_prefix('[') {
         let Some((inner, after)) = rest.split_once(']') else {
             return Err(Error::host(input, HostProblem::BracketedName));

@@ -7,6 +7,27 @@ use net_vocab::{HeadLimits, HeadReader, HeaderField, Host, HostPattern, PatternS
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 
+/// Authorities of every shape: names in any case, IPv4 in its spellings,
+/// IPv6 bracketed or not, with a port, without, or a bad one.
+fn authority() -> impl Strategy<Value = String> {
+    let host = prop_oneof![
+        "[A-Za-z0-9-]{1,8}(\\.[A-Za-z0-9-]{1,8}){0,2}\\.?",
+        "(0x)?[0-9]{1,3}(\\.[0-9]{1,4}){0,3}",
+        Just("[::1]".to_owned()),
+        Just("[2001:db8::1]".to_owned()),
+        Just("::1".to_owned()),
+        "[ -~]{0,6}",
+    ];
+    let port = prop_oneof![
+        Just(String::new()),
+        (1u32..=65535).prop_map(|p| format!(":{p}")),
+        Just(":0".to_owned()),
+        Just(":".to_owned()),
+        Just(":99999".to_owned()),
+    ];
+    (host, port).prop_map(|(h, p)| format!("{h}{p}"))
+}
+
 /// Bytes that look like request heads often enough to reach the checks.
 fn head_bytes() -> impl Strategy<Value = Vec<u8>> {
     let piece = prop_oneof![
@@ -148,6 +169,31 @@ proptest! {
             let g = HeaderField::parse_line(&moved, 0).unwrap();
             prop_assert_ne!(&g, &f);
             prop_assert!(!g.is(&name));
+        }
+    }
+
+    /// A CONNECT head's target read as an authority is what
+    /// `Target::parse_authority` makes of it, whether the `Host` field
+    /// spells the same text (its reading is reused), another authority or
+    /// none; and the reuse never changes which heads are refused.
+    #[test]
+    fn the_authority_target_is_the_parse_of_the_request_target(
+        target in authority(),
+        host in prop_oneof![Just(None), Just(Some(String::new())), authority().prop_map(Some)],
+    ) {
+        let host = host.map(|h| if h.is_empty() { target.clone() } else { h });
+        let mut wire = format!("CONNECT {target} HTTP/1.1\r\n");
+        if let Some(h) = &host {
+            wire.push_str(&format!("Host: {h}\r\n"));
+        }
+        wire.push_str("\r\n");
+        let read = HeadReader::new(HeadLimits::default()).read(wire.as_bytes());
+        if let Ok(Some((head, _))) = read {
+            let parsed = Target::parse_authority(head.target());
+            match head.authority_target() {
+                Ok(t) => prop_assert_eq!(Some(t), parsed.ok()),
+                Err(e) => prop_assert_eq!(Some(e.to_string()), parsed.err().map(|e| e.to_string())),
+            }
         }
     }
 }
