@@ -115,7 +115,7 @@ async fn read_head(
 
 async fn connect(mut client: ClientStream, shared: &Shared, head: &RequestHead, rest: Vec<u8>) {
     let protocol = Protocol::HttpConnect;
-    let target = match Target::parse_authority(head.target()) {
+    let target = match head.authority_target() {
         Ok(t) => t,
         Err(e) => {
             let d = Denial::Malformed(e.to_string());
