@@ -14,7 +14,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Serves one client connection.
 pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
-    client.set_nodelay();
     let mut buf = shared.spare.take(FIRST_BUFFER);
     let read = read_head(&mut client, &mut buf, shared.head);
     let (head, end) = match tokio::time::timeout(shared.limits.header_timeout, read).await {

@@ -103,7 +103,8 @@ impl ProxyService {
     /// The returned handle stops serving this listener alone (its
     /// connections end with it).
     pub fn serve_tcp(&self, kind: ProxyKind, listener: TcpListener) -> AbortHandle {
-        self.spawn(kind, Acceptor::Tcp(listener))
+        let nodelay = Nodelay::for_listener(&listener);
+        self.spawn(kind, Acceptor::Tcp(listener, nodelay))
     }
 
     /// Serves `kind` on a Unix socket. A client whose peer credentials
@@ -249,12 +250,38 @@ impl ProxyPair {
 
 /// A listener of either kind.
 enum Acceptor {
-    Tcp(TcpListener),
+    Tcp(TcpListener, Nodelay),
     #[cfg(unix)]
     Unix(tokio::net::UnixListener, u32),
 }
 
 /// What one accept gave.
+/// How an accepted TCP client gets Nagle's algorithm turned off (a
+/// CONNECT reply and a SOCKS5 reply are small writes that must not wait).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Nodelay {
+    /// Set on the listener, which Linux copies to each socket it accepts:
+    /// one system call per listener instead of one per connection.
+    Inherited,
+    /// Set on each accepted socket.
+    PerConnection,
+}
+
+impl Nodelay {
+    /// Sets `TCP_NODELAY` on the listener where accepted sockets inherit
+    /// it (Linux; the test `accepted_clients_have_nodelay` checks that they
+    /// do), and falls back to setting it per connection elsewhere or when
+    /// the listener refuses it.
+    fn for_listener(listener: &TcpListener) -> Nodelay {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if rustix::net::sockopt::set_tcp_nodelay(listener, true).is_ok() {
+            return Nodelay::Inherited;
+        }
+        let _ = listener;
+        Nodelay::PerConnection
+    }
+}
+
 enum Accepted {
     Client(ClientStream),
     /// A Unix peer of another uid, already reported.
@@ -272,7 +299,13 @@ impl Acceptor {
     )]
     async fn accept(&self, shared: &Shared) -> std::io::Result<Accepted> {
         match self {
-            Acceptor::Tcp(l) => Ok(Accepted::Client(ClientStream::Tcp(l.accept().await?.0))),
+            Acceptor::Tcp(l, nodelay) => {
+                let (stream, _) = l.accept().await?;
+                if *nodelay == Nodelay::PerConnection {
+                    let _ = stream.set_nodelay(true);
+                }
+                Ok(Accepted::Client(ClientStream::Tcp(stream)))
+            }
             #[cfg(unix)]
             Acceptor::Unix(l, uid) => accept_unix(l, *uid, shared).await,
         }

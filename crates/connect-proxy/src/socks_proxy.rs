@@ -19,7 +19,6 @@ const HANDSHAKE_BUFFER: usize = 1024;
 
 /// Serves one client connection.
 pub(crate) async fn serve(mut client: ClientStream, shared: Arc<Shared>) {
-    client.set_nodelay();
     let limits = shared.limits;
     let handshake =
         tokio::time::timeout(limits.header_timeout, handshake(&mut client, &shared)).await;

@@ -5,7 +5,8 @@
 
 use crate::support::*;
 use connect_proxy::{
-    AllowList, BoxFuture, Intercept, Intercepted, ProxyConfig, ProxyPair, StaticResolver, Target,
+    AllowList, BoxFuture, ClientStream, Intercept, Intercepted, ProxyConfig, ProxyPair,
+    StaticResolver, Target,
 };
 use sandbox_core::{SandboxSpec, SandboxViolation};
 use std::net::SocketAddr;
@@ -508,7 +509,8 @@ async fn a_thousand_concurrent_tunnels() {
 }
 
 /// A stand-in for an interception hook (not the broker's adapter): it
-/// claims `broker.test` and answers with what it was handed.
+/// claims `broker.test` and answers with what it was handed, and whether
+/// the client's socket has Nagle's algorithm off.
 struct NoteHook;
 
 impl Intercept for NoteHook {
@@ -518,8 +520,12 @@ impl Intercept for NoteHook {
 
     fn take(&self, mut conn: Intercepted) -> BoxFuture<'static, ()> {
         Box::pin(async move {
+            let nodelay = match &conn.client {
+                ClientStream::Tcp(s) => s.nodelay().ok(),
+                _ => None,
+            };
             let note = format!(
-                "intercepted {} {:?} {}",
+                "intercepted {} {:?} {} nodelay={nodelay:?}",
                 conn.target,
                 conn.addrs,
                 text(&conn.buffered)
@@ -542,7 +548,7 @@ async fn intercept_takes_claimed_hosts() {
     .await;
     assert_eq!(
         text(&out),
-        "HTTP/1.1 200 Connection established\r\n\r\nintercepted broker.test:443 [127.0.0.1:443] hello"
+        "HTTP/1.1 200 Connection established\r\n\r\nintercepted broker.test:443 [127.0.0.1:443] hello nodelay=Some(true)"
     );
     let mut socks = vec![5u8, 1, 0, 5, 1, 0, 3, 11];
     socks.extend_from_slice(b"broker.test");
@@ -551,10 +557,59 @@ async fn intercept_takes_claimed_hosts() {
     assert_eq!(&out[..2], [5, 0]);
     assert_eq!(out[3], 0);
     assert!(text(&out[12..]).starts_with("intercepted broker.test:443"));
+    assert!(text(&out[12..]).ends_with("nodelay=Some(true)"));
     // Unclaimed hosts are dialed as usual.
     let (_, head) = http_connect(f.pair.http_addr(), &format!("echo.test:{}", f.echo.port())).await;
     assert!(head.starts_with("HTTP/1.1 200"));
     f.pair.shutdown().await;
+}
+
+/// Listeners handed in by the caller (how agent-run serves the listeners it
+/// binds in the sandbox's network namespace): each client they accept has
+/// Nagle's algorithm off, whether the listener passes it on (Linux) or the
+/// proxy sets it per connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accepted_clients_have_nodelay() {
+    use connect_proxy::{Baseline, IpPolicy, ProxyKind, ProxyService};
+    let resolver = Arc::new(StaticResolver::new());
+    resolver.insert("broker.test", ["127.0.0.1".parse().unwrap()]);
+    let list = AllowList::builder()
+        .baseline(Baseline::Exclude)
+        .allow("broker.test:443")
+        .build()
+        .unwrap();
+    let mut ip = IpPolicy::new();
+    ip.allow_cidr("127.0.0.1/32".parse().unwrap());
+    let mut b = ProxyConfig::builder();
+    b.allowlist(list)
+        .ip_policy(ip)
+        .resolver(resolver)
+        .intercept(Arc::new(NoteHook));
+    let service = ProxyService::start(b.build().unwrap());
+    let http = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let socks = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (http_addr, socks_addr) = (http.local_addr().unwrap(), socks.local_addr().unwrap());
+    let _ = service.serve_tcp(ProxyKind::Http, http);
+    let _ = service.serve_tcp(ProxyKind::Socks5, socks);
+    for _ in 0..3 {
+        let out = exchange(http_addr, b"CONNECT broker.test:443 HTTP/1.1\r\n\r\n").await;
+        assert!(
+            text(&out).ends_with("intercepted broker.test:443 [127.0.0.1:443]  nodelay=Some(true)"),
+            "{}",
+            text(&out)
+        );
+        let mut hello = vec![5u8, 1, 0, 5, 1, 0, 3, 11];
+        hello.extend_from_slice(b"broker.test");
+        hello.extend_from_slice(&443u16.to_be_bytes());
+        let out = exchange(socks_addr, &hello).await;
+        assert_eq!(&out[..2], [5, 0]);
+        assert!(
+            text(&out[12..]).ends_with(" nodelay=Some(true)"),
+            "{}",
+            text(&out)
+        );
+    }
+    service.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
