@@ -570,22 +570,11 @@ async fn intercept_takes_claimed_hosts() {
 /// proxy sets it per connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn accepted_clients_have_nodelay() {
-    use connect_proxy::{Baseline, IpPolicy, ProxyKind, ProxyService};
-    let resolver = Arc::new(StaticResolver::new());
-    resolver.insert("broker.test", ["127.0.0.1".parse().unwrap()]);
-    let list = AllowList::builder()
-        .baseline(Baseline::Exclude)
-        .allow("broker.test:443")
-        .build()
-        .unwrap();
-    let mut ip = IpPolicy::new();
-    ip.allow_cidr("127.0.0.1/32".parse().unwrap());
-    let mut b = ProxyConfig::builder();
-    b.allowlist(list)
-        .ip_policy(ip)
-        .resolver(resolver)
-        .intercept(Arc::new(NoteHook));
-    let service = ProxyService::start(b.build().unwrap());
+    use connect_proxy::{ProxyKind, ProxyService};
+    let (config, _) = config(|b| {
+        b.intercept(Arc::new(NoteHook));
+    });
+    let service = ProxyService::start(config);
     let http = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let socks = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let (http_addr, socks_addr) = (http.local_addr().unwrap(), socks.local_addr().unwrap());

@@ -112,6 +112,22 @@ pub(crate) const ALLOWED: &[&str] = &[
 pub(crate) async fn fixture(tune: impl FnOnce(&mut ProxyConfigBuilder)) -> Fixture {
     let origin = origin().await;
     let echo = echo().await;
+    let (config, resolver) = config(tune);
+    let pair = ProxyPair::start(config).await.unwrap();
+    Fixture {
+        pair,
+        resolver,
+        origin,
+        echo,
+    }
+}
+
+/// The fixture's configuration (the names of [`ALLOWED`], resolved by a
+/// static resolver to loopback, which the address policy grants), tuned,
+/// and its resolver.
+pub(crate) fn config(
+    tune: impl FnOnce(&mut ProxyConfigBuilder),
+) -> (connect_proxy::ProxyConfig, Arc<StaticResolver>) {
     let resolver = Arc::new(StaticResolver::new());
     let local: IpAddr = LOCAL.parse().unwrap();
     resolver
@@ -134,13 +150,7 @@ pub(crate) async fn fixture(tune: impl FnOnce(&mut ProxyConfigBuilder)) -> Fixtu
         .resolver(resolver.clone())
         .resolve_timeout(Duration::from_millis(300));
     tune(&mut b);
-    let pair = ProxyPair::start(b.build().unwrap()).await.unwrap();
-    Fixture {
-        pair,
-        resolver,
-        origin,
-        echo,
-    }
+    (b.build().unwrap(), resolver)
 }
 
 /// Sends raw bytes, reads until the peer closes.
