@@ -262,6 +262,10 @@ enum Acceptor {
 enum Nodelay {
     /// Set on the listener, which Linux copies to each socket it accepts:
     /// one system call per listener instead of one per connection.
+    #[cfg_attr(
+        not(any(target_os = "linux", target_os = "android")),
+        allow(dead_code, reason = "set on the listener on Linux only")
+    )]
     Inherited,
     /// Set on each accepted socket.
     PerConnection,
