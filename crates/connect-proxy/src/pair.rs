@@ -100,6 +100,9 @@ impl ProxyService {
     /// network namespace, or any other the caller controls. Whoever can
     /// connect to it can use the session's proxies.
     ///
+    /// On Linux the listener gets `TCP_NODELAY`, which the sockets it
+    /// accepts inherit; elsewhere each accepted socket gets it.
+    ///
     /// The returned handle stops serving this listener alone (its
     /// connections end with it).
     pub fn serve_tcp(&self, kind: ProxyKind, listener: TcpListener) -> AbortHandle {
@@ -255,7 +258,6 @@ enum Acceptor {
     Unix(tokio::net::UnixListener, u32),
 }
 
-/// What one accept gave.
 /// How an accepted TCP client gets Nagle's algorithm turned off (a
 /// CONNECT reply and a SOCKS5 reply are small writes that must not wait).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -286,6 +288,7 @@ impl Nodelay {
     }
 }
 
+/// What one accept gave.
 enum Accepted {
     Client(ClientStream),
     /// A Unix peer of another uid, already reported.
