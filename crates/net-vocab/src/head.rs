@@ -139,12 +139,21 @@ pub struct RequestHead {
     pub(crate) target: String,
     pub(crate) version: Version,
     pub(crate) headers: Vec<HeaderField>,
-    /// The index in `headers` of the single, checked `Host` field.
-    pub(crate) host: Option<usize>,
-    /// That field's value as the check read it: a host and its port, when
-    /// the value has one.
-    pub(crate) host_read: Option<(Host, Option<u16>)>,
+    /// The single, checked `Host` field.
+    pub(crate) host: Option<HostField>,
     pub(crate) framing: BodyFraming,
+}
+
+/// The `Host` field of a head: where it is among the fields, and its value
+/// as the head reader's check read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HostField {
+    /// Its index in the head's fields.
+    pub(crate) index: usize,
+    /// The host it names.
+    pub(crate) host: Host,
+    /// Its port, when the value has one.
+    pub(crate) port: Option<u16>,
 }
 
 impl RequestHead {
@@ -188,7 +197,7 @@ impl RequestHead {
     /// The single `Host` field's value, when there is one (checked: a host
     /// in the wire grammar with an optional port).
     pub fn host(&self) -> Option<&str> {
-        self.headers.get(self.host?)?.value_str()
+        self.headers.get(self.host.as_ref()?.index)?.value_str()
     }
 
     /// The request target read as an authority, `host:port` (the form of
@@ -205,11 +214,15 @@ impl RequestHead {
     /// assert_eq!(head.authority_target().ok(), Target::parse_authority(head.target()).ok());
     /// ```
     pub fn authority_target(&self) -> Result<Target, Error> {
-        if let (Some(host), Some((read, Some(port)))) = (self.host(), &self.host_read)
-            && host == self.target
+        if let Some(HostField {
+            host,
+            port: Some(port),
+            ..
+        }) = &self.host
+            && self.host() == Some(self.target.as_str())
         {
             return Ok(Target {
-                host: read.clone(),
+                host: host.clone(),
                 port: *port,
             });
         }

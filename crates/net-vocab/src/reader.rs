@@ -4,8 +4,7 @@
 
 use crate::error::{Error, ErrorKind, truncate_bytes};
 use crate::field::{HeaderField, ascii_string, is_tchar, parse_field_line};
-use crate::head::{BodyFraming, HeadLimits, RequestHead, Version};
-use crate::host::Host;
+use crate::head::{BodyFraming, HeadLimits, HostField, RequestHead, Version};
 use crate::target::split_authority;
 use std::borrow::Cow;
 
@@ -167,7 +166,7 @@ fn parse_head(head: &[u8], fields: usize) -> Result<RequestHead, Error> {
         }
         headers.push(parse_field_line(line, offset)?);
     }
-    let (host, host_read) = single_host(&headers)?;
+    let host = single_host(&headers)?;
     let framing = framing(&method, version, &headers)?;
     Ok(RequestHead {
         method,
@@ -175,7 +174,6 @@ fn parse_head(head: &[u8], fields: usize) -> Result<RequestHead, Error> {
         version,
         headers,
         host,
-        host_read,
         framing,
     })
 }
@@ -232,24 +230,20 @@ fn parse_request_line(line: &[u8]) -> Result<(Cow<'static, str>, String, Version
     Ok((method_name(method), ascii_string(target), version))
 }
 
-/// The single `Host` field's index and its value read as a host with
-/// an optional port.
-type HostField = (Option<usize>, Option<(Host, Option<u16>)>);
-
 /// At most one `Host` field, and its value a host with an optional port:
 /// the field's index and that reading.
-fn single_host(headers: &[HeaderField]) -> Result<HostField, Error> {
+fn single_host(headers: &[HeaderField]) -> Result<Option<HostField>, Error> {
     let mut hosts = headers.iter().enumerate().filter(|(_, h)| h.is("host"));
-    let Some((index, host)) = hosts.next() else {
-        return Ok((None, None));
+    let Some((index, field)) = hosts.next() else {
+        return Ok(None);
     };
     if hosts.next().is_some() {
         return Err(ErrorKind::RepeatedHost.into());
     }
-    match host.value_str().map(split_authority) {
-        Some(Ok(read)) => Ok((Some(index), Some(read))),
+    match field.value_str().map(split_authority) {
+        Some(Ok((host, port))) => Ok(Some(HostField { index, host, port })),
         _ => Err(ErrorKind::InvalidHostHeader {
-            value: truncate_bytes(host.value()),
+            value: truncate_bytes(field.value()),
         }
         .into()),
     }
