@@ -119,11 +119,13 @@ cc -O2 -o "$WORK/fwd_epoll" benches/compare/support/fwd_epoll.c || die "cannot b
 FWD_COPY_PORT=$(free_port)
 "$WORK/fwd" copy "$FWD_COPY_PORT" "$ORIGIN_PORT" &
 PIDS+=($!)
-wait_port "$FWD_COPY_PORT" "$!"
+FWD_COPY_PID=$!
+wait_port "$FWD_COPY_PORT" "$FWD_COPY_PID"
 FWD_SPLICE_PORT=$(free_port)
 "$WORK/fwd" splice "$FWD_SPLICE_PORT" "$ORIGIN_PORT" &
 PIDS+=($!)
-wait_port "$FWD_SPLICE_PORT" "$!"
+FWD_SPLICE_PID=$!
+wait_port "$FWD_SPLICE_PORT" "$FWD_SPLICE_PID"
 FWD_EPOLL_PORT=$(free_port)
 "$WORK/fwd_epoll" "$FWD_EPOLL_PORT" "$ORIGIN_PORT" &
 PIDS+=($!)
@@ -138,30 +140,43 @@ wait_port "$FWD_CONNECT_PORT" "$FWD_CONNECT_PID"
 gbps() { awk -v b="$1" 'BEGIN { printf "%.2f", b / 1e9 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }'; }
 
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+HZ=$(getconf CLK_TCK)
+secs() { awk -v t="$1" -v hz="$HZ" 'BEGIN { printf "%.2f", t / hz }'; }
+
 declare -A D
-download() { # key label curl-args... : one download; D[key] = bytes per second
-    local key=$1 label=$2 out size speed
-    shift 2
-    out=$(curl -sS --noproxy '' -o /dev/null -w '%{size_download} %{speed_download}' "$@") || out="0 0"
-    read -r size speed <<< "$out"
+# download key label relay-pid-or-0 curl-args... : one download; D[key] =
+# bytes per second. Also prints the relay's CPU time for it (user +
+# system, from /proc) and curl's: splice(2) in the relay leaves the
+# receiver more to do, so the two are shown side by side.
+download() {
+    local key=$1 label=$2 pid=$3 out size speed before=0 after=0 client
+    shift 3
+    [ "$pid" = 0 ] || before=$(ticks "$pid")
+    out=$({ TIMEFORMAT='%U %S'; time curl -sS --noproxy '' -o /dev/null -w '%{size_download} %{speed_download}\n' "$@"; } 2>&1) ||
+        out="0 0"
+    [ "$pid" = 0 ] || after=$(ticks "$pid")
+    read -r size speed <<< "$(head -1 <<< "$out")"
+    client=$(tail -1 <<< "$out" | awk '{ printf "%.2f", $1 + $2 }')
     D[$key]=$speed
     [ "$size" = "$DL_BYTES" ] || fail "download $label" "got $size of $DL_BYTES bytes"
-    printf '%-32s %10s %10s\n' "$label" "$(gbps "$speed")" "$(ratio "$speed" "${D[direct]}")"
+    printf '%-32s %10s %10s %10s %10s\n' "$label" "$(gbps "$speed")" "$(ratio "$speed" "${D[direct]}")" \
+        "$([ "$pid" = 0 ] && echo - || secs $((after - before)))" "$client"
 }
 
 echo
-echo "(a) $DL_NAME download with curl, loopback"
-printf '%-32s %10s %10s\n' "path" "GB/s" "vs direct"
+echo "(a) $DL_NAME download with curl, loopback (CPU seconds for the download)"
+printf '%-32s %10s %10s %10s %10s\n' "path" "GB/s" "vs direct" "relay CPU" "curl CPU"
 D[direct]=0
-download direct "direct" "http://$ORIGIN$DL_PATH"
+download direct "direct" 0 "http://$ORIGIN$DL_PATH"
 for buf in $VARIANTS; do
-    download "http-$buf" "ours CONNECT (buf $buf)" -p -x "http://${OURS_HTTP[$buf]}" "http://$ORIGIN$DL_PATH"
-    download "socks-$buf" "ours SOCKS5 (buf $buf)" --socks5 "${OURS_SOCKS[$buf]}" "http://$ORIGIN$DL_PATH"
+    download "http-$buf" "ours CONNECT (buf $buf)" "${OURS_PID[$buf]}" -p -x "http://${OURS_HTTP[$buf]}" "http://$ORIGIN$DL_PATH"
+    download "socks-$buf" "ours SOCKS5 (buf $buf)" "${OURS_PID[$buf]}" --socks5 "${OURS_SOCKS[$buf]}" "http://$ORIGIN$DL_PATH"
 done
-download tp "tinyproxy CONNECT" -p -x "http://127.0.0.1:$TP_PORT" "http://$ORIGIN$DL_PATH"
-download ms "microsocks SOCKS5" --socks5 "127.0.0.1:$MS_PORT" "http://$ORIGIN$DL_PATH"
-download fc "C forwarder, copy (ceiling)" "http://127.0.0.1:$FWD_COPY_PORT$DL_PATH"
-download fs "C forwarder, splice (ceiling)" "http://127.0.0.1:$FWD_SPLICE_PORT$DL_PATH"
+download tp "tinyproxy CONNECT" "$TP_PID" -p -x "http://127.0.0.1:$TP_PORT" "http://$ORIGIN$DL_PATH"
+download ms "microsocks SOCKS5" "$MS_PID" --socks5 "127.0.0.1:$MS_PORT" "http://$ORIGIN$DL_PATH"
+download fc "C forwarder, copy (ceiling)" "$FWD_COPY_PID" "http://127.0.0.1:$FWD_COPY_PORT$DL_PATH"
+download fs "C forwarder, splice (ceiling)" "$FWD_SPLICE_PID" "http://127.0.0.1:$FWD_SPLICE_PORT$DL_PATH"
 # The pair the target compares, again in alternating rounds, so that the
 # machine's drift (seen: 1.85 then 0.96 GB/s through one build in two runs
 # ten minutes apart) falls on both alike: each one's median is what the
@@ -170,10 +185,10 @@ TARGET_DL=("http-$BEST_BUF" fc fs)
 declare -A DL_RUNS
 for k in "${TARGET_DL[@]}"; do DL_RUNS[$k]=${D[$k]}; done
 for r in $(seq 2 "$ROUNDS"); do
-    download "http-$BEST_BUF" "ours CONNECT (buf $BEST_BUF, round $r)" -p -x \
+    download "http-$BEST_BUF" "ours CONNECT (buf $BEST_BUF, round $r)" "${OURS_PID[$BEST_BUF]}" -p -x \
         "http://${OURS_HTTP[$BEST_BUF]}" "http://$ORIGIN$DL_PATH"
-    download fc "C forwarder, copy (round $r)" "http://127.0.0.1:$FWD_COPY_PORT$DL_PATH"
-    download fs "C forwarder, splice (round $r)" "http://127.0.0.1:$FWD_SPLICE_PORT$DL_PATH"
+    download fc "C forwarder, copy (round $r)" "$FWD_COPY_PID" "http://127.0.0.1:$FWD_COPY_PORT$DL_PATH"
+    download fs "C forwarder, splice (round $r)" "$FWD_SPLICE_PID" "http://127.0.0.1:$FWD_SPLICE_PORT$DL_PATH"
     for k in "${TARGET_DL[@]}"; do DL_RUNS[$k]+=" ${D[$k]}"; done
 done
 for k in "${TARGET_DL[@]}"; do
@@ -192,8 +207,6 @@ echo "(b) new connections/s, 1 KiB page, $CONC concurrent, ${RATE_SECS}s each"
 echo "(the client and the origin share the 2 cores; the last column is the"
 echo " proxy's own CPU time per connection, user + system, from /proc)"
 printf '%-32s %10s %9s %9s %7s %12s\n' "path" "conn/s" "p50 ms" "p99 ms" "errors" "proxy us/conn"
-ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-HZ=$(getconf CLK_TCK)
 declare -A R
 rate() { # key label origin pid-or-0 rate-args... : R[key] = "conn/s p50 p99 errors us/conn"
     local key=$1 label=$2 origin=$3 pid=$4 before after out

@@ -805,6 +805,44 @@ async fn an_upstream_reset_reaches_the_client_as_a_reset_not_a_clean_end() {
     f.pair.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_reset_mid_bulk_reaches_the_client_as_a_reset() {
+    // Past the largest buffer: the copy has grown to its full size when
+    // the origin aborts.
+    let f = fixture(|_| {}).await;
+    let origin = TcpListener::bind((LOCAL, 0)).await.unwrap();
+    let port = origin.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = origin.accept().await {
+            tokio::spawn(async move {
+                let _ = s.write_all(&vec![b'x'; 4 << 20]).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                s.set_zero_linger().unwrap();
+                drop(s);
+            });
+        }
+    });
+    for name in ["http", "socks"] {
+        let mut s = if name == "http" {
+            let (s, head) = http_connect(f.pair.http_addr(), &format!("greeter.test:{port}")).await;
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            s
+        } else {
+            let (s, code) = socks_connect(f.pair.socks_addr(), b"greeter.test", port).await;
+            assert_eq!(code, 0);
+            s
+        };
+        let mut got = Vec::new();
+        let r = tokio::time::timeout(GUARD, s.read_to_end(&mut got))
+            .await
+            .unwrap();
+        assert!(got.iter().all(|&b| b == b'x'), "{name}");
+        let e = r.expect_err("a reset, not a clean end of stream");
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{name}: {e}");
+    }
+    f.pair.shutdown().await;
+}
+
 #[cfg(unix)]
 /// A service with no listener of its own, serving a Unix socket whose
 /// peers must have `uid`.
