@@ -160,13 +160,13 @@ download() {
     client=$(tail -1 <<< "$out" | awk '{ printf "%.2f", $1 + $2 }')
     D[$key]=$speed
     [ "$size" = "$DL_BYTES" ] || fail "download $label" "got $size of $DL_BYTES bytes"
-    printf '%-32s %10s %10s %10s %10s\n' "$label" "$(gbps "$speed")" "$(ratio "$speed" "${D[direct]}")" \
+    printf '%-36s %10s %10s %10s %10s\n' "$label" "$(gbps "$speed")" "$(ratio "$speed" "${D[direct]}")" \
         "$([ "$pid" = 0 ] && echo - || secs $((after - before)))" "$client"
 }
 
 echo
 echo "(a) $DL_NAME download with curl, loopback (CPU seconds for the download)"
-printf '%-32s %10s %10s %10s %10s\n' "path" "GB/s" "vs direct" "relay CPU" "curl CPU"
+printf '%-36s %10s %10s %10s %10s\n' "path" "GB/s" "vs direct" "relay CPU" "curl CPU"
 D[direct]=0
 download direct "direct" 0 "http://$ORIGIN$DL_PATH"
 for buf in $VARIANTS; do
@@ -195,10 +195,10 @@ for k in "${TARGET_DL[@]}"; do
     D[$k]=$(tr ' ' '\n' <<< "${DL_RUNS[$k]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
 done
 if [ "$ROUNDS" -gt 1 ]; then
-    printf '%-32s %10s %10s\n' "ours CONNECT (median of $ROUNDS)" "$(gbps "${D[http-$BEST_BUF]}")" \
+    printf '%-36s %10s %10s\n' "ours CONNECT (median of $ROUNDS)" "$(gbps "${D[http-$BEST_BUF]}")" \
         "$(ratio "${D[http-$BEST_BUF]}" "${D[direct]}")"
-    printf '%-32s %10s %10s\n' "C forwarder, copy (median)" "$(gbps "${D[fc]}")" "$(ratio "${D[fc]}" "${D[direct]}")"
-    printf '%-32s %10s %10s\n' "C forwarder, splice (median)" "$(gbps "${D[fs]}")" "$(ratio "${D[fs]}" "${D[direct]}")"
+    printf '%-36s %10s %10s\n' "C forwarder, copy (median)" "$(gbps "${D[fc]}")" "$(ratio "${D[fc]}" "${D[direct]}")"
+    printf '%-36s %10s %10s\n' "C forwarder, splice (median)" "$(gbps "${D[fs]}")" "$(ratio "${D[fs]}" "${D[direct]}")"
 fi
 D[fwd]=$(awk -v a="${D[fc]}" -v b="${D[fs]}" 'BEGIN { print (a > b) ? a : b }')
 
