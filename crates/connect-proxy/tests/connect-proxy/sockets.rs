@@ -768,22 +768,29 @@ async fn limits_are_enforced() {
     f.pair.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upstream_reset_reaches_the_client_as_a_reset_not_a_clean_end() {
-    let f = fixture(|_| {}).await;
-    // An origin that sends part of a body and then aborts the connection.
+/// An origin that sends `body` on each connection and then aborts it.
+async fn aborting_origin(body: Vec<u8>) -> u16 {
     let origin = TcpListener::bind((LOCAL, 0)).await.unwrap();
     let port = origin.local_addr().unwrap().port();
+    let body = Arc::new(body);
     tokio::spawn(async move {
         while let Ok((mut s, _)) = origin.accept().await {
+            let body = body.clone();
             tokio::spawn(async move {
-                s.write_all(b"partial").await.unwrap();
+                let _ = s.write_all(&body).await;
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 s.set_zero_linger().unwrap();
                 drop(s);
             });
         }
     });
+    port
+}
+
+/// Reads through each proxy from `port` until the connection ends, which
+/// must be a reset; returns what arrived before it, per proxy.
+async fn read_until_reset(f: &Fixture, port: u16) -> Vec<(&'static str, Vec<u8>)> {
+    let mut read = Vec::new();
     for name in ["http", "socks"] {
         let mut s = if name == "http" {
             let (s, head) = http_connect(f.pair.http_addr(), &format!("greeter.test:{port}")).await;
@@ -798,9 +805,20 @@ async fn an_upstream_reset_reaches_the_client_as_a_reset_not_a_clean_end() {
         let r = tokio::time::timeout(GUARD, s.read_to_end(&mut got))
             .await
             .unwrap();
-        assert_eq!(text(&got), "partial", "{name}");
         let e = r.expect_err("a reset, not a clean end of stream");
         assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{name}: {e}");
+        read.push((name, got));
+    }
+    read
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_reset_reaches_the_client_as_a_reset_not_a_clean_end() {
+    let f = fixture(|_| {}).await;
+    // An origin that sends part of a body and then aborts the connection.
+    let port = aborting_origin(b"partial".to_vec()).await;
+    for (name, got) in read_until_reset(&f, port).await {
+        assert_eq!(text(&got), "partial", "{name}");
     }
     f.pair.shutdown().await;
 }
@@ -810,35 +828,9 @@ async fn an_upstream_reset_mid_bulk_reaches_the_client_as_a_reset() {
     // Past the largest buffer: the copy has grown to its full size when
     // the origin aborts.
     let f = fixture(|_| {}).await;
-    let origin = TcpListener::bind((LOCAL, 0)).await.unwrap();
-    let port = origin.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = origin.accept().await {
-            tokio::spawn(async move {
-                let _ = s.write_all(&vec![b'x'; 4 << 20]).await;
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                s.set_zero_linger().unwrap();
-                drop(s);
-            });
-        }
-    });
-    for name in ["http", "socks"] {
-        let mut s = if name == "http" {
-            let (s, head) = http_connect(f.pair.http_addr(), &format!("greeter.test:{port}")).await;
-            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-            s
-        } else {
-            let (s, code) = socks_connect(f.pair.socks_addr(), b"greeter.test", port).await;
-            assert_eq!(code, 0);
-            s
-        };
-        let mut got = Vec::new();
-        let r = tokio::time::timeout(GUARD, s.read_to_end(&mut got))
-            .await
-            .unwrap();
+    let port = aborting_origin(vec![b'x'; 4 << 20]).await;
+    for (name, got) in read_until_reset(&f, port).await {
         assert!(got.iter().all(|&b| b == b'x'), "{name}");
-        let e = r.expect_err("a reset, not a clean end of stream");
-        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{name}: {e}");
     }
     f.pair.shutdown().await;
 }
