@@ -172,11 +172,8 @@ impl Egress {
         let attempt = async {
             let mut last = Denial::Unreachable("no address".to_owned());
             for addr in addrs {
-                match TcpStream::connect(addr).await {
-                    Ok(stream) => {
-                        let _ = stream.set_nodelay(true);
-                        return Ok((stream, *addr));
-                    }
+                match crate::dial::connect(*addr).await {
+                    Ok(stream) => return Ok((stream, *addr)),
                     Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                         last = Denial::Refused;
                     }

@@ -140,6 +140,7 @@ mod baseline;
 mod client;
 mod config;
 mod credentials;
+mod dial;
 mod egress;
 mod error;
 mod events;
