@@ -9,6 +9,9 @@
 #   - our `agent-run --mechanism landlock -- true` (the Landlock mechanism,
 #     for hosts where bubblewrap cannot make namespaces: no namespaces, the
 #     command under the launcher's Landlock rules and supervisor);
+#   - our `agent-run --workdir TREE -- true`, TREE a repository of 3,000
+#     directories four deep (the walk for nested repositories at launch and
+#     at exit reads each one; bubblewrap's work does not grow with it);
 #   - the floor of our policy: bubblewrap with the very argv `agent-run --
 #     true` gave it (its mounts, namespaces and the guard), started directly,
 #     with no proxies, bridge or session around it. The argv is caught by a
@@ -47,14 +50,29 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
+# A checkout-sized working directory: 20 x 15 x 10 directories, a file in
+# each, a repository at its root.
+python3 - "$work/tree" <<'PY'
+import os, sys
+root = sys.argv[1]
+for a in range(20):
+    for b in range(15):
+        for c in range(10):
+            d = os.path.join(root, "d%d" % a, "e%d" % b, "f%d" % c)
+            os.makedirs(d)
+            open(os.path.join(d, "x.rs"), "w").close()
+os.makedirs(os.path.join(root, ".git"))
+PY
+
 declare -A CMD=(
     [srt]="$SRT -c true"
     [bwrap]="bwrap --ro-bind / / --unshare-all -- /bin/true"
     [agent-run]="$AGENT_RUN -- true"
     [agent-run-noguard]="$AGENT_RUN --no-filename-rules --no-name-guard -- true"
     [agent-run-landlock]="$AGENT_RUN --mechanism landlock -- true"
+    [agent-run-tree]="$AGENT_RUN --workdir $work/tree -- true"
 )
-TOOLS="srt bwrap bwrap-policy agent-run agent-run-noguard agent-run-landlock"
+TOOLS="srt bwrap bwrap-policy agent-run agent-run-noguard agent-run-landlock agent-run-tree"
 
 # The policy's floor: the argv agent-run gives bubblewrap, less what only
 # works with agent-run around it (the descriptors it passes, the session
@@ -161,4 +179,5 @@ target "launch: agent-run -- true / bare bwrap" "${MED[agent-run]}" "${MED[bwrap
 target "launch: agent-run --mechanism landlock / bwrap" "${MED[agent-run-landlock]}" "${MED[bwrap]}" "<=" 2
 echo "  what the policy itself costs in bubblewrap: bwrap-policy / bare bwrap = $(ratio "${MED[bwrap-policy]}" "${MED[bwrap]}")"
 echo "  what agent-run adds around it: agent-run / bwrap-policy = $(ratio "${MED[agent-run]}" "${MED[bwrap-policy]}")"
+echo "  what a working directory of 3,000 directories adds: agent-run-tree / agent-run = $(ratio "${MED[agent-run-tree]}" "${MED[agent-run]}")"
 finish
