@@ -47,12 +47,14 @@ cargo build --locked -q --profile "$profile" -p agent-sandbox-examples -p name-g
 AGENT_RUN="$PWD/target/$dir/agent-run"
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# Outside $work, which is the other runs' working directory.
+tree=$(mktemp -d)
+trap 'rm -rf "$work" "$tree"' EXIT
 cd "$work"
 
 # A checkout-sized working directory: 20 x 15 x 10 directories, a file in
 # each, a repository at its root.
-python3 - "$work/tree" <<'PY'
+python3 - "$tree" <<'PY'
 import os, sys
 root = sys.argv[1]
 for a in range(20):
@@ -70,7 +72,7 @@ declare -A CMD=(
     [agent-run]="$AGENT_RUN -- true"
     [agent-run-noguard]="$AGENT_RUN --no-filename-rules --no-name-guard -- true"
     [agent-run-landlock]="$AGENT_RUN --mechanism landlock -- true"
-    [agent-run-tree]="$AGENT_RUN --workdir $work/tree -- true"
+    [agent-run-tree]="$AGENT_RUN --workdir $tree -- true"
 )
 TOOLS="srt bwrap bwrap-policy agent-run agent-run-noguard agent-run-landlock agent-run-tree"
 
