@@ -38,7 +38,8 @@ const MAX_READERS: usize = 4;
 /// [`REPO_SEARCH_MAX_DIRS`] directories) and returns every directory that
 /// holds a `.git` entry, the roots included, in the order the walk met
 /// them. Reads the host, as its name says; unreadable directories are
-/// skipped.
+/// skipped. A depth of many directories is read by up to four scoped
+/// threads, all joined before it returns.
 pub fn discover_git_repos_on_host(roots: &[String]) -> Vec<String> {
     walk(roots, REPO_SEARCH_MAX_DEPTH, REPO_SEARCH_MAX_DIRS)
 }
@@ -289,6 +290,7 @@ mod tests {
         }
         fs::create_dir_all(r.join("wide/w150/.git")).unwrap();
         // A symlink to a repository is not followed.
+        #[cfg(unix)]
         std::os::unix::fs::symlink(r.join("a"), r.join("link")).unwrap();
         t
     }
@@ -326,6 +328,7 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_root_that_is_a_symlink_is_followed_and_a_file_root_is_skipped() {
         let t = tree();
