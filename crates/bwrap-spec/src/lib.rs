@@ -113,4 +113,7 @@ pub use placeholder::{Placeholder, PlaceholderFiles, PlaceholderKind};
 pub use plan::{
     ArgvDelivery, BwrapPlan, FilenameRules, MAX_ARGS_FD_BYTES, MAX_ARGV_BYTES, Profile,
 };
-pub use repos::{REPO_SEARCH_MAX_DEPTH, REPO_SEARCH_MAX_DIRS, discover_git_repos_on_host};
+pub use repos::{
+    REPO_SEARCH_MAX_DEPTH, REPO_SEARCH_MAX_DIRS, RepoSearch, RepoSearchEnd,
+    discover_git_repos_on_host, search_git_repos_on_host,
+};

@@ -40,8 +40,42 @@ const MAX_READERS: usize = 4;
 /// them. Reads the host, as its name says; unreadable directories are
 /// skipped. A depth of many directories is read by up to four scoped
 /// threads, all joined before it returns.
+///
+/// [`search_git_repos_on_host`] is the same walk, and also says whether the
+/// directory limit cut it short.
 pub fn discover_git_repos_on_host(roots: &[String]) -> Vec<String> {
+    search_git_repos_on_host(roots).repos
+}
+
+/// The walk of [`discover_git_repos_on_host`], with how it ended: a host
+/// should say so when [`RepoSearchEnd::DirectoryLimit`] left directories
+/// unread, since a repository among them gets no denies of its own.
+pub fn search_git_repos_on_host(roots: &[String]) -> RepoSearch {
     walk(roots, REPO_SEARCH_MAX_DEPTH, REPO_SEARCH_MAX_DIRS)
+}
+
+/// What [`search_git_repos_on_host`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RepoSearch {
+    /// Every directory holding a `.git` entry, in the order met.
+    pub repos: Vec<String>,
+    /// Whether every directory within [`REPO_SEARCH_MAX_DEPTH`] was read.
+    pub end: RepoSearchEnd,
+}
+
+/// How a search for repositories ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RepoSearchEnd {
+    /// Every directory within the depth limit was read.
+    Complete,
+    /// [`REPO_SEARCH_MAX_DIRS`] directories were read and the walk stopped
+    /// with more in reach: `unread` of them were already known, and any
+    /// below those were never seen.
+    DirectoryLimit {
+        /// Directories found but not read.
+        unread: usize,
+    },
 }
 
 /// What one directory holds, as far as the walk cares.
@@ -51,15 +85,21 @@ struct Listing {
     subdirs: Vec<PathBuf>,
 }
 
-fn walk(roots: &[String], max_depth: usize, max_dirs: usize) -> Vec<String> {
+fn walk(roots: &[String], max_depth: usize, max_dirs: usize) -> RepoSearch {
     let mut found: Vec<String> = Vec::new();
     let mut budget = max_dirs;
     let mut level: Vec<PathBuf> = roots.iter().map(PathBuf::from).collect();
+    let mut end = RepoSearchEnd::Complete;
     for depth in 0..=max_depth {
-        if level.is_empty() || budget == 0 {
+        if level.is_empty() {
             break;
         }
-        level.truncate(budget);
+        if level.len() > budget {
+            end = RepoSearchEnd::DirectoryLimit {
+                unread: level.len() - budget,
+            };
+            level.truncate(budget);
+        }
         budget -= level.len();
         let descend = depth < max_depth;
         let listings = read_level(&level, depth == 0, descend);
@@ -73,9 +113,12 @@ fn walk(roots: &[String], max_depth: usize, max_dirs: usize) -> Vec<String> {
             }
             next.extend(listing.subdirs);
         }
+        if end != RepoSearchEnd::Complete {
+            break;
+        }
         level = next;
     }
-    found
+    RepoSearch { repos: found, end }
 }
 
 /// Reads every directory of one depth; the listings come back in the
@@ -313,6 +356,29 @@ mod tests {
     }
 
     #[test]
+    fn says_when_the_directory_limit_left_directories_unread() {
+        let t = tree();
+        let root = t.path().to_string_lossy().into_owned();
+        let roots = std::slice::from_ref(&root);
+        let all = walk(roots, 4, 10_000);
+        assert_eq!(all.end, RepoSearchEnd::Complete);
+        // The root and its depth-one directories (a, node_modules, p,
+        // target, wide, and the symlink where there is one) are read
+        // first; the limit then falls inside depth two.
+        let cut = walk(roots, 4, 3);
+        assert!(
+            matches!(cut.end, RepoSearchEnd::DirectoryLimit { unread } if unread > 0),
+            "{cut:?}"
+        );
+        // Exactly as many directories as there are in reach: complete.
+        let within = walk(roots, 0, 1);
+        assert_eq!(within.end, RepoSearchEnd::Complete);
+        let nothing = walk(roots, 0, 0);
+        assert_eq!(nothing.end, RepoSearchEnd::DirectoryLimit { unread: 1 });
+        assert!(nothing.repos.is_empty());
+    }
+
+    #[test]
     fn agrees_with_a_one_queue_breadth_first_walk_at_every_cut() {
         let t = tree();
         let root = t.path().to_string_lossy().into_owned();
@@ -320,7 +386,7 @@ mod tests {
         for max_depth in 0..=5 {
             for max_dirs in [0, 1, 2, 3, 5, 8, 13, 60, 100, 150, 250, 10_000] {
                 assert_eq!(
-                    walk(&roots, max_depth, max_dirs),
+                    walk(&roots, max_depth, max_dirs).repos,
                     reference(&roots, max_depth, max_dirs),
                     "depth {max_depth}, {max_dirs} directories"
                 );
@@ -335,7 +401,8 @@ mod tests {
         let link = t.path().join("link").to_string_lossy().into_owned();
         let file = t.path().join("p/q/.git").to_string_lossy().into_owned();
         let got = walk(&[link.clone(), file], 0, 10);
-        assert_eq!(got, vec![link]);
+        assert_eq!(got.repos, vec![link]);
+        assert_eq!(got.end, RepoSearchEnd::Complete);
     }
 
     /// A temporary directory removed on drop (the crate has no temp-dir

@@ -69,7 +69,7 @@ pub(crate) async fn launch(
         .filter(|(_, a)| *a == sandbox_core::Access::ReadWrite)
         .map(|(m, _)| m.host_path.clone())
         .collect();
-    let repos = bwrap_spec::discover_git_repos_on_host(&writable);
+    let repos = super::bubblewrap::repos_in_writable_roots(settings, &spec.session_id, &writable);
     let mut builder = BwrapBuilder::new(spec, &settings.home);
     builder
         .nested_repos(repos.clone())

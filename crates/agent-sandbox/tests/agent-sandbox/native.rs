@@ -1045,6 +1045,40 @@ async fn repositories_made_inside_are_named_at_destroy() {
 }
 
 #[tokio::test]
+async fn a_repository_search_cut_short_by_its_limit_is_logged_at_launch() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("manydirs");
+    // The root and more directories below it than the search reads.
+    for i in 0..=bwrap_spec::REPO_SEARCH_MAX_DIRS {
+        std::fs::create_dir(t.p(&format!("ws/d{i:05}"))).unwrap();
+    }
+    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    let mut b = ManagerBuilder::from_ambient();
+    b.home(t.p("home"))
+        .temp_dir(t.p("sockets"))
+        .filename_rules(FilenameRules::DropFilenameGlobDenies)
+        .log(Arc::new(move |l: &str| {
+            sink.lock().unwrap().push(l.to_string())
+        }))
+        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())]);
+    let m = b.build().unwrap();
+    let mut h = m.launch(t.spec("manydirs")).await.unwrap();
+    m.destroy(&mut h).await.unwrap();
+    let lines = lines.lock().unwrap();
+    let cut: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("stopped after 5000 directories"))
+        .collect();
+    assert_eq!(cut.len(), 1, "{lines:#?}");
+    // The two roots (ws, home) are read first; their 5,002 subdirectories
+    // (5,001 made here and home/.ssh) leave 4,998 to read.
+    assert!(cut[0].contains("with 4 more in reach unread"), "{}", cut[0]);
+}
+
+#[tokio::test]
 async fn on_macos_a_granted_socket_is_the_one_unix_socket_the_profile_reaches() {
     use seatbelt_profile::{Evaluator, Operation, Target};
     let t = Tree::new("seatbelt-grant");

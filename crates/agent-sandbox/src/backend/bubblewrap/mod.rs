@@ -23,7 +23,7 @@ use crate::running::{CommandIo, prepare, run_child};
 use bridges::{BRIDGED, bind_private_socket};
 use bwrap_spec::{
     BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, NameGuardLauncher, PlaceholderFiles,
-    Profile, discover_git_repos_on_host,
+    Profile, RepoSearchEnd, discover_git_repos_on_host, search_git_repos_on_host,
 };
 pub(crate) use name_guard_reports::{ReportPipe, ReportReader};
 use sandbox_core::{SandboxSpec, Surface};
@@ -129,7 +129,7 @@ pub(crate) async fn launch(
         .filter(|(_, a)| *a == sandbox_core::Access::ReadWrite)
         .map(|(m, _)| m.host_path.clone())
         .collect();
-    let repos = discover_git_repos_on_host(&writable);
+    let repos = repos_in_writable_roots(settings, &spec.session_id, &writable);
     let mut builder = BwrapBuilder::new(spec, &settings.home);
     builder
         .nested_repos(repos.clone())
@@ -187,6 +187,25 @@ fn with_steering(mut args: Vec<OsString>, steering: &netns::Steering) -> Vec<OsS
     args.extend(steering.bwrap_args().into_iter().map(OsString::from));
     args.push("--".into());
     args
+}
+
+/// The git repositories in the writable roots at launch, whose config and
+/// hooks get denies of their own. Logs when the search stopped at its
+/// directory limit: a repository among the directories it left unread is
+/// protected only where a root's own denies reach.
+pub(crate) fn repos_in_writable_roots(
+    settings: &Settings,
+    session_id: &str,
+    writable: &[String],
+) -> Vec<String> {
+    let search = search_git_repos_on_host(writable);
+    if let RepoSearchEnd::DirectoryLimit { unread } = search.end {
+        (settings.log)(&format!(
+            "session {session_id}: the search for git repositories nested in the writable roots stopped after {} directories with {unread} more in reach unread; a repository in those gets no denies of its own for its config and hooks",
+            bwrap_spec::REPO_SEARCH_MAX_DIRS
+        ));
+    }
+    search.repos
 }
 
 /// Logs the git repositories that appeared in the writable roots during a
