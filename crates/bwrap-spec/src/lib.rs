@@ -16,7 +16,9 @@
 //! 3. the spec's bind mounts (writable only in `chat` mode), runner state
 //!    dirs (writable in every mode) and the bridge socket directory;
 //! 4. write denies (protected checkouts and the mandatory set, anchored at
-//!    every writable root and every repository found inside one; where
+//!    every writable root and every repository found inside one by
+//!    [`search_git_repos_on_host`], which says when its directory limit
+//!    left some unread; where
 //!    `.git` is a file, as in a linked worktree or a submodule, that file
 //!    and the hooks and config of the git directory it names): every
 //!    ancestor inside a writable root is pinned by a self-bind so that it
