@@ -29,6 +29,29 @@ pub(super) fn native_available() -> bool {
     )
 }
 
+/// The lines a manager logs, and the sink that collects them.
+type Lines = Arc<std::sync::Mutex<Vec<String>>>;
+
+fn collected_log() -> (Lines, agent_sandbox::LogSink) {
+    let lines = Lines::default();
+    let sink = lines.clone();
+    let log = Arc::new(move |l: &str| sink.lock().unwrap().push(l.to_string()));
+    (lines, log)
+}
+
+/// A manager for the tree's home and sockets, without the filename globs,
+/// whose log lines are collected.
+fn logging_manager(t: &Tree) -> (SandboxManager, Lines) {
+    let (lines, log) = collected_log();
+    let mut b = ManagerBuilder::from_ambient();
+    b.home(t.p("home"))
+        .temp_dir(t.p("sockets"))
+        .filename_rules(FilenameRules::DropFilenameGlobDenies)
+        .log(log)
+        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())]);
+    (b.build().unwrap(), lines)
+}
+
 /// Fallbacks from host-side listeners to socat, across this test binary.
 static FALLBACKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -748,14 +771,11 @@ async fn a_granted_unix_socket_is_reachable_and_nothing_else_of_its_directory() 
         matches!(err.kind(), ErrorKind::BadSocketGrant { .. }),
         "{err}"
     );
-    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let sink = lines.clone();
+    let (lines, log) = collected_log();
     let mut b = SandboxManager::builder(probe_ambient().clone(), real_paths());
     b.home(t.p("home"))
         .temp_dir(t.p("sockets"))
-        .log(Arc::new(move |l: &str| {
-            sink.lock().unwrap().push(l.to_string())
-        }))
+        .log(log)
         .allow_root_equivalent_unix_socket("/var/run/docker.sock");
     b.build().unwrap();
     assert!(
@@ -885,13 +905,10 @@ async fn an_origin_that_aborts_is_seen_as_a_reset_inside() {
 fn a_host_without_a_sandbox_logs_one_start_up_line() {
     let mut host = FakeHost::new(Os::Linux);
     host.env("PATH", "/usr/bin");
-    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let sink = lines.clone();
+    let (lines, log) = collected_log();
     let m = SandboxManager::builder(ProbeReport::probe(&host), real_paths())
         .home("/home/u")
-        .log(Arc::new(move |l: &str| {
-            sink.lock().unwrap().push(l.to_string())
-        }))
+        .log(log)
         .build()
         .unwrap();
     assert_eq!(m.selection().backend, SandboxBackend::None);
@@ -1013,17 +1030,7 @@ async fn repositories_made_inside_are_named_at_destroy() {
         return;
     }
     let t = Tree::new("newrepo");
-    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let sink = lines.clone();
-    let mut b = ManagerBuilder::from_ambient();
-    b.home(t.p("home"))
-        .temp_dir(t.p("sockets"))
-        .filename_rules(FilenameRules::DropFilenameGlobDenies)
-        .log(Arc::new(move |l: &str| {
-            sink.lock().unwrap().push(l.to_string())
-        }))
-        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())]);
-    let m = b.build().unwrap();
+    let (m, lines) = logging_manager(&t);
     let mut h = m.launch(t.spec("newrepo")).await.unwrap();
     let r = run(&m, &h, "git init -q sub && echo made").await;
     assert!(r.stdout.contains("made"), "{}", r.stderr);
@@ -1054,17 +1061,7 @@ async fn a_repository_search_cut_short_by_its_limit_is_logged_at_launch() {
     for i in 0..=bwrap_spec::REPO_SEARCH_MAX_DIRS {
         std::fs::create_dir(t.p(&format!("ws/d{i:05}"))).unwrap();
     }
-    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let sink = lines.clone();
-    let mut b = ManagerBuilder::from_ambient();
-    b.home(t.p("home"))
-        .temp_dir(t.p("sockets"))
-        .filename_rules(FilenameRules::DropFilenameGlobDenies)
-        .log(Arc::new(move |l: &str| {
-            sink.lock().unwrap().push(l.to_string())
-        }))
-        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())]);
-    let m = b.build().unwrap();
+    let (m, lines) = logging_manager(&t);
     let mut h = m.launch(t.spec("manydirs")).await.unwrap();
     m.destroy(&mut h).await.unwrap();
     let lines = lines.lock().unwrap();
@@ -1121,15 +1118,12 @@ async fn a_seatbelt_session_streams_its_tagged_denials_from_launch_to_destroy() 
     let t = Tree::new("seatbelt-log");
     let dir = PathBuf::from(t.p("sockets"));
     let program = stand_in_log(&dir);
-    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let sink = lines.clone();
+    let (lines, log) = collected_log();
     let m = SandboxManager::builder(macos_probe(), real_paths())
         .home(t.p("home"))
         .temp_dir(t.p("sockets"))
         .seatbelt_log_program(&program)
-        .log(Arc::new(move |l: &str| {
-            sink.lock().unwrap().push(l.to_string())
-        }))
+        .log(log)
         .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())])
         .build()
         .unwrap();
