@@ -100,18 +100,8 @@ mod tests {
     async fn a_connect_still_in_flight_waits_for_the_answer() {
         // A listener whose accept queue is full drops further SYNs, so the
         // connect below is still in flight when the call returns.
-        let socket = tokio::net::TcpSocket::new_v4().unwrap();
-        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let listener = socket.listen(0).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let mut held = Vec::new();
-        for _ in 0..4 {
-            if let Ok(s) =
-                std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_millis(100))
-            {
-                held.push(s);
-            }
-        }
+        let (addr, held, listener) =
+            test_support::net::full_accept_queue("127.0.0.1".parse().unwrap()).await;
         let mut pending = Box::pin(connect(addr));
         let early = tokio::time::timeout(std::time::Duration::from_millis(300), &mut pending).await;
         assert!(early.is_err(), "the connect finished against a full queue");

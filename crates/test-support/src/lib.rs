@@ -42,6 +42,8 @@
 //!   repositories under a directory to clients that send one credential
 //!   and recording the `Authorization` of every request, with the
 //!   git-basic form of a token ([`git_origin::basic`]).
+//! - [`net`] (feature `net`): [`net::full_accept_queue`], a listener whose
+//!   queue is full, so that a connect to it stays in flight.
 //! - [`cli_table`] (feature `cli-table`): [`cli_table::check`] runs a table
 //!   of command lines against a clap parser, each case parsed to a value
 //!   or refused with a kind and message parts.
@@ -52,6 +54,7 @@
 //! - `tls-origin`: the TLS origin (rustls with ring, tokio, rcgen).
 //! - `git-origin`: the git server (`tls-origin`, and `git` on the host
 //!   when it runs).
+//! - `net`: the sockets (tokio).
 //! - `cli-table`: the command-line table (clap).
 //!
 //! None is on by default, so a test binary that needs only the host
@@ -63,6 +66,8 @@ pub mod cases;
 pub mod cli_table;
 #[cfg(feature = "git-origin")]
 pub mod git_origin;
+#[cfg(feature = "net")]
+pub mod net;
 mod requirement;
 #[cfg(feature = "tls-origin")]
 pub mod tls_origin;

@@ -9,7 +9,6 @@ use connect_proxy::{
     StaticResolver, Target,
 };
 use sandbox_core::{SandboxSpec, SandboxViolation};
-use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
@@ -219,32 +218,6 @@ async fn socks_handshake_one_byte_at_a_time() {
     f.pair.shutdown().await;
 }
 
-/// A listener whose accept queue is full: further connects hang.
-async fn full_backlog() -> (
-    SocketAddr,
-    Vec<std::net::TcpStream>,
-    tokio::net::TcpListener,
-) {
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket
-        .bind((LOCAL.parse::<std::net::IpAddr>().unwrap(), 0).into())
-        .unwrap();
-    let listener = socket.listen(0).unwrap();
-    let addr = listener.local_addr().unwrap();
-    let held = tokio::task::spawn_blocking(move || {
-        let mut held = Vec::new();
-        for _ in 0..4 {
-            if let Ok(s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)) {
-                held.push(s);
-            }
-        }
-        held
-    })
-    .await
-    .unwrap();
-    (addr, held, listener)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_denials_with_codes_and_violations() {
     let f = fixture(|b| {
@@ -256,7 +229,8 @@ async fn http_denials_with_codes_and_violations() {
         let l = std::net::TcpListener::bind((LOCAL, 0)).unwrap();
         l.local_addr().unwrap().port()
     };
-    let (hung, _held, _listener) = full_backlog().await;
+    let (hung, _held, _listener) =
+        test_support::net::full_accept_queue(LOCAL.parse().unwrap()).await;
     let http_port = f.pair.http_addr().port();
     let cases: Vec<(String, &str, &str, Option<&str>)> = vec![
         (
