@@ -18,7 +18,9 @@
 //! 4. write denies (protected checkouts and the mandatory set, anchored at
 //!    every writable root and every repository found inside one by
 //!    [`search_git_repos_on_host`], which says when its directory limit
-//!    left some unread; where
+//!    left some unread; [`record_git_repos_on_host`] and
+//!    [`search_git_repos_on_host_since`] make the same search again at the
+//!    end of a run, reading only the directories that changed; where
 //!    `.git` is a file, as in a linked worktree or a submodule, that file
 //!    and the hooks and config of the git directory it names): every
 //!    ancestor inside a writable root is pinned by a self-bind so that it
@@ -116,6 +118,7 @@ pub use plan::{
     ArgvDelivery, BwrapPlan, FilenameRules, MAX_ARGS_FD_BYTES, MAX_ARGV_BYTES, Profile,
 };
 pub use repos::{
-    REPO_SEARCH_MAX_DEPTH, REPO_SEARCH_MAX_DIRS, RepoSearch, RepoSearchEnd,
-    discover_git_repos_on_host, search_git_repos_on_host,
+    REPO_SEARCH_MAX_DEPTH, REPO_SEARCH_MAX_DIRS, RepoSearch, RepoSearchEnd, RepoSearchRecord,
+    discover_git_repos_on_host, record_git_repos_on_host, search_git_repos_on_host,
+    search_git_repos_on_host_since,
 };

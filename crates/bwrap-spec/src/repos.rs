@@ -13,10 +13,22 @@
 //! `getdents64` into a 32 KiB buffer each reader reuses: four system calls
 //! a directory of up to several hundred entries, where `std::fs::read_dir`
 //! adds an `fstat` and a buffer of its own.
+//!
+//! A search can be recorded ([`record_git_repos_on_host`]) and made again
+//! later over the same roots ([`search_git_repos_on_host_since`]): the
+//! second search asks each directory it comes to for its device, inode and
+//! change time (one `statx`) and reuses the first search's reading where
+//! they are the same, reading only the directories that changed. See the
+//! `stamp` module for when a directory's stamp is trusted.
 
+mod stamp;
+
+use stamp::{Recorder, Stamp};
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::SystemTime;
 
 /// How deep below a root the search goes.
 pub const REPO_SEARCH_MAX_DEPTH: usize = 4;
@@ -51,7 +63,102 @@ pub fn discover_git_repos_on_host(roots: &[String]) -> Vec<String> {
 /// should say so when [`RepoSearchEnd::DirectoryLimit`] left directories
 /// unread, since a repository among them gets no denies of its own.
 pub fn search_git_repos_on_host(roots: &[String]) -> RepoSearch {
-    walk(roots, REPO_SEARCH_MAX_DEPTH, REPO_SEARCH_MAX_DIRS)
+    walk(
+        roots,
+        REPO_SEARCH_MAX_DEPTH,
+        REPO_SEARCH_MAX_DIRS,
+        How::Plain,
+    )
+    .search
+}
+
+/// The search of [`search_git_repos_on_host`], and a record of what it read
+/// for [`search_git_repos_on_host_since`]. Taking the record costs one
+/// `statx` a directory (and one `fstatfs` a file system) more.
+pub fn record_git_repos_on_host(roots: &[String]) -> (RepoSearch, RepoSearchRecord) {
+    let recorder = Recorder::new(SystemTime::now(), stamp::TRUST_MARGIN);
+    let out = walk(
+        roots,
+        REPO_SEARCH_MAX_DEPTH,
+        REPO_SEARCH_MAX_DIRS,
+        How::Record(&recorder),
+    );
+    (out.search, out.record)
+}
+
+/// The search of [`search_git_repos_on_host`] over the same `roots` as the
+/// search that made `earlier`, with the same result, reading again only
+/// the directories that may have changed since: where a directory has the
+/// same device, inode and change time as when `earlier` read it, on a
+/// local file system and last changed well before that search (see
+/// [`RepoSearchRecord`]), its earlier reading is used. Reads the host.
+pub fn search_git_repos_on_host_since(roots: &[String], earlier: &RepoSearchRecord) -> RepoSearch {
+    walk(
+        roots,
+        REPO_SEARCH_MAX_DEPTH,
+        REPO_SEARCH_MAX_DIRS,
+        How::Since(earlier),
+    )
+    .search
+}
+
+/// What [`record_git_repos_on_host`] read, for a later search to skip the
+/// directories that did not change since.
+///
+/// A directory is kept only when a later change to it is sure to show in
+/// its change time: it is on ext2/3/4, XFS, Btrfs, tmpfs or F2FS (network
+/// and user-space file systems may answer from cached attributes), and it
+/// last changed at least two seconds before the search started (a change
+/// within the same clock tick as the one before it may leave the time as
+/// it was). The change time moves when the directory's times are set, so
+/// setting them back does not hide a change. Every other directory is read
+/// again. Elsewhere than Linux the record is empty.
+#[derive(Clone, Debug, Default)]
+pub struct RepoSearchRecord {
+    seen: HashMap<PathBuf, Seen>,
+}
+
+impl RepoSearchRecord {
+    /// How many directories a later search may find unchanged and skip.
+    pub fn kept_directories(&self) -> usize {
+        self.seen.len()
+    }
+}
+
+/// One directory as a recording search read it.
+#[derive(Clone, Debug)]
+struct Seen {
+    stamp: Stamp,
+    descend: bool,
+    listing: Listing,
+}
+
+/// How a walk reads each directory.
+#[derive(Clone, Copy)]
+enum How<'a> {
+    /// Read every directory.
+    Plain,
+    /// Read every directory and stamp it for a later walk.
+    Record(&'a Recorder),
+    /// Reuse an earlier walk's reading of every unchanged directory.
+    Since(&'a RepoSearchRecord),
+}
+
+/// What a walk found and did.
+struct WalkOut {
+    search: RepoSearch,
+    record: RepoSearchRecord,
+    /// Directories opened and read (the others were reused).
+    #[cfg_attr(not(test), allow(dead_code, reason = "counted for the tests"))]
+    read: usize,
+}
+
+/// One directory, read or reused.
+#[derive(Debug, Default)]
+struct Visited {
+    listing: Listing,
+    read: bool,
+    stamp: Option<Stamp>,
 }
 
 /// What [`search_git_repos_on_host`] found.
@@ -79,13 +186,15 @@ pub enum RepoSearchEnd {
 }
 
 /// What one directory holds, as far as the walk cares.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Listing {
     has_git: bool,
     subdirs: Vec<PathBuf>,
 }
 
-fn walk(roots: &[String], max_depth: usize, max_dirs: usize) -> RepoSearch {
+fn walk(roots: &[String], max_depth: usize, max_dirs: usize, how: How<'_>) -> WalkOut {
+    let mut record = RepoSearchRecord::default();
+    let mut read = 0usize;
     let mut found: Vec<String> = Vec::new();
     let mut budget = max_dirs;
     let mut level: Vec<PathBuf> = roots.iter().map(PathBuf::from).collect();
@@ -102,9 +211,23 @@ fn walk(roots: &[String], max_depth: usize, max_dirs: usize) -> RepoSearch {
         }
         budget -= level.len();
         let descend = depth < max_depth;
-        let listings = read_level(&level, depth == 0, descend);
+        let visits = read_level(&level, depth == 0, descend, how);
         let mut next = Vec::new();
-        for (dir, listing) in level.iter().zip(listings) {
+        for (dir, visit) in level.iter().zip(visits) {
+            let Visited {
+                listing,
+                read: was_read,
+                stamp,
+            } = visit;
+            read += usize::from(was_read);
+            if let Some(stamp) = stamp {
+                let seen = Seen {
+                    stamp,
+                    descend,
+                    listing: listing.clone(),
+                };
+                record.seen.insert(dir.clone(), seen);
+            }
             if listing.has_git {
                 let s = dir.to_string_lossy().into_owned();
                 if !found.contains(&s) {
@@ -118,12 +241,44 @@ fn walk(roots: &[String], max_depth: usize, max_dirs: usize) -> RepoSearch {
         }
         level = next;
     }
-    RepoSearch { repos: found, end }
+    WalkOut {
+        search: RepoSearch { repos: found, end },
+        record,
+        read,
+    }
+}
+
+/// One directory: its earlier reading when it is unchanged since, else a
+/// reading now.
+fn visit(dir: &Path, root: bool, descend: bool, scratch: &mut Scratch, how: How<'_>) -> Visited {
+    let recorder = match how {
+        How::Plain => None,
+        How::Record(recorder) => Some(recorder),
+        How::Since(earlier) => {
+            if let Some(seen) = earlier.seen.get(dir)
+                && seen.descend == descend
+                && stamp::unchanged(dir, root, &seen.stamp)
+            {
+                return Visited {
+                    listing: seen.listing.clone(),
+                    read: false,
+                    stamp: None,
+                };
+            }
+            None
+        }
+    };
+    let (listing, stamp) = list(dir, root, descend, scratch, recorder);
+    Visited {
+        listing,
+        read: true,
+        stamp,
+    }
 }
 
 /// Reads every directory of one depth; the listings come back in the
 /// order of `dirs`.
-fn read_level(dirs: &[PathBuf], roots: bool, descend: bool) -> Vec<Listing> {
+fn read_level(dirs: &[PathBuf], roots: bool, descend: bool, how: How<'_>) -> Vec<Visited> {
     let readers = if dirs.len() < SHARE_FROM {
         1
     } else {
@@ -135,18 +290,18 @@ fn read_level(dirs: &[PathBuf], roots: bool, descend: bool) -> Vec<Listing> {
         let mut scratch = Scratch::new();
         return dirs
             .iter()
-            .map(|d| list(d, roots, descend, &mut scratch))
+            .map(|d| visit(d, roots, descend, &mut scratch, how))
             .collect();
     }
     let next = AtomicUsize::new(0);
-    let mut parts: Vec<Vec<(usize, Listing)>> = std::thread::scope(|scope| {
+    let mut parts: Vec<Vec<(usize, Visited)>> = std::thread::scope(|scope| {
         let read = || {
             let mut out = Vec::new();
             let mut scratch = Scratch::new();
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(dir) = dirs.get(i) else { break };
-                out.push((i, list(dir, roots, descend, &mut scratch)));
+                out.push((i, visit(dir, roots, descend, &mut scratch, how)));
             }
             out
         };
@@ -161,10 +316,10 @@ fn read_level(dirs: &[PathBuf], roots: bool, descend: bool) -> Vec<Listing> {
         }
         parts
     });
-    let mut slots: Vec<Option<Listing>> = (0..dirs.len()).map(|_| None).collect();
-    for (i, listing) in parts.iter_mut().flat_map(std::mem::take) {
+    let mut slots: Vec<Option<Visited>> = (0..dirs.len()).map(|_| None).collect();
+    for (i, visited) in parts.iter_mut().flat_map(std::mem::take) {
         if let Some(slot) = slots.get_mut(i) {
-            *slot = Some(listing);
+            *slot = Some(visited);
         }
     }
     slots.into_iter().map(Option::unwrap_or_default).collect()
@@ -194,9 +349,16 @@ impl Scratch {
 /// Lists one directory; an unreadable one lists as empty. A root may be
 /// reached through a symlink; a directory below one is opened only if it
 /// is not one (it could have been swapped for a symlink since its parent
-/// was read).
+/// was read). With a recorder, the directory's stamp is taken (before its
+/// entries are read) when a later search may trust it.
 #[cfg(any(target_os = "linux", target_os = "android"))]
-fn list(dir: &Path, root: bool, descend: bool, scratch: &mut Scratch) -> Listing {
+fn list(
+    dir: &Path,
+    root: bool,
+    descend: bool,
+    scratch: &mut Scratch,
+    recorder: Option<&Recorder>,
+) -> (Listing, Option<Stamp>) {
     use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
     use std::os::unix::ffi::OsStrExt;
 
@@ -206,8 +368,9 @@ fn list(dir: &Path, root: bool, descend: bool, scratch: &mut Scratch) -> Listing
     }
     let mut listing = Listing::default();
     let Ok(fd) = rustix::fs::open(dir, flags, Mode::empty()) else {
-        return listing;
+        return (listing, None);
     };
+    let stamp = recorder.and_then(|r| stamp::trusted(&fd, r));
     let mut entries = RawDir::new(&fd, scratch.0.spare_capacity_mut());
     while let Some(Ok(entry)) = entries.next() {
         let name = OsStr::from_bytes(entry.file_name().to_bytes());
@@ -235,7 +398,7 @@ fn list(dir: &Path, root: bool, descend: bool, scratch: &mut Scratch) -> Listing
         }
     }
     listing.subdirs.sort_unstable();
-    listing
+    (listing, stamp)
 }
 
 /// No reusable buffer where `std::fs::read_dir` does the reading.
@@ -249,12 +412,19 @@ impl Scratch {
     }
 }
 
-/// Lists one directory; an unreadable one lists as empty.
+/// Lists one directory; an unreadable one lists as empty. No stamps are
+/// taken here.
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn list(dir: &Path, _root: bool, descend: bool, _scratch: &mut Scratch) -> Listing {
+fn list(
+    dir: &Path,
+    _root: bool,
+    descend: bool,
+    _scratch: &mut Scratch,
+    _recorder: Option<&Recorder>,
+) -> (Listing, Option<Stamp>) {
     let mut listing = Listing::default();
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return listing;
+        return (listing, None);
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
@@ -267,7 +437,7 @@ fn list(dir: &Path, _root: bool, descend: bool, _scratch: &mut Scratch) -> Listi
         }
     }
     listing.subdirs.sort_unstable();
-    listing
+    (listing, None)
 }
 
 #[cfg(test)]
@@ -360,20 +530,20 @@ mod tests {
         let t = tree();
         let root = t.path().to_string_lossy().into_owned();
         let roots = std::slice::from_ref(&root);
-        let all = walk(roots, 4, 10_000);
+        let all = walk(roots, 4, 10_000, How::Plain).search;
         assert_eq!(all.end, RepoSearchEnd::Complete);
         // The root and its depth-one directories (a, node_modules, p,
         // target, wide, and the symlink where there is one) are read
         // first; the limit then falls inside depth two.
-        let cut = walk(roots, 4, 3);
+        let cut = walk(roots, 4, 3, How::Plain).search;
         assert!(
             matches!(cut.end, RepoSearchEnd::DirectoryLimit { unread } if unread > 0),
             "{cut:?}"
         );
         // Exactly as many directories as there are in reach: complete.
-        let within = walk(roots, 0, 1);
+        let within = walk(roots, 0, 1, How::Plain).search;
         assert_eq!(within.end, RepoSearchEnd::Complete);
-        let nothing = walk(roots, 0, 0);
+        let nothing = walk(roots, 0, 0, How::Plain).search;
         assert_eq!(nothing.end, RepoSearchEnd::DirectoryLimit { unread: 1 });
         assert!(nothing.repos.is_empty());
     }
@@ -386,7 +556,7 @@ mod tests {
         for max_depth in 0..=5 {
             for max_dirs in [0, 1, 2, 3, 5, 8, 13, 60, 100, 150, 250, 10_000] {
                 assert_eq!(
-                    walk(&roots, max_depth, max_dirs).repos,
+                    walk(&roots, max_depth, max_dirs, How::Plain).search.repos,
                     reference(&roots, max_depth, max_dirs),
                     "depth {max_depth}, {max_dirs} directories"
                 );
@@ -400,9 +570,182 @@ mod tests {
         let t = tree();
         let link = t.path().join("link").to_string_lossy().into_owned();
         let file = t.path().join("p/q/.git").to_string_lossy().into_owned();
-        let got = walk(&[link.clone(), file], 0, 10);
+        let got = walk(&[link.clone(), file], 0, 10, How::Plain).search;
         assert_eq!(got.repos, vec![link]);
         assert_eq!(got.end, RepoSearchEnd::Complete);
+    }
+
+    /// Records `roots` trusting directories that last changed `margin`
+    /// before now.
+    #[cfg(target_os = "linux")]
+    fn record_with_margin(roots: &[String], margin: std::time::Duration) -> WalkOut {
+        let recorder = Recorder::new(SystemTime::now(), margin);
+        walk(roots, 4, 10_000, How::Record(&recorder))
+    }
+
+    /// A tree whose directories all last changed well before a record
+    /// taken with a 50 ms margin.
+    #[cfg(target_os = "linux")]
+    fn settled_tree() -> tempdir::Dir {
+        let t = tree();
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        t
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_search_since_a_record_reads_only_the_directories_that_changed() {
+        let t = settled_tree();
+        let r = t.path();
+        let root = r.to_string_lossy().into_owned();
+        let roots = std::slice::from_ref(&root);
+        let first = record_with_margin(roots, std::time::Duration::from_millis(50));
+        let kept = first.record.kept_directories();
+        assert!(
+            kept > 200,
+            "the temporary directory's file system keeps trusted change times: {kept} of {} kept",
+            first.read
+        );
+        let untouched = walk(roots, 4, 10_000, How::Since(&first.record));
+        assert_eq!(untouched.search, first.search);
+        assert_eq!(
+            untouched.read,
+            first.read - kept,
+            "nothing changed: only what was not kept is read again"
+        );
+
+        // A new repository in a directory whose times are then set back
+        // to what they were.
+        let w010 = r.join("wide/w010");
+        let before = fs::metadata(&w010).unwrap().modified().unwrap();
+        fs::create_dir(w010.join(".git")).unwrap();
+        fs::File::open(&w010).unwrap().set_modified(before).unwrap();
+        assert_eq!(fs::metadata(&w010).unwrap().modified().unwrap(), before);
+        // A gitlink file, and a new directory holding a repository.
+        fs::write(r.join("a/b/.git"), "gitdir: elsewhere\n").unwrap();
+        fs::create_dir_all(r.join("a/b/n/.git")).unwrap();
+        // A repository moved under a new name.
+        fs::rename(r.join("p"), r.join("p2")).unwrap();
+        // A repository removed.
+        fs::remove_dir(r.join("wide/w150/.git")).unwrap();
+
+        let again = walk(roots, 4, 10_000, How::Since(&first.record));
+        let fresh = walk(roots, 4, 10_000, How::Plain);
+        assert_eq!(
+            again.search, fresh.search,
+            "the same result as a full search"
+        );
+        for repo in ["wide/w010", "a/b", "a/b/n", "p2/q"] {
+            assert!(
+                again.search.repos.contains(&format!("{root}/{repo}")),
+                "{repo} in {:?}",
+                again.search.repos
+            );
+        }
+        assert!(!again.search.repos.contains(&format!("{root}/wide/w150")));
+        // The root, wide/w010, wide/w150, a/b, a/b/n, p2 and p2/q changed or
+        // are new; the rest is reused.
+        assert!(
+            again.read <= first.read - kept + 7,
+            "{} read again of {}",
+            again.read,
+            first.read
+        );
+        assert!(again.read >= 7, "{} read again", again.read);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_search_since_agrees_with_a_full_search_after_each_kind_of_change() {
+        let t = settled_tree();
+        let r = t.path();
+        let root = r.to_string_lossy().into_owned();
+        let roots = vec![root.clone(), format!("{root}/a")];
+        let first = record_with_margin(&roots, std::time::Duration::from_millis(50));
+        assert!(first.record.kept_directories() > 0);
+        type Change<'a> = (&'static str, Box<dyn Fn() + 'a>);
+        let changes: Vec<Change<'_>> = vec![
+            (
+                "a directory made a file of the same name",
+                Box::new(|| {
+                    fs::remove_dir(r.join("wide/w020")).unwrap();
+                    fs::write(r.join("wide/w020"), "").unwrap();
+                }),
+            ),
+            (
+                "a directory swapped for a symlink to a repository",
+                Box::new(|| {
+                    fs::remove_dir(r.join("wide/w021")).unwrap();
+                    std::os::unix::fs::symlink(r.join("a"), r.join("wide/w021")).unwrap();
+                }),
+            ),
+            (
+                "a repository in a skipped directory",
+                Box::new(|| {
+                    fs::create_dir_all(r.join("node_modules/y/.git")).unwrap();
+                }),
+            ),
+            (
+                "a repository one depth past the limit",
+                Box::new(|| {
+                    fs::create_dir_all(r.join("wide/w030/x/y/z/.git")).unwrap();
+                }),
+            ),
+            (
+                "a repository at the depth limit",
+                Box::new(|| {
+                    fs::create_dir_all(r.join("wide/w031/x/y/.git")).unwrap();
+                }),
+            ),
+            (
+                "a repository's .git removed",
+                Box::new(|| {
+                    fs::remove_dir_all(r.join("a/b/c/.git")).unwrap();
+                }),
+            ),
+            (
+                "a directory renamed over another",
+                Box::new(|| {
+                    fs::create_dir_all(r.join("fresh/.git")).unwrap();
+                    fs::remove_dir_all(r.join("wide/w040")).unwrap();
+                    fs::rename(r.join("fresh"), r.join("wide/w040")).unwrap();
+                }),
+            ),
+            (
+                "a root's own repository",
+                Box::new(|| {
+                    fs::create_dir(r.join(".git")).unwrap();
+                }),
+            ),
+        ];
+        for (what, change) in changes {
+            change();
+            let again = walk(&roots, 4, 10_000, How::Since(&first.record));
+            let fresh = walk(&roots, 4, 10_000, How::Plain);
+            assert_eq!(again.search, fresh.search, "after {what}");
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn directories_that_changed_just_before_the_record_are_read_again() {
+        let t = tree();
+        let root = t.path().to_string_lossy().into_owned();
+        let roots = std::slice::from_ref(&root);
+        let (search, record) = record_git_repos_on_host(roots);
+        assert_eq!(
+            record.kept_directories(),
+            0,
+            "every directory changed within the trust margin"
+        );
+        let again = walk(
+            roots,
+            REPO_SEARCH_MAX_DEPTH,
+            REPO_SEARCH_MAX_DIRS,
+            How::Since(&record),
+        );
+        assert_eq!(again.search, search);
+        assert!(again.read > 200, "all read again: {}", again.read);
     }
 
     /// A temporary directory removed on drop (the crate has no temp-dir

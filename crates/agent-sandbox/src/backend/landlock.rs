@@ -46,7 +46,7 @@ pub(crate) struct Session {
     invocation: NameGuardInvocation,
     egress: Egress,
     writable: Vec<String>,
-    repos_at_launch: Vec<String>,
+    repos_at_launch: super::bubblewrap::ReposAtLaunch,
 }
 
 /// The handle detail that says what this mechanism does not do.
@@ -72,7 +72,7 @@ pub(crate) async fn launch(
     let repos = super::bubblewrap::repos_in_writable_roots(settings, &spec.session_id, &writable);
     let mut builder = BwrapBuilder::new(spec, &settings.home);
     builder
-        .nested_repos(repos.clone())
+        .nested_repos(repos.repos.clone())
         .filename_rules(config.filename_rules)
         .read_deny(settings.reads.deny.iter().cloned())
         .read_reopen(settings.reads.again.iter().cloned());

@@ -1052,6 +1052,42 @@ async fn repositories_made_inside_are_named_at_destroy() {
 }
 
 #[tokio::test]
+async fn repositories_made_inside_a_settled_tree_are_named_at_destroy() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("settled");
+    for d in ["ws/a/b/c", "ws/a/d", "ws/e"] {
+        std::fs::create_dir_all(t.p(d)).unwrap();
+    }
+    // Older than the search's trust margin, so the search at destroy
+    // reuses the launch's reading of every directory that kept its stamp.
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let (m, lines) = logging_manager(&t);
+    let mut h = m.launch(t.spec("settled")).await.unwrap();
+    // A repository deep in an existing directory, whose times are then set
+    // back; a gitlink file in another.
+    let r = run(
+        &m,
+        &h,
+        "git init -q a/b/c/sub && touch -d @1000000000 a/b/c && \
+         printf 'gitdir: x\\n' > a/d/.git && echo made",
+    )
+    .await;
+    assert!(r.stdout.contains("made"), "{}", r.stderr);
+    m.destroy(&mut h).await.unwrap();
+    let lines = lines.lock().unwrap();
+    let named: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("git repositories created inside the sandbox"))
+        .collect();
+    assert_eq!(named.len(), 1, "{lines:#?}");
+    assert!(named[0].contains(&t.p("ws/a/b/c/sub")), "{}", named[0]);
+    assert!(named[0].contains(&t.p("ws/a/d")), "{}", named[0]);
+    assert!(!named[0].contains(&t.p("ws/e")), "{}", named[0]);
+}
+
+#[tokio::test]
 async fn a_repository_search_cut_short_by_its_limit_is_logged_at_launch() {
     if !native_available() {
         return;

@@ -23,7 +23,8 @@ use crate::running::{CommandIo, prepare, run_child};
 use bridges::{BRIDGED, bind_private_socket};
 use bwrap_spec::{
     BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, NameGuardLauncher, PlaceholderFiles,
-    Profile, RepoSearchEnd, discover_git_repos_on_host, search_git_repos_on_host,
+    Profile, RepoSearchEnd, RepoSearchRecord, record_git_repos_on_host,
+    search_git_repos_on_host_since,
 };
 pub(crate) use name_guard_reports::{ReportPipe, ReportReader};
 use sandbox_core::{SandboxSpec, Surface};
@@ -50,7 +51,7 @@ pub(crate) struct Session {
     plan: BwrapPlan,
     /// The writable roots and the repositories found in them at launch.
     writable: Vec<String>,
-    repos_at_launch: Vec<String>,
+    repos_at_launch: ReposAtLaunch,
     /// A dispatch's proxies and bridges (terminals have none).
     egress: Option<Bridged>,
     _placeholders: PlaceholderFiles,
@@ -97,7 +98,7 @@ pub(crate) async fn launch(
             config: config.clone(),
             plan,
             writable: Vec::new(),
-            repos_at_launch: Vec::new(),
+            repos_at_launch: ReposAtLaunch::default(),
             egress: None,
             _placeholders: placeholders,
         };
@@ -132,7 +133,7 @@ pub(crate) async fn launch(
     let repos = repos_in_writable_roots(settings, &spec.session_id, &writable);
     let mut builder = BwrapBuilder::new(spec, &settings.home);
     builder
-        .nested_repos(repos.clone())
+        .nested_repos(repos.repos.clone())
         .filename_rules(config.filename_rules)
         .argv_delivery(bwrap_spec::ArgvDelivery::ArgsFd)
         .bridges(bridges.clone())
@@ -189,6 +190,15 @@ fn with_steering(mut args: Vec<OsString>, steering: &netns::Steering) -> Vec<OsS
     args
 }
 
+/// The git repositories found in the writable roots at launch, and the
+/// record of that search, so that the search at the end reads again only
+/// the directories that changed.
+#[derive(Debug, Default)]
+pub(crate) struct ReposAtLaunch {
+    pub(crate) repos: Vec<String>,
+    record: RepoSearchRecord,
+}
+
 /// The git repositories in the writable roots at launch, whose config and
 /// hooks get denies of their own. Logs when the search stopped at its
 /// directory limit: a repository among the directories it left unread is
@@ -197,31 +207,35 @@ pub(crate) fn repos_in_writable_roots(
     settings: &Settings,
     session_id: &str,
     writable: &[String],
-) -> Vec<String> {
-    let search = search_git_repos_on_host(writable);
+) -> ReposAtLaunch {
+    let (search, record) = record_git_repos_on_host(writable);
     if let RepoSearchEnd::DirectoryLimit { unread } = search.end {
         (settings.log)(&format!(
             "session {session_id}: the search for git repositories nested in the writable roots stopped after {} directories with {unread} more in reach unread; a repository in those gets no denies of its own for its config and hooks",
             bwrap_spec::REPO_SEARCH_MAX_DIRS
         ));
     }
-    search.repos
+    ReposAtLaunch {
+        repos: search.repos,
+        record,
+    }
 }
 
 /// Logs the git repositories that appeared in the writable roots during a
 /// session: each has the config and hooks the sandboxed process wrote, and
 /// a parent's `git status` on the host may run them (a populated gitlink is
-/// recursed into).
+/// recursed into). The search reads again only the directories that
+/// changed since the launch's search.
 pub(crate) fn log_repos_made_inside(
     settings: &Settings,
     session_id: &str,
     writable: &[String],
-    at_launch: &[String],
+    at_launch: &ReposAtLaunch,
 ) {
-    let now = discover_git_repos_on_host(writable);
+    let now = search_git_repos_on_host_since(writable, &at_launch.record).repos;
     let new: Vec<&str> = now
         .iter()
-        .filter(|r| !at_launch.contains(r))
+        .filter(|r| !at_launch.repos.contains(r))
         .map(|r| r.as_str())
         .collect();
     if !new.is_empty() {
