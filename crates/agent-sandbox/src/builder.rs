@@ -39,6 +39,10 @@ pub(crate) struct Settings {
     /// Paths hidden from reading besides the secret set, and the paths
     /// read again inside them.
     pub(crate) reads: ExtraReads,
+    /// The latest search for nested repositories of each set of writable
+    /// roots (searched on Linux only).
+    #[cfg(target_os = "linux")]
+    pub(crate) repo_records: crate::repo_records::RepoRecords,
 }
 
 /// The host's own read denies ([`ManagerBuilder::read_deny`]) and the paths
@@ -425,6 +429,8 @@ impl ManagerBuilder {
             cgroups: self.cgroups.clone(),
             unix_sockets,
             reads: self.reads.clone(),
+            #[cfg(target_os = "linux")]
+            repo_records: crate::repo_records::RepoRecords::default(),
         };
         Ok(SandboxManager::new(selection, settings, backend))
     }

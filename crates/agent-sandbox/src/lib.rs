@@ -27,7 +27,13 @@
 //!   the sandbox; one that gives control of the host needs
 //!   [`ManagerBuilder::allow_root_equivalent_unix_socket`]); any other, such
 //!   as one a host process makes in the worktree, is a `network-outbound`
-//!   violation with its path.
+//!   violation with its path. The write denies reach into every git
+//!   repository nested in a writable root (R-PATHS-3); the manager keeps
+//!   its latest search for them per set of writable roots, so a later one
+//!   (at the end of the run, which names repositories made inside, and at
+//!   the next launch there) reads again only the directories whose change
+//!   time moved, on file systems where that can be trusted
+//!   (`bwrap_spec::search_git_repos_on_host_since`).
 //! - `exec` runs the command under bubblewrap. Inside, the proxies answer on
 //!   127.0.0.1:3128 (HTTP) and 127.0.0.1:1080 (SOCKS5) (R-BWRAP-2): by
 //!   default those listeners are bound in the sandbox's network namespace
@@ -153,6 +159,8 @@ mod manager;
 #[cfg(unix)]
 mod process_fds;
 mod pty;
+#[cfg(target_os = "linux")]
+mod repo_records;
 mod running;
 mod session_dir;
 mod unix_sockets;

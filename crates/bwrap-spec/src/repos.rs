@@ -17,9 +17,10 @@
 //! A search can be recorded ([`record_git_repos_on_host`]) and made again
 //! later over the same roots ([`search_git_repos_on_host_since`]): the
 //! second search asks each directory it comes to for its device, inode and
-//! change time (one `statx`) and reuses the first search's reading where
-//! they are the same, reading only the directories that changed. See the
-//! `stamp` module for when a directory's stamp is trusted.
+//! change time (one `stat`) and reuses the first search's reading where
+//! they are the same, reading only the directories that changed, and
+//! records in turn for the search after it. See the `stamp` module for
+//! when a directory's stamp is trusted.
 
 mod stamp;
 
@@ -74,32 +75,31 @@ pub fn search_git_repos_on_host(roots: &[String]) -> RepoSearch {
 
 /// The search of [`search_git_repos_on_host`], and a record of what it read
 /// for [`search_git_repos_on_host_since`]. Taking the record costs one
-/// `statx` a directory (and one `fstatfs` a file system) more.
+/// `fstat` a directory (and one `fstatfs` a file system) more.
 pub fn record_git_repos_on_host(roots: &[String]) -> (RepoSearch, RepoSearchRecord) {
+    search_git_repos_on_host_since(roots, &RepoSearchRecord::default())
+}
+
+/// The search of [`search_git_repos_on_host`], with the same result,
+/// reading again only the directories that may have changed since the
+/// search that made `earlier` (usually over the same `roots`): where a
+/// directory has the same device, inode and change time as when it was
+/// read, on a local file system and last changed well before that search
+/// (see [`RepoSearchRecord`]), the earlier reading is used. Returns a
+/// record for the next search, which keeps the unchanged directories'
+/// stamps and takes new ones for those read now. Reads the host.
+pub fn search_git_repos_on_host_since(
+    roots: &[String],
+    earlier: &RepoSearchRecord,
+) -> (RepoSearch, RepoSearchRecord) {
     let recorder = Recorder::new(SystemTime::now(), stamp::TRUST_MARGIN);
     let out = walk(
         roots,
         REPO_SEARCH_MAX_DEPTH,
         REPO_SEARCH_MAX_DIRS,
-        How::Record(&recorder),
+        How::Record(&recorder, earlier),
     );
     (out.search, out.record)
-}
-
-/// The search of [`search_git_repos_on_host`] over the same `roots` as the
-/// search that made `earlier`, with the same result, reading again only
-/// the directories that may have changed since: where a directory has the
-/// same device, inode and change time as when `earlier` read it, on a
-/// local file system and last changed well before that search (see
-/// [`RepoSearchRecord`]), its earlier reading is used. Reads the host.
-pub fn search_git_repos_on_host_since(roots: &[String], earlier: &RepoSearchRecord) -> RepoSearch {
-    walk(
-        roots,
-        REPO_SEARCH_MAX_DEPTH,
-        REPO_SEARCH_MAX_DIRS,
-        How::Since(earlier),
-    )
-    .search
 }
 
 /// What [`record_git_repos_on_host`] read, for a later search to skip the
@@ -138,10 +138,9 @@ struct Seen {
 enum How<'a> {
     /// Read every directory.
     Plain,
-    /// Read every directory and stamp it for a later walk.
-    Record(&'a Recorder),
-    /// Reuse an earlier walk's reading of every unchanged directory.
-    Since(&'a RepoSearchRecord),
+    /// Reuse an earlier walk's reading of every unchanged directory, read
+    /// the others, and record both for a later walk.
+    Record(&'a Recorder, &'a RepoSearchRecord),
 }
 
 /// What a walk found and did.
@@ -253,19 +252,19 @@ fn walk(roots: &[String], max_depth: usize, max_dirs: usize, how: How<'_>) -> Wa
 fn visit(dir: &Path, root: bool, descend: bool, scratch: &mut Scratch, how: How<'_>) -> Visited {
     let recorder = match how {
         How::Plain => None,
-        How::Record(recorder) => Some(recorder),
-        How::Since(earlier) => {
+        How::Record(recorder, earlier) => {
             if let Some(seen) = earlier.seen.get(dir)
                 && seen.descend == descend
                 && stamp::unchanged(dir, root, &seen.stamp)
             {
+                // Still trusted: any later change moves the change time.
                 return Visited {
                     listing: seen.listing.clone(),
                     read: false,
-                    stamp: None,
+                    stamp: Some(seen.stamp),
                 };
             }
-            None
+            Some(recorder)
         }
     };
     let (listing, stamp) = list(dir, root, descend, scratch, recorder);
@@ -575,12 +574,26 @@ mod tests {
         assert_eq!(got.end, RepoSearchEnd::Complete);
     }
 
-    /// Records `roots` trusting directories that last changed `margin`
+    /// Searches `roots` again since `earlier`, trusting directories that
+    /// last changed `margin` before now.
+    #[cfg(target_os = "linux")]
+    fn since_with_margin(
+        roots: &[String],
+        earlier: &RepoSearchRecord,
+        margin: std::time::Duration,
+    ) -> WalkOut {
+        let recorder = Recorder::new(SystemTime::now(), margin);
+        walk(roots, 4, 10_000, How::Record(&recorder, earlier))
+    }
+
+    #[cfg(target_os = "linux")]
+    const MARGIN: std::time::Duration = std::time::Duration::from_millis(50);
+
+    /// Records `roots` trusting directories that last changed 50 ms
     /// before now.
     #[cfg(target_os = "linux")]
-    fn record_with_margin(roots: &[String], margin: std::time::Duration) -> WalkOut {
-        let recorder = Recorder::new(SystemTime::now(), margin);
-        walk(roots, 4, 10_000, How::Record(&recorder))
+    fn record_with_margin(roots: &[String]) -> WalkOut {
+        since_with_margin(roots, &RepoSearchRecord::default(), MARGIN)
     }
 
     /// A tree whose directories all last changed well before a record
@@ -599,14 +612,14 @@ mod tests {
         let r = t.path();
         let root = r.to_string_lossy().into_owned();
         let roots = std::slice::from_ref(&root);
-        let first = record_with_margin(roots, std::time::Duration::from_millis(50));
+        let first = record_with_margin(roots);
         let kept = first.record.kept_directories();
         assert!(
             kept > 200,
             "the temporary directory's file system keeps trusted change times: {kept} of {} kept",
             first.read
         );
-        let untouched = walk(roots, 4, 10_000, How::Since(&first.record));
+        let untouched = since_with_margin(roots, &first.record, MARGIN);
         assert_eq!(untouched.search, first.search);
         assert_eq!(
             untouched.read,
@@ -629,7 +642,7 @@ mod tests {
         // A repository removed.
         fs::remove_dir(r.join("wide/w150/.git")).unwrap();
 
-        let again = walk(roots, 4, 10_000, How::Since(&first.record));
+        let again = since_with_margin(roots, &first.record, MARGIN);
         let fresh = walk(roots, 4, 10_000, How::Plain);
         assert_eq!(
             again.search, fresh.search,
@@ -661,7 +674,7 @@ mod tests {
         let r = t.path();
         let root = r.to_string_lossy().into_owned();
         let roots = vec![root.clone(), format!("{root}/a")];
-        let first = record_with_margin(&roots, std::time::Duration::from_millis(50));
+        let first = record_with_margin(&roots);
         assert!(first.record.kept_directories() > 0);
         type Change<'a> = (&'static str, Box<dyn Fn() + 'a>);
         let changes: Vec<Change<'_>> = vec![
@@ -720,10 +733,39 @@ mod tests {
         ];
         for (what, change) in changes {
             change();
-            let again = walk(&roots, 4, 10_000, How::Since(&first.record));
+            let again = since_with_margin(&roots, &first.record, MARGIN);
             let fresh = walk(&roots, 4, 10_000, How::Plain);
             assert_eq!(again.search, fresh.search, "after {what}");
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn each_search_since_records_for_the_next() {
+        let t = settled_tree();
+        let r = t.path();
+        let root = r.to_string_lossy().into_owned();
+        let roots = std::slice::from_ref(&root);
+        let first = record_with_margin(roots);
+        let untrusted = first.read - first.record.kept_directories();
+        fs::create_dir_all(r.join("wide/w050/.git")).unwrap();
+        let second = since_with_margin(roots, &first.record, MARGIN);
+        assert_eq!(second.search, walk(roots, 4, 10_000, How::Plain).search);
+        // Only wide/w050 changed; it is read again and, having changed
+        // within the margin, not kept.
+        assert_eq!(second.read, untrusted + 1);
+        assert_eq!(
+            second.record.kept_directories(),
+            first.record.kept_directories() - 1
+        );
+        fs::create_dir(r.join("a/b/.git")).unwrap();
+        let third = since_with_margin(roots, &second.record, MARGIN);
+        assert_eq!(third.search, walk(roots, 4, 10_000, How::Plain).search);
+        for repo in ["wide/w050", "a/b"] {
+            assert!(third.search.repos.contains(&format!("{root}/{repo}")));
+        }
+        // wide/w050 (not kept) and a/b (changed) are read again.
+        assert_eq!(third.read, untrusted + 2);
     }
 
     #[cfg(target_os = "linux")]
@@ -738,12 +780,7 @@ mod tests {
             0,
             "every directory changed within the trust margin"
         );
-        let again = walk(
-            roots,
-            REPO_SEARCH_MAX_DEPTH,
-            REPO_SEARCH_MAX_DIRS,
-            How::Since(&record),
-        );
+        let again = since_with_margin(roots, &record, stamp::TRUST_MARGIN);
         assert_eq!(again.search, search);
         assert!(again.read > 200, "all read again: {}", again.read);
     }

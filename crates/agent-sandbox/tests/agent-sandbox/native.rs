@@ -52,6 +52,11 @@ fn logging_manager(t: &Tree) -> (SandboxManager, Lines) {
     (b.build().unwrap(), lines)
 }
 
+/// The collected log lines that contain `what`.
+fn lines_with<'a>(lines: &'a [String], what: &str) -> Vec<&'a String> {
+    lines.iter().filter(|l| l.contains(what)).collect()
+}
+
 /// Fallbacks from host-side listeners to socat, across this test binary.
 static FALLBACKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -1037,10 +1042,7 @@ async fn repositories_made_inside_are_named_at_destroy() {
     m.destroy(&mut h).await.unwrap();
     let sub = t.p("ws/sub");
     let lines = lines.lock().unwrap();
-    let named: Vec<&String> = lines
-        .iter()
-        .filter(|l| l.contains("git repositories created inside the sandbox"))
-        .collect();
+    let named = lines_with(&lines, "git repositories created inside the sandbox");
     assert_eq!(named.len(), 1, "{lines:#?}");
     assert!(named[0].ends_with(&sub), "{}", named[0]);
     // The repository that was there at launch is not named.
@@ -1077,14 +1079,44 @@ async fn repositories_made_inside_a_settled_tree_are_named_at_destroy() {
     assert!(r.stdout.contains("made"), "{}", r.stderr);
     m.destroy(&mut h).await.unwrap();
     let lines = lines.lock().unwrap();
-    let named: Vec<&String> = lines
-        .iter()
-        .filter(|l| l.contains("git repositories created inside the sandbox"))
-        .collect();
+    let named = lines_with(&lines, "git repositories created inside the sandbox");
     assert_eq!(named.len(), 1, "{lines:#?}");
     assert!(named[0].contains(&t.p("ws/a/b/c/sub")), "{}", named[0]);
     assert!(named[0].contains(&t.p("ws/a/d")), "{}", named[0]);
     assert!(!named[0].contains(&t.p("ws/e")), "{}", named[0]);
+}
+
+#[tokio::test]
+async fn a_repository_made_on_the_host_between_two_launches_gets_its_denies() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("between");
+    std::fs::create_dir_all(t.p("ws/a/b")).unwrap();
+    // Older than the search's trust margin: the second launch's search
+    // starts from the first run's record and reuses what did not change.
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let (m, _lines) = logging_manager(&t);
+    let mut h = m.launch(t.spec("between-1")).await.unwrap();
+    let r = run(&m, &h, "echo one").await;
+    assert!(r.stdout.contains("one"), "{}", r.stderr);
+    m.destroy(&mut h).await.unwrap();
+    // Between the two runs, on the host.
+    std::fs::create_dir_all(t.p("ws/a/b/inner/.git/hooks")).unwrap();
+    let mut h = m.launch(t.spec("between-2")).await.unwrap();
+    let r = run(
+        &m,
+        &h,
+        "echo evil > a/b/inner/.git/hooks/pre-commit && echo wrote; \
+         echo evil > a/b/inner/.git/config && echo wrote; \
+         echo fine > a/b/inner/file && echo ok",
+    )
+    .await;
+    m.destroy(&mut h).await.unwrap();
+    assert!(!r.stdout.contains("wrote"), "{} {}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("ok"), "{}", r.stderr);
+    assert!(!std::path::Path::new(&t.p("ws/a/b/inner/.git/hooks/pre-commit")).exists());
+    assert!(!std::path::Path::new(&t.p("ws/a/b/inner/.git/config")).exists());
 }
 
 #[tokio::test]
@@ -1101,10 +1133,7 @@ async fn a_repository_search_cut_short_by_its_limit_is_logged_at_launch() {
     let mut h = m.launch(t.spec("manydirs")).await.unwrap();
     m.destroy(&mut h).await.unwrap();
     let lines = lines.lock().unwrap();
-    let cut: Vec<&String> = lines
-        .iter()
-        .filter(|l| l.contains("stopped after 5000 directories"))
-        .collect();
+    let cut = lines_with(&lines, "stopped after 5000 directories");
     assert_eq!(cut.len(), 1, "{lines:#?}");
     // The two roots (ws, home) are read first; their 5,002 subdirectories
     // (5,001 made here and home/.ssh) leave 4,998 to read.

@@ -26,9 +26,9 @@ use std::time::{Duration, SystemTime};
 )]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Stamp {
-    dev: (u32, u32),
+    dev: u64,
     ino: u64,
-    ctime: (i64, u32),
+    ctime: (i128, i128),
 }
 
 /// How long before a recording walk's start a directory must have last
@@ -45,9 +45,9 @@ pub(super) const TRUST_MARGIN: Duration = Duration::from_secs(2);
 pub(super) struct Recorder {
     /// Change times before this (seconds, nanoseconds since the epoch)
     /// are old enough.
-    before: (i64, u32),
+    before: (i128, i128),
     /// Whether each device met so far holds a trusted file system.
-    devices: std::sync::Mutex<Vec<((u32, u32), bool)>>,
+    devices: std::sync::Mutex<Vec<(u64, bool)>>,
 }
 
 impl Recorder {
@@ -58,10 +58,7 @@ impl Recorder {
             .checked_sub(margin)
             .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
             .map_or((0, 0), |d| {
-                (
-                    i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-                    d.subsec_nanos(),
-                )
+                (i128::from(d.as_secs()), i128::from(d.subsec_nanos()))
             });
         Recorder {
             before,
@@ -74,24 +71,17 @@ impl Recorder {
 mod imp {
     use super::{Recorder, Stamp};
     use rustix::fd::AsFd;
-    use rustix::fs::{AtFlags, FileType, Statx, StatxFlags};
+    use rustix::fs::{AtFlags, FileType, Stat};
     use std::path::Path;
 
-    const WANTED: StatxFlags = StatxFlags::TYPE
-        .union(StatxFlags::INO)
-        .union(StatxFlags::CTIME);
-
-    fn stamp_of(st: &Statx) -> Option<Stamp> {
-        let have = StatxFlags::from_bits_truncate(st.stx_mask);
-        if !have.contains(WANTED)
-            || FileType::from_raw_mode(u32::from(st.stx_mode)) != FileType::Directory
-        {
+    fn stamp_of(st: &Stat) -> Option<Stamp> {
+        if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
             return None;
         }
         Some(Stamp {
-            dev: (st.stx_dev_major, st.stx_dev_minor),
-            ino: st.stx_ino,
-            ctime: (st.stx_ctime.tv_sec, st.stx_ctime.tv_nsec),
+            dev: st.st_dev,
+            ino: st.st_ino,
+            ctime: (i128::from(st.st_ctime), i128::from(st.st_ctime_nsec)),
         })
     }
 
@@ -99,7 +89,7 @@ mod imp {
     /// it later. Taken before the directory is read, so that a change
     /// between the two moves the change time past the stamp.
     pub(in super::super) fn trusted(fd: impl AsFd, recorder: &Recorder) -> Option<Stamp> {
-        let st = rustix::fs::statx(&fd, "", AtFlags::EMPTY_PATH, WANTED).ok()?;
+        let st = rustix::fs::fstat(&fd).ok()?;
         let stamp = stamp_of(&st)?;
         if stamp.ctime >= recorder.before {
             return None;
@@ -138,7 +128,7 @@ mod imp {
         } else {
             AtFlags::SYMLINK_NOFOLLOW
         };
-        let st = rustix::fs::statx(rustix::fs::CWD, dir, flags, WANTED).ok()?;
+        let st = rustix::fs::statat(rustix::fs::CWD, dir, flags).ok()?;
         stamp_of(&st)
     }
 }

@@ -23,8 +23,7 @@ use crate::running::{CommandIo, prepare, run_child};
 use bridges::{BRIDGED, bind_private_socket};
 use bwrap_spec::{
     BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, NameGuardLauncher, PlaceholderFiles,
-    Profile, RepoSearchEnd, RepoSearchRecord, record_git_repos_on_host,
-    search_git_repos_on_host_since,
+    Profile, RepoSearchEnd, RepoSearchRecord, search_git_repos_on_host_since,
 };
 pub(crate) use name_guard_reports::{ReportPipe, ReportReader};
 use sandbox_core::{SandboxSpec, Surface};
@@ -196,19 +195,24 @@ fn with_steering(mut args: Vec<OsString>, steering: &netns::Steering) -> Vec<OsS
 #[derive(Debug, Default)]
 pub(crate) struct ReposAtLaunch {
     pub(crate) repos: Vec<String>,
-    record: RepoSearchRecord,
+    record: Arc<RepoSearchRecord>,
 }
 
 /// The git repositories in the writable roots at launch, whose config and
 /// hooks get denies of their own. Logs when the search stopped at its
 /// directory limit: a repository among the directories it left unread is
-/// protected only where a root's own denies reach.
+/// protected only where a root's own denies reach. The search reads again
+/// only the directories that changed since the manager's latest search of
+/// the same roots, and becomes the latest.
 pub(crate) fn repos_in_writable_roots(
     settings: &Settings,
     session_id: &str,
     writable: &[String],
 ) -> ReposAtLaunch {
-    let (search, record) = record_git_repos_on_host(writable);
+    let earlier = settings.repo_records.get(writable);
+    let (search, record) = search_git_repos_on_host_since(writable, &earlier);
+    let record = Arc::new(record);
+    settings.repo_records.put(writable, record.clone());
     if let RepoSearchEnd::DirectoryLimit { unread } = search.end {
         (settings.log)(&format!(
             "session {session_id}: the search for git repositories nested in the writable roots stopped after {} directories with {unread} more in reach unread; a repository in those gets no denies of its own for its config and hooks",
@@ -225,14 +229,16 @@ pub(crate) fn repos_in_writable_roots(
 /// session: each has the config and hooks the sandboxed process wrote, and
 /// a parent's `git status` on the host may run them (a populated gitlink is
 /// recursed into). The search reads again only the directories that
-/// changed since the launch's search.
+/// changed since the launch's search, and becomes the manager's latest.
 pub(crate) fn log_repos_made_inside(
     settings: &Settings,
     session_id: &str,
     writable: &[String],
     at_launch: &ReposAtLaunch,
 ) {
-    let now = search_git_repos_on_host_since(writable, &at_launch.record).repos;
+    let (search, record) = search_git_repos_on_host_since(writable, &at_launch.record);
+    settings.repo_records.put(writable, Arc::new(record));
+    let now = search.repos;
     let new: Vec<&str> = now
         .iter()
         .filter(|r| !at_launch.repos.contains(r))
