@@ -32,8 +32,10 @@ pub(super) struct Stamp {
 }
 
 /// How long before a recording walk's start a directory must have last
-/// changed to be trusted: many clock ticks, and more than any step of a
-/// clock kept in time by small adjustments.
+/// changed to be trusted: many clock ticks (a tick is 10 ms at most). A
+/// later change is seen when its time differs from the recorded one, so a
+/// clock set back later does not hide it unless it lands on the very same
+/// nanosecond.
 pub(super) const TRUST_MARGIN: Duration = Duration::from_secs(2);
 
 /// Decides, during a recording walk, which directories' stamps may be
