@@ -28,6 +28,7 @@ use stamp::{Recorder, Stamp};
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
@@ -130,7 +131,7 @@ impl RepoSearchRecord {
 struct Seen {
     stamp: Stamp,
     descend: bool,
-    listing: Listing,
+    listing: Arc<Listing>,
 }
 
 /// How a walk reads each directory.
@@ -158,7 +159,7 @@ struct WalkOut {
 /// One directory, read or reused.
 #[derive(Debug, Default)]
 struct Visited {
-    listing: Listing,
+    listing: Arc<Listing>,
     read: bool,
     stamp: Option<Stamp>,
 }
@@ -188,7 +189,7 @@ pub enum RepoSearchEnd {
 }
 
 /// What one directory holds, as far as the walk cares.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 struct Listing {
     has_git: bool,
     subdirs: Vec<PathBuf>,
@@ -226,7 +227,7 @@ fn walk(roots: &[String], max_depth: usize, max_dirs: usize, how: How<'_>) -> Wa
                 let seen = Seen {
                     stamp,
                     descend,
-                    listing: listing.clone(),
+                    listing: Arc::clone(&listing),
                 };
                 record.seen.insert(dir.clone(), seen);
             }
@@ -236,7 +237,7 @@ fn walk(roots: &[String], max_depth: usize, max_dirs: usize, how: How<'_>) -> Wa
                     found.push(s);
                 }
             }
-            next.extend(listing.subdirs);
+            next.extend(listing.subdirs.iter().cloned());
         }
         if end != RepoSearchEnd::Complete {
             break;
@@ -262,7 +263,7 @@ fn visit(dir: &Path, root: bool, descend: bool, scratch: &mut Scratch, how: How<
             {
                 // Still trusted: any later change moves the change time.
                 return Visited {
-                    listing: seen.listing.clone(),
+                    listing: Arc::clone(&seen.listing),
                     read: false,
                     stamp: Some(seen.stamp),
                 };
@@ -272,7 +273,7 @@ fn visit(dir: &Path, root: bool, descend: bool, scratch: &mut Scratch, how: How<
     };
     let (listing, stamp) = list(dir, root, descend, scratch, recorder);
     Visited {
-        listing,
+        listing: Arc::new(listing),
         read: true,
         stamp,
     }
