@@ -211,7 +211,7 @@ mod tests {
             lines,
             [
                 r#"{"type":"starting"}"#,
-                r#"{"type":"stdout","data":[104,105,10]}"#,
+                r#"{"type":"stdout","text":"hi\n"}"#,
                 r#"{"type":"exit","exitCode":3}"#,
             ]
         );

@@ -95,3 +95,34 @@ proptest! {
         prop_assert_eq!(named.contains(&"socat"), !socat);
     }
 }
+
+proptest! {
+    /// Any output, UTF-8 or not, comes back byte for byte from its JSON
+    /// form, and is text exactly when it is valid UTF-8.
+    #[test]
+    fn output_events_round_trip_any_bytes(data in prop::collection::vec(any::<u8>(), 0..256), err in any::<bool>()) {
+        let ev = if err {
+            SandboxEvent::Stderr { data: data.clone() }
+        } else {
+            SandboxEvent::Stdout { data: data.clone() }
+        };
+        let json = serde_json::to_value(&ev).unwrap();
+        prop_assert_eq!(json.get("text").is_some(), std::str::from_utf8(&data).is_ok());
+        prop_assert_eq!(json.get("base64").is_some(), std::str::from_utf8(&data).is_err());
+        let back: SandboxEvent = serde_json::from_value(json).unwrap();
+        prop_assert_eq!(back, ev);
+    }
+
+    /// Mostly-text output (the usual case, with a stray byte now and then)
+    /// round-trips too.
+    #[test]
+    fn output_events_round_trip_mostly_text(s in "\\PC{0,40}", stray in prop::option::of(any::<u8>())) {
+        let mut data = s.into_bytes();
+        if let Some(b) = stray {
+            data.insert(data.len() / 2, b);
+        }
+        let ev = SandboxEvent::Stdout { data };
+        let back: SandboxEvent = serde_json::from_str(&serde_json::to_string(&ev).unwrap()).unwrap();
+        prop_assert_eq!(back, ev);
+    }
+}

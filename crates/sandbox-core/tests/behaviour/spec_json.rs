@@ -201,3 +201,94 @@ fn network_violation_target_is_host_port() {
         "[::1]:80"
     );
 }
+
+#[test]
+fn output_events_keep_their_bytes_as_text_or_base64() {
+    // (intent, the event's bytes, its JSON)
+    let cases: [(&str, &[u8], &str); 4] = [
+        (
+            "UTF-8 output is text",
+            b"hi\n",
+            r#"{"type":"stdout","text":"hi\n"}"#,
+        ),
+        (
+            "empty output is empty text",
+            b"",
+            r#"{"type":"stdout","text":""}"#,
+        ),
+        (
+            "invalid UTF-8 is base64, never replaced",
+            &[0x66, 0x6f, 0xff, 0x0a],
+            r#"{"type":"stdout","base64":"Zm//Cg=="}"#,
+        ),
+        (
+            "a multi-byte character cut in half is not UTF-8",
+            &[0xc3],
+            r#"{"type":"stdout","base64":"ww=="}"#,
+        ),
+    ];
+    for (intent, bytes, json) in cases {
+        let ev = SandboxEvent::Stdout {
+            data: bytes.to_vec(),
+        };
+        assert_eq!(serde_json::to_string(&ev).unwrap(), json, "{intent}");
+        let back: SandboxEvent = serde_json::from_str(json).unwrap();
+        assert_eq!(back, ev, "{intent}");
+        let err = SandboxEvent::Stderr {
+            data: bytes.to_vec(),
+        };
+        let text = serde_json::to_string(&err).unwrap();
+        assert!(text.starts_with(r#"{"type":"stderr","#), "{intent}: {text}");
+        assert_eq!(
+            serde_json::from_str::<SandboxEvent>(&text).unwrap(),
+            err,
+            "{intent}"
+        );
+    }
+}
+
+#[test]
+fn output_events_read_the_older_array_form_and_refuse_ambiguity() {
+    let old: SandboxEvent =
+        serde_json::from_str(r#"{"type":"stderr","data":[104,105,10]}"#).unwrap();
+    assert_eq!(
+        old,
+        SandboxEvent::Stderr {
+            data: b"hi\n".to_vec()
+        }
+    );
+    // Unknown fields are ignored (R-SPEC-6).
+    let extra: SandboxEvent =
+        serde_json::from_str(r#"{"type":"stdout","text":"a","seq":4}"#).unwrap();
+    assert_eq!(
+        extra,
+        SandboxEvent::Stdout {
+            data: b"a".to_vec()
+        }
+    );
+    for (intent, json, why) in [
+        (
+            "two forms at once could disagree",
+            r#"{"type":"stdout","text":"a","base64":"Yg=="}"#,
+            "exactly one of text, base64 or data",
+        ),
+        (
+            "no output at all",
+            r#"{"type":"stdout"}"#,
+            "exactly one of text, base64 or data",
+        ),
+        (
+            "base64 that does not decode",
+            r#"{"type":"stdout","base64":"@@@"}"#,
+            "does not decode",
+        ),
+        (
+            "a byte value past 255",
+            r#"{"type":"stdout","data":[256]}"#,
+            "",
+        ),
+    ] {
+        let e = serde_json::from_str::<SandboxEvent>(json).unwrap_err();
+        assert!(e.to_string().contains(why), "{intent}: {e}");
+    }
+}
