@@ -25,6 +25,16 @@ pub enum Stdin {
 }
 
 /// A terminal size in character cells; both at least 1.
+///
+/// ```
+/// use sandbox_core::{CommandError, PtySize};
+/// let size = PtySize::new(24, 80)?;
+/// assert_eq!((size.rows(), size.cols()), (24, 80));
+/// assert_eq!(PtySize::new(0, 80), Err(CommandError::EmptyTerminalSize { rows: 0, cols: 80 }));
+/// // A size read from a host terminal that reports 0 x 0 (a serial line):
+/// assert_eq!(PtySize::clamped(0, 0), PtySize::new(1, 1)?);
+/// # Ok::<(), CommandError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PtySize {
     rows: u16,
@@ -32,9 +42,27 @@ pub struct PtySize {
 }
 
 impl PtySize {
-    /// A size of `rows` x `cols`, or `None` when either is 0.
-    pub fn new(rows: u16, cols: u16) -> Option<PtySize> {
-        (rows > 0 && cols > 0).then_some(PtySize { rows, cols })
+    /// The size terminals start with when nothing says otherwise: 24 x 80.
+    pub const DEFAULT: PtySize = PtySize { rows: 24, cols: 80 };
+
+    /// A size of `rows` x `cols`; [`CommandError::EmptyTerminalSize`] when
+    /// either is 0 (no terminal has no cells).
+    pub fn new(rows: u16, cols: u16) -> Result<PtySize, CommandError> {
+        if rows > 0 && cols > 0 {
+            Ok(PtySize { rows, cols })
+        } else {
+            Err(CommandError::EmptyTerminalSize { rows, cols })
+        }
+    }
+
+    /// A size of `rows` x `cols` with each 0 raised to 1: for sizes read
+    /// from elsewhere (a host terminal that reports none), where a
+    /// one-cell terminal is better than no command.
+    pub fn clamped(rows: u16, cols: u16) -> PtySize {
+        PtySize {
+            rows: rows.max(1),
+            cols: cols.max(1),
+        }
     }
     /// Rows.
     pub fn rows(self) -> u16 {
@@ -114,6 +142,17 @@ pub enum CommandError {
          host file applies to commands without one"
     )]
     PassThroughOnTerminal,
+    /// A terminal size with no rows or no columns.
+    #[error(
+        "a terminal of {rows} rows and {cols} columns has no cells; give at least 1 of each \
+         (PtySize::clamped raises a 0 to 1)"
+    )]
+    EmptyTerminalSize {
+        /// The rows given.
+        rows: u16,
+        /// The columns given.
+        cols: u16,
+    },
     /// Too many extra environment variables.
     #[error("the command carries {count} environment variables, over the limit of {limit}")]
     TooManyVariables {
@@ -164,6 +203,23 @@ impl SandboxCommand {
     /// Appends one argument.
     pub fn arg(&mut self, arg: impl Into<OsString>) -> &mut SandboxCommand {
         self.args.push(arg.into());
+        self
+    }
+
+    /// Appends arguments, in order.
+    ///
+    /// ```
+    /// use sandbox_core::SandboxCommand;
+    /// let mut cmd = SandboxCommand::new("git");
+    /// cmd.args(["status", "--short"]).arg("--branch");
+    /// assert_eq!(cmd.args, ["status", "--short", "--branch"]);
+    /// ```
+    pub fn args<I, S>(&mut self, args: I) -> &mut SandboxCommand
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
         self
     }
 

@@ -242,8 +242,27 @@ fn command_checks_table() {
     }
     assert_eq!(
         PtySize::new(0, 80),
-        None,
+        Err(CommandError::EmptyTerminalSize { rows: 0, cols: 80 }),
         "a terminal of 0 rows does not exist"
     );
-    assert_eq!(PtySize::new(24, 0), None, "nor one of 0 columns");
+    assert_eq!(
+        PtySize::new(24, 0),
+        Err(CommandError::EmptyTerminalSize { rows: 24, cols: 0 }),
+        "nor one of 0 columns"
+    );
+    let e = PtySize::new(0, 0).unwrap_err().to_string();
+    assert!(
+        e.contains("PtySize::clamped"),
+        "the error names the way out: {e}"
+    );
+    assert_eq!(
+        PtySize::clamped(0, 80),
+        PtySize::new(1, 80).unwrap(),
+        "clamping raises a 0 to 1"
+    );
+    assert_eq!(
+        PtySize::clamped(30, 100),
+        PtySize::new(30, 100).unwrap(),
+        "and leaves a real size alone"
+    );
 }

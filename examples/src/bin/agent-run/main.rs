@@ -69,7 +69,7 @@ fn guard_launcher(me: std::path::PathBuf) -> NameGuardLauncher {
 #[cfg(unix)]
 fn host_size() -> Option<PtySize> {
     let ws = rustix::termios::tcgetwinsize(std::io::stdin()).ok()?;
-    PtySize::new(ws.ws_row, ws.ws_col).or(PtySize::new(24, 80))
+    Some(PtySize::new(ws.ws_row, ws.ws_col).unwrap_or(PtySize::DEFAULT))
 }
 
 /// Without terminals for commands (Windows) there is no size to give one:
@@ -380,9 +380,7 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
     let port: &dyn DynSandboxPort = &manager;
     let mut handle = port.launch_dyn(spec).await.map_err(|e| e.to_string())?;
     let mut cmd = SandboxCommand::new(&o.command[0]);
-    for a in &o.command[1..] {
-        cmd.arg(a);
-    }
+    cmd.args(&o.command[1..]);
     if let Some(t) = o.timeout {
         cmd.timeout(t);
     }
