@@ -333,14 +333,24 @@ impl ManagerBuilder {
             log(&line);
         }
         let home = self.home.clone().ok_or_else(|| {
-            Error::from(sandbox_core::Error::from(
-                sandbox_core::ErrorKind::InvalidPath {
-                    path: String::new(),
-                    reason: "the manager needs the run's home directory",
-                },
-            ))
+            Error::from(ErrorKind::MissingSetting {
+                setting: "home",
+                why: "every backend anchors the secret set and the write denies at the run's \
+                      home directory; set it with ManagerBuilder::home (from_ambient does not \
+                      read HOME)",
+            })
         })?;
         let choice = decide::backend_choice(&selection, probe, cfg!(target_os = "linux"))?;
+        if self.broker.is_some() && matches!(choice, BackendChoice::None) {
+            return Err(ErrorKind::BrokerNeedsSandbox {
+                backend: selection.backend,
+                why: selection
+                    .log_line
+                    .clone()
+                    .unwrap_or_else(|| selection.label.to_owned()),
+            }
+            .into());
+        }
         let decision = decide::filename_rules(
             self.filename_rules,
             matches!(

@@ -92,6 +92,21 @@ pub enum ErrorKind {
         /// Why not, and what to do instead.
         reason: &'static str,
     },
+    /// A credential broker was set ([`crate::ManagerBuilder::broker`]) but
+    /// the selected backend runs commands on the host with its own network
+    /// (`none`), where nothing routes their requests through the broker:
+    /// refused rather than run without it.
+    #[error(
+        "the credential broker needs a sandbox whose only way out is the session's proxies, but \
+         the {backend} backend was selected ({why}); use a native backend, or leave the broker \
+         out to run unconfined without it"
+    )]
+    BrokerNeedsSandbox {
+        /// The backend selected.
+        backend: sandbox_core::SandboxBackend,
+        /// How it came to be selected.
+        why: String,
+    },
     /// The builder lacks a setting the chosen backend needs.
     #[error("the sandbox manager needs {setting}: {why}")]
     MissingSetting {

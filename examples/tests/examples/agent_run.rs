@@ -1113,3 +1113,40 @@ fn a_host_that_ignores_interrupts_does_not_pass_that_on_to_the_command() {
     assert_eq!(ignored & job_signals, 0, "{ignored:x}: {}", err(&o));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn a_broker_with_backend_none_is_refused_and_the_command_never_runs() {
+    let d = scratch("broker-none");
+    std::fs::write(
+        d.join("rules.toml"),
+        "[[rule]]\nname = \"read\"\ndecision = \"allow\"\nhosts = [\"api.example.com\"]\nclasses = [\"rest-read\"]\n",
+    )
+    .unwrap();
+    for opt in [&["--backend", "none"][..], &["--sandbox", "off"][..]] {
+        let mut args = vec![
+            "--broker",
+            "api.example.com",
+            "--broker-rules",
+            "rules.toml",
+            "--broker-credential-env",
+            "AGENT_RUN_TEST_TOKEN",
+        ];
+        args.extend_from_slice(opt);
+        args.extend_from_slice(&["--", "sh", "-c", "touch ran"]);
+        let o = Command::new(BIN)
+            .args(&args)
+            .current_dir(&d)
+            .env_remove("CC_SERVER_SANDBOX")
+            .env("AGENT_RUN_TEST_TOKEN", "real-token")
+            .output()
+            .unwrap();
+        let e = err(&o);
+        assert_eq!(o.status.code(), Some(1), "{opt:?}: {e}");
+        assert!(
+            e.contains("the credential broker needs a sandbox") && e.contains("none backend"),
+            "{opt:?}: {e}"
+        );
+        assert!(!d.join("ran").exists(), "{opt:?}: the command ran: {e}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -38,25 +38,8 @@ async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
     }
     let p = |rel: &str| root.join(rel).display().to_string();
 
-    let engine = RuleEngine::builder()
-        .rules(
-            RuleFile::from_toml(
-                "[[rule]]\nname = \"read-only\"\ndecision = \"allow\"\nhosts = [\"origin.test\"]\nclasses = [\"rest-read\"]\n",
-            )
-            .unwrap(),
-        )
-        .build()
-        .unwrap();
-    let credential = Credential::builder("code-host")
-        .secret(Secret::from_string(SECRET.into()).unwrap())
-        .host(HOST)
-        .template(HeaderTemplate::Bearer)
-        .build()
-        .unwrap();
-    let mut settings = BrokerSettings::new(engine, credential);
+    let mut settings = read_only_broker();
     settings
-        .host(HOST)
-        .unwrap()
         // The test origin does not listen on 443.
         .broker_port(addr.port())
         .extra_root_der(pki.ca_der.clone())
@@ -161,4 +144,90 @@ async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
 
     m.destroy(&mut h).await.unwrap();
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Broker settings for `origin.test` that allow reads.
+fn read_only_broker() -> BrokerSettings {
+    let engine = RuleEngine::builder()
+        .rules(
+            RuleFile::from_toml(
+                "[[rule]]\nname = \"read-only\"\ndecision = \"allow\"\nhosts = [\"origin.test\"]\nclasses = [\"rest-read\"]\n",
+            )
+            .unwrap(),
+        )
+        .build()
+        .unwrap();
+    let credential = Credential::builder("code-host")
+        .secret(Secret::from_string(SECRET.into()).unwrap())
+        .host(HOST)
+        .template(HeaderTemplate::Bearer)
+        .build()
+        .unwrap();
+    let mut settings = BrokerSettings::new(engine, credential);
+    settings.host(HOST).unwrap();
+    settings
+}
+
+#[test]
+fn a_broker_with_the_none_backend_is_refused_never_dropped() {
+    use agent_sandbox::ErrorKind;
+    use sandbox_core::{BackendRequest, SandboxBackend, SandboxSwitch, Surface};
+    // (intent, backend request, switch)
+    let cases = [
+        (
+            "--backend none asked for explicitly",
+            BackendRequest::Explicit(SandboxBackend::None),
+            SandboxSwitch::On,
+        ),
+        (
+            "the sandbox switched off",
+            BackendRequest::Unspecified,
+            SandboxSwitch::Off,
+        ),
+    ];
+    for (intent, request, switch) in cases {
+        let mut b = ManagerBuilder::from_ambient();
+        b.home("/nonexistent-home")
+            .request(request, Surface::Dispatch)
+            .switch(switch)
+            .broker(read_only_broker());
+        let e = b.build().unwrap_err();
+        assert!(
+            matches!(
+                e.kind(),
+                ErrorKind::BrokerNeedsSandbox {
+                    backend: SandboxBackend::None,
+                    ..
+                }
+            ),
+            "{intent}: {e}"
+        );
+        assert!(
+            e.to_string().contains("leave the broker out"),
+            "{intent}: {e}"
+        );
+        // Without the broker the same request builds.
+        let mut b = ManagerBuilder::from_ambient();
+        b.home("/nonexistent-home")
+            .request(request, Surface::Dispatch)
+            .switch(switch);
+        assert!(b.build().is_ok(), "{intent}");
+    }
+}
+
+#[test]
+fn a_missing_home_is_a_missing_setting_naming_the_builder_method() {
+    use agent_sandbox::ErrorKind;
+    let e = ManagerBuilder::from_ambient().build().unwrap_err();
+    assert!(
+        matches!(
+            e.kind(),
+            ErrorKind::MissingSetting {
+                setting: "home",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("ManagerBuilder::home"), "{e}");
 }
