@@ -53,6 +53,24 @@ pub enum ErrorKind {
         /// Where its symlinks lead.
         resolved: String,
     },
+    /// A read-deny glob this crate cannot honour ([`crate::glob::check_read_glob`]).
+    #[error("read-deny glob {glob:?} cannot be used: {reason}")]
+    BadGlob {
+        /// The glob (at most 200 characters of it).
+        glob: String,
+        /// Why, and what to write instead.
+        reason: &'static str,
+    },
+    /// A read-deny glob's matches could not all be found at launch
+    /// ([`crate::glob::expand_read_glob`]); a match not found could not be
+    /// hidden, so the launch is refused.
+    #[error("the matches of read-deny glob {glob:?} cannot all be found: {reason}")]
+    GlobExpansion {
+        /// The glob (at most 200 characters of it).
+        glob: String,
+        /// Which directory, or which limit.
+        reason: String,
+    },
     /// The `--sandbox` / `CC_SERVER_SANDBOX` value is neither `on` nor `off`.
     #[error("invalid sandbox switch {value:?}: accepted values are \"on\" and \"off\" (any case)")]
     InvalidSwitch {

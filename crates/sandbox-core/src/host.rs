@@ -83,6 +83,17 @@ pub trait HostView {
         false
     }
 
+    /// The names in the directory `path` (symlinks followed; no `.` or
+    /// `..`), at most [`MAX_LISTED_NAMES`], or `None` when it cannot be
+    /// listed: missing, not a directory, unreadable, over the limit, or a
+    /// lookup that timed out. The provided implementation answers `None`,
+    /// so a caller that must see every entry (the matches of a read-deny
+    /// glob) refuses rather than miss one.
+    fn list_dir(&self, path: &Path) -> Option<Vec<OsString>> {
+        let _ = path;
+        None
+    }
+
     /// Starts the bubblewrap at `bwrap` once, with the namespaces a real
     /// launch uses, running `true` ([`BWRAP_TRY_ARGS`]), and says whether it
     /// worked: `Err` carries what bubblewrap said. A host where bubblewrap
@@ -128,6 +139,9 @@ pub const BWRAP_TRY_ARGS: &[&str] = &[
 
 /// The longest part of bubblewrap's error kept for the probe's reason.
 const TRY_ERROR_LIMIT: usize = 300;
+
+/// Most names [`HostView::list_dir`] gives for one directory.
+pub const MAX_LISTED_NAMES: usize = 65_536;
 
 /// How much of a small file [`HostView::read_small_file`] reads.
 pub const SMALL_FILE_LIMIT: u64 = 4096;
@@ -265,6 +279,21 @@ impl HostView for AmbientHost {
     fn is_file(&self, path: &Path) -> bool {
         let path = path.to_path_buf();
         self.call(move || path.is_file()).unwrap_or(false)
+    }
+
+    fn list_dir(&self, path: &Path) -> Option<Vec<OsString>> {
+        let path = path.to_path_buf();
+        self.call(move || {
+            let mut names = Vec::new();
+            for entry in std::fs::read_dir(path).ok()? {
+                if names.len() >= MAX_LISTED_NAMES {
+                    return None;
+                }
+                names.push(entry.ok()?.file_name());
+            }
+            Some(names)
+        })
+        .flatten()
     }
 
     fn try_bubblewrap(&self, bwrap: &Path) -> Result<(), String> {

@@ -109,6 +109,7 @@
 pub mod defaults;
 mod error;
 pub mod git;
+pub mod glob;
 pub mod host;
 mod mode;
 mod name_guard_invocation;
@@ -138,7 +139,8 @@ pub use event::{KillReason, SandboxEvent, SandboxViolation};
 pub use git::linked_git_dir_entries;
 pub use handle::SandboxHandle;
 pub use host::{
-    AmbientHost, BWRAP_TRY_ARGS, FakeHost, HostView, Os, RememberingHost, find_on_path,
+    AmbientHost, BWRAP_TRY_ARGS, FakeHost, HostView, MAX_LISTED_NAMES, Os, RememberingHost,
+    find_on_path,
 };
 pub use mode::{Access, Mode};
 pub use name_guard_invocation::{

@@ -7,8 +7,12 @@
 //! creation, no unknown keys), the README's table lists it.
 //!
 //! Paths: `~` and `~/...` are the home, a relative path is the working
-//! directory's, `.` components go; globs are refused where the policy takes
-//! literal paths (every list but `denyWrite`, as sandbox-runtime on Linux).
+//! directory's, `.` components go, and a trailing `/**` is the directory
+//! itself (as sandbox-runtime reads it). Globs (`*` and `?` within one
+//! name) are taken in `denyWrite` and `denyRead`; a `denyRead` glob hides
+//! the matches that exist at launch and the name guard refuses creating
+//! new ones (see [`crate::glob`]). The other lists take literal paths;
+//! `**` elsewhere and `[...]` are refused.
 //!
 //! # Input safety
 //!
@@ -45,7 +49,8 @@ pub struct SrtPolicy {
     /// Unwritable paths inside the writable mounts (`denyWrite`; globs
     /// allowed).
     pub protect: Vec<String>,
-    /// Hidden from reading (`denyRead`).
+    /// Hidden from reading (`denyRead`): paths, or globs whose existing
+    /// matches are hidden and whose new matches cannot be created.
     pub read_deny: Vec<String>,
     /// Read again inside those (`allowRead` entries under a `denyRead`
     /// path; the others are readable already).
@@ -426,13 +431,24 @@ fn filesystem(f: &Filesystem, p: &mut SrtPolicy, paths: &Paths<'_>) -> Result<()
         }
     }
     for d in limit("filesystem.denyRead", &f.deny_read)? {
-        p.read_deny.push(paths.literal("filesystem.denyRead", d)?);
+        p.read_deny.push(paths.read_glob("filesystem.denyRead", d)?);
     }
     for r in limit(
         "filesystem.allowRead",
         f.allow_read.as_deref().unwrap_or_default(),
     )? {
         let r = paths.literal("filesystem.allowRead", r)?;
+        if p.read_deny
+            .iter()
+            .any(|d| crate::is_glob(d) && crate::glob::within_glob_match(&r, d))
+        {
+            return Err(bad(
+                "filesystem.allowRead",
+                &r,
+                "lies inside a match of a denyRead glob, which cannot be read again; narrow \
+                 the glob instead",
+            ));
+        }
         // allowRead takes precedence inside denyRead; elsewhere the path is
         // as readable as it was.
         if p.read_deny.iter().any(|d| is_under(&r, d)) {
@@ -440,6 +456,17 @@ fn filesystem(f: &Filesystem, p: &mut SrtPolicy, paths: &Paths<'_>) -> Result<()
         }
     }
     Ok(())
+}
+
+/// `entry` without a trailing `/**` (any number of them): sandbox-runtime
+/// reads `dir/**` as `dir`, everything below it. A lone `**` is the working
+/// directory.
+fn directory_itself(entry: &str) -> &str {
+    let mut e = entry;
+    while let Some(dir) = e.strip_suffix("/**") {
+        e = if dir.is_empty() { "/" } else { dir };
+    }
+    if e == "**" { "." } else { e }
 }
 
 fn is_under(p: &str, root: &str) -> bool {
@@ -455,6 +482,7 @@ struct Paths<'a> {
 impl Paths<'_> {
     /// A literal path (globs refused), absolute.
     fn literal(&self, key: &'static str, entry: &str) -> Result<String, SrtError> {
+        let entry = directory_itself(entry);
         if crate::is_glob(entry) || entry.contains('[') {
             return Err(bad(
                 key,
@@ -466,8 +494,23 @@ impl Paths<'_> {
         self.resolve(key, entry)
     }
 
+    /// A path or a read-deny glob (`*` and `?` within one name), absolute.
+    fn read_glob(&self, key: &'static str, entry: &str) -> Result<String, SrtError> {
+        let entry = directory_itself(entry);
+        if !crate::is_glob(entry) && !entry.contains('[') {
+            return self.resolve(key, entry);
+        }
+        let glob = self.resolve(key, entry)?;
+        crate::glob::check_read_glob(&glob).map_err(|e| match e.into_kind() {
+            crate::ErrorKind::BadGlob { reason, .. } => bad(key, entry, reason),
+            _ => bad(key, entry, "not a glob that can be honoured"),
+        })?;
+        Ok(glob)
+    }
+
     /// Any path, absolute.
     fn resolve(&self, key: &'static str, entry: &str) -> Result<String, SrtError> {
+        let entry = directory_itself(entry);
         if entry.is_empty() || entry.contains('\0') {
             return Err(bad(key, entry, "an empty path, or one with a NUL byte"));
         }

@@ -243,4 +243,26 @@ impl HostView for FakeHost {
     fn is_file(&self, path: &Path) -> bool {
         self.exists(path) && !self.is_dir(path)
     }
+
+    fn list_dir(&self, path: &Path) -> Option<Vec<OsString>> {
+        if !self.is_dir(path) {
+            return None;
+        }
+        let real = self.resolve(path)?;
+        let mut names: BTreeSet<OsString> = BTreeSet::new();
+        let known = self
+            .files
+            .iter()
+            .chain(&self.dirs)
+            .chain(&self.executables)
+            .chain(self.symlinks.keys());
+        for p in known {
+            if let Ok(rest) = p.strip_prefix(&real)
+                && let Some(Component::Normal(first)) = rest.components().next()
+            {
+                names.insert(first.to_owned());
+            }
+        }
+        Some(names.into_iter().collect())
+    }
 }

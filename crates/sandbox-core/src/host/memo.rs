@@ -92,6 +92,10 @@ impl<H: HostView + ?Sized> HostView for RememberingHost<'_, H> {
         self.host.is_file(path)
     }
 
+    fn list_dir(&self, path: &Path) -> Option<Vec<OsString>> {
+        self.host.list_dir(path)
+    }
+
     fn try_bubblewrap(&self, bwrap: &Path) -> Result<(), String> {
         self.host.try_bubblewrap(bwrap)
     }
