@@ -59,6 +59,8 @@ struct Keys {
     #[serde(default)]
     protect: Vec<String>,
     #[serde(default)]
+    runner_state_dir: Vec<String>,
+    #[serde(default)]
     read_deny: Vec<String>,
     #[serde(default)]
     allow_read_within_denies: Vec<String>,
@@ -103,6 +105,7 @@ pub fn settings_args(text: &str) -> Result<Vec<String>, String> {
     one(o, "mode", k.mode);
     all(o, "mount", k.mount);
     all(o, "protect", k.protect);
+    all(o, "runner-state-dir", k.runner_state_dir);
     all(o, "read-deny", k.read_deny);
     all(o, "allow-read-within-denies", k.allow_read_within_denies);
     one(o, "workdir", k.workdir);
@@ -241,7 +244,7 @@ mod tests {
 
     #[test]
     fn settings_table() {
-        let cases: [Case<'_>; 10] = [
+        let cases: [Case<'_>; 11] = [
             ("nothing", "", Ok(&[])),
             (
                 "lists in order, then single values",
@@ -284,6 +287,11 @@ mod tests {
                 Ok(&["--workdir=-x"]),
             ),
             ("not TOML", "allow = [\n", Err("")),
+            (
+                "runner state directories and read-deny globs",
+                "runner-state-dir = [\"/s/agent\"]\nread-deny = [\"certs/*.pem\"]\n",
+                Ok(&["--runner-state-dir=/s/agent", "--read-deny=certs/*.pem"]),
+            ),
         ];
         for (intent, text, want) in cases {
             match (settings_args(text), want) {
@@ -313,6 +321,22 @@ mod tests {
                 "--protect=/w/out/keep",
                 "--read-deny=/w/secrets",
                 "--allow-read-within-denies=/w/secrets/pub",
+                "--workdir=/w",
+            ]
+        );
+        // What a migrating user's file says: the directory under a
+        // trailing /**, and a read-deny glob.
+        let text = r#"{
+            "network": {"allowedDomains": [], "deniedDomains": []},
+            "filesystem": {"denyRead": ["./certs/*.pem"], "allowWrite": ["./out/**"], "denyWrite": []}
+        }"#;
+        assert_eq!(
+            srt_settings_args(text, w(), h()).unwrap(),
+            [
+                "--no-baseline",
+                "--mount=/w/out",
+                "--mount=/w:ro",
+                "--read-deny=/w/certs/*.pem",
                 "--workdir=/w",
             ]
         );

@@ -220,11 +220,16 @@ impl ManagerBuilder {
         self.baseline = baseline;
         self
     }
-    /// Hides `path` (a literal path, `~` allowed) from reading, besides the
-    /// curated secret set: a directory becomes empty, a file reads as empty.
-    /// Under bubblewrap only paths the sandbox shows need it; Seatbelt denies
+    /// Hides `path` (`~` allowed) from reading, besides the curated secret
+    /// set: a directory becomes empty, a file reads as empty. Under
+    /// bubblewrap only paths the sandbox shows need it; Seatbelt denies
     /// the reads in its profile (its terminal profile refuses extra denies
-    /// at launch).
+    /// at launch). On Linux `path` may be a glob (`/w/certs/*.pem`: `*` and
+    /// `?` within one name, ASCII case ignored): the matches that exist at
+    /// each launch are hidden, and wherever something is writable the name
+    /// guard refuses creating a new match (dropped, and logged, with the
+    /// filename rules' opt-out), so no match can be read; a glob whose
+    /// matches cannot all be listed refuses the launch.
     pub fn read_deny(&mut self, path: impl Into<String>) -> &mut Self {
         self.reads.deny.push(path.into());
         self

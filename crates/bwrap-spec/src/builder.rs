@@ -112,7 +112,14 @@ impl BwrapBuilder {
         self
     }
 
-    /// Adds read-deny entries beyond the curated secret set.
+    /// Adds read-deny entries beyond the curated secret set: paths, or
+    /// globs (`*` and `?` within one name, `~` allowed; see
+    /// [`sandbox_core::glob`]). A glob's matches that exist when the plan
+    /// is built are hidden like paths, and, wherever something is writable,
+    /// the name guard refuses creating a new match (the glob joins its
+    /// rules, or the dropped ones under the explicit opt-out), so that no
+    /// match can be read. A glob whose matches cannot all be found is an
+    /// error at build.
     pub fn read_deny<I, S>(&mut self, entries: I) -> &mut BwrapBuilder
     where
         I: IntoIterator<Item = S>,
@@ -127,8 +134,9 @@ impl BwrapBuilder {
     /// [`BwrapBuilder::read_deny`] (a denied directory with some of its
     /// subdirectories or files allowed back), read-only. Never into the
     /// curated secret set: a path inside a secret, or around a secret
-    /// pattern, is refused at build. Like the extra denies, literal paths
-    /// only (a glob is refused).
+    /// pattern, is refused at build, and never inside a match of a
+    /// read-deny glob (refused too). Literal paths only (a glob is
+    /// refused).
     pub fn read_reopen<I, S>(&mut self, entries: I) -> &mut BwrapBuilder
     where
         I: IntoIterator<Item = S>,
@@ -220,10 +228,39 @@ impl BwrapBuilder {
             self.writable_roots()
         };
 
+        // The extra read denies: paths, and globs, whose matches now are
+        // hidden like paths and whose new matches the name guard refuses.
+        let mut extra_paths: Vec<String> = Vec::new();
+        let mut read_globs: Vec<String> = Vec::new();
+        for p in &self.extra_read_deny {
+            if !sandbox_core::is_glob(p) {
+                extra_paths.push(p.clone());
+                continue;
+            }
+            let g = expand(p, home);
+            extra_paths.extend(sandbox_core::glob::expand_read_glob(&g, host)?);
+            let resolved = sandbox_core::glob::resolved_glob_spelling(&g, host);
+            for spelling in std::iter::once(g).chain(resolved) {
+                if !read_globs.contains(&spelling) {
+                    read_globs.push(spelling);
+                }
+            }
+        }
+
+        if terminal && let Some(g) = read_globs.first() {
+            return Err(ErrorKind::BadPath {
+                path: g.clone(),
+                reason: "a read-deny glob needs the name guard to refuse new matches, which the \
+                         terminal profile does not run; list the paths",
+            }
+            .into());
+        }
+
         // Filename-glob denies: needed whenever something is writable.
         let globs: Vec<String> = FILENAME_GLOB_DENY
             .iter()
             .map(|c| c.entry.to_string())
+            .chain(read_globs.iter().cloned())
             .collect();
         let mut dropped = Vec::new();
         let mut guard_globs = Vec::new();
@@ -246,11 +283,22 @@ impl BwrapBuilder {
         } else {
             secret_read_deny_entries().map(str::to_string).collect()
         };
-        for p in self.extra_read_deny.iter().chain(&self.read_reopen) {
+        for p in &self.read_reopen {
             if sandbox_core::is_glob(p) {
                 return Err(ErrorKind::BadPath {
                     path: p.clone(),
-                    reason: "an extra read deny or a path read again is a path, not a glob",
+                    reason: "a path read again is a path, not a glob",
+                }
+                .into());
+            }
+            let p = expand(p, home);
+            if read_globs
+                .iter()
+                .any(|g| sandbox_core::glob::within_glob_match(&p, g))
+            {
+                return Err(ErrorKind::BadPath {
+                    path: p,
+                    reason: "a path read again cannot lie inside a match of a read-deny glob",
                 }
                 .into());
             }
@@ -261,7 +309,7 @@ impl BwrapBuilder {
             .collect();
         let read_deny = ReadDenies {
             fixed: PathSet::resolve(&read_entries, home, host)?,
-            extra: PathSet::resolve(&self.extra_read_deny, home, host)?,
+            extra: PathSet::resolve(&extra_paths, home, host)?,
             reopen: PathSet::resolve(&self.read_reopen, home, host)?,
         };
         if let Some(path) = read_deny.reopen_into_secrets() {
@@ -293,6 +341,11 @@ impl BwrapBuilder {
             write_entries.extend(mandatory_write_deny_paths(home, anchors));
         }
         let write_deny = PathSet::resolve(&write_entries, home, host)?;
+        let state_dirs = if guard_globs.is_empty() {
+            Vec::new()
+        } else {
+            self.state_dirs(host)?
+        };
         Ok(Policy {
             terminal,
             home_str,
@@ -300,9 +353,44 @@ impl BwrapBuilder {
             writable,
             dropped,
             guard_globs,
+            state_dirs,
             read_deny,
             write_deny,
         })
+    }
+
+    /// The runner state directories in their literal and resolved
+    /// spellings, for the name guard: its name rules keep to the
+    /// workspace and do not hold inside these. One that holds a writable
+    /// mount (or is one) is refused: the rules would not hold in that
+    /// mount.
+    fn state_dirs<H: HostView + ?Sized>(&self, host: &H) -> Result<Vec<String>, Error> {
+        let dirs: Vec<String> = self
+            .spec
+            .runner_state_dirs
+            .iter()
+            .map(|d| expand(d, &self.home))
+            .collect();
+        let set = PathSet::resolve(&dirs, &self.home, host)?;
+        let spellings = set.spellings();
+        for (m, access) in self.spec.mount_accesses() {
+            if access != Access::ReadWrite {
+                continue;
+            }
+            let mount = PathSet::resolve([m.host_path.as_str()], &self.home, host)?;
+            for mp in mount.spellings() {
+                if let Some(d) = spellings.iter().find(|d| is_under(&mp, d)) {
+                    return Err(ErrorKind::BadPath {
+                        path: d.clone(),
+                        reason: "a runner state directory may not hold a writable mount: the \
+                                 filename rules (.env, *.key, *.pem), which keep to the \
+                                 workspace, would not hold in that mount",
+                    }
+                    .into());
+                }
+            }
+        }
+        Ok(spellings)
     }
 
     /// The same policy for the Landlock mechanism, which runs the command
@@ -346,6 +434,7 @@ impl BwrapBuilder {
             read_again: literal(p.read_deny.reopen.spellings()),
             protect,
             name_rules: p.guard_globs,
+            state_dirs: p.state_dirs,
             dropped_name_rules: p.dropped,
             workdir: p.workdir,
         })
@@ -362,6 +451,7 @@ impl BwrapBuilder {
             writable,
             mut dropped,
             mut guard_globs,
+            state_dirs,
             read_deny,
             write_deny,
         } = self.policy(host)?;
@@ -529,6 +619,7 @@ impl BwrapBuilder {
             placeholders,
             dropped_filename_globs: dropped,
             name_guard_globs: guard_globs,
+            state_dirs,
             launcher,
             unix_sockets: self.unix_sockets.clone(),
         })
@@ -552,8 +643,12 @@ pub struct HostPlan {
     /// and unmovable with all below them: the mandatory write-deny set,
     /// protected paths, git's pointers and hooks, and secrets.
     pub protect: Vec<String>,
-    /// The name guard's filename rules (empty when dropped by the opt-out).
+    /// The name guard's filename rules (empty when dropped by the opt-out):
+    /// the name globs, the read-deny globs, then absolute paths.
     pub name_rules: Vec<String>,
+    /// The runner state directories (literal and resolved spellings),
+    /// where the name globs do not hold (empty when there are no rules).
+    pub state_dirs: Vec<String>,
     /// The filename rules the explicit opt-out dropped (to log).
     pub dropped_name_rules: Vec<String>,
     /// The working directory.
@@ -568,6 +663,7 @@ struct Policy {
     writable: Vec<String>,
     dropped: Vec<String>,
     guard_globs: Vec<String>,
+    state_dirs: Vec<String>,
     read_deny: ReadDenies,
     write_deny: PathSet,
 }

@@ -40,7 +40,14 @@
 //! [`sandbox_core::NameGuardInvocation`], which the launcher parses back);
 //! the opt-out
 //! [`FilenameRules::DropFilenameGlobDenies`] drops only those and reports
-//! what it dropped.
+//! what it dropped. The filename globs keep to the workspace: the runner
+//! state directories are given to the guard as `--state-dir`, where they do
+//! not hold (the runner creates its own keys there; a state directory that
+//! holds a writable mount is refused, see
+//! [`BwrapPlan::name_guard_state_dirs`]). A read-deny glob
+//! ([`BwrapBuilder::read_deny`]) hides the matches that exist when the plan
+//! is built and joins the guard's rules as an absolute-path rule, so a new
+//! match cannot be created either.
 //!
 //! ```
 //! use bwrap_spec::{BwrapBuilder, ErrorKind, FilenameRules, NameGuardLauncher};

@@ -64,6 +64,7 @@ impl NameGuardLauncher {
 pub(crate) fn guarded_argv<I, S>(
     launcher: &NameGuardLauncher,
     rules: &[String],
+    state_dirs: &[String],
     unix_sockets: &[String],
     report_fd: Option<i32>,
     command: I,
@@ -76,6 +77,7 @@ where
         report_fd,
         deny_globs: rules.to_vec(),
         unix_sockets: unix_sockets.iter().map(Into::into).collect(),
+        state_dirs: state_dirs.iter().map(Into::into).collect(),
         host: None,
         command: command.into_iter().map(Into::into).collect(),
     };

@@ -68,6 +68,8 @@ pub struct BwrapPlan {
     pub(crate) placeholders: Vec<Placeholder>,
     pub(crate) dropped_filename_globs: Vec<String>,
     pub(crate) name_guard_globs: Vec<String>,
+    /// The runner state directories, where the name rules do not hold.
+    pub(crate) state_dirs: Vec<String>,
     pub(crate) launcher: Option<NameGuardLauncher>,
     /// The granted Unix sockets (paths inside, the same as on the host).
     pub(crate) unix_sockets: Vec<String>,
@@ -108,6 +110,7 @@ impl BwrapPlan {
             Some(l) => guarded_argv(
                 l,
                 &self.name_guard_globs,
+                &self.state_dirs,
                 &self.unix_sockets,
                 report_fd,
                 command,
@@ -160,5 +163,12 @@ impl BwrapPlan {
     /// ([`FilenameRules::EnforcedByNameGuard`]): globs, then absolute paths.
     pub fn name_guard_globs(&self) -> &[String] {
         &self.name_guard_globs
+    }
+
+    /// The runner state directories (each in its literal and resolved
+    /// spelling) given to the name guard: its name rules (`.env`, `*.key`,
+    /// `*.pem`) keep to the workspace and do not hold inside these.
+    pub fn name_guard_state_dirs(&self) -> &[String] {
+        &self.state_dirs
     }
 }

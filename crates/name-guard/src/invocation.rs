@@ -48,7 +48,11 @@ impl Invocation {
     pub fn from_command_line(line: NameGuardInvocation) -> Result<Self, Error> {
         line.check().map_err(ErrorKind::Usage)?;
         Ok(Invocation {
-            rules: Rules::new(&line.deny_globs)?,
+            rules: {
+                let mut rules = Rules::new(&line.deny_globs)?;
+                rules.state_dirs(line.state_dirs.iter().map(|d| d.as_encoded_bytes()))?;
+                rules
+            },
             command: line.command,
             report_fd: line.report_fd,
             unix_sockets: line.unix_sockets,

@@ -68,6 +68,13 @@
 //!   denied. A rename or a symbolic link is also refused when a path rule
 //!   lies below the new name (moving a directory to `.claude` would bring
 //!   `.claude/settings.json` into being).
+//! - `--state-dir PATH` names a runner state directory: the glob rules (on
+//!   the final component, such as `*.key`) do not hold strictly inside it,
+//!   so the runner may keep its own keys there, while the path rules still
+//!   do. A rename from inside one to anywhere else, or back, is answered
+//!   `EXDEV`, as between two file systems: a tree made there reaches the
+//!   rest only by a copy, each name created under the rules
+//!   ([`Rules::state_dirs`]).
 //! - The supervisor acts as itself, so in procfs it only serves the
 //!   caller's own `/proc/PID` (`/proc/self/...`, and `/dev/fd/N`,
 //!   `/dev/stdin`, `/dev/stdout`, `/dev/stderr`, which are read as links

@@ -29,6 +29,9 @@ pub struct Rules {
     paths: Vec<Vec<u8>>,
     /// Absolute-path rules without a wildcard, ASCII lower-cased.
     literal_paths: HashSet<Vec<u8>>,
+    /// The runner's state directories, each without a trailing `/`: the
+    /// name rules do not hold inside them.
+    state_dirs: Vec<Vec<u8>>,
 }
 
 impl Rules {
@@ -78,6 +81,73 @@ impl Rules {
             }
         }
         Ok(out)
+    }
+
+    /// Marks the runner's state directories (absolute paths, as the guard
+    /// sees them): the name rules (globs on the final component) do not
+    /// hold strictly inside them, so the runner may keep its own keys
+    /// there; the path rules still do. At most
+    /// [`sandbox_core::NameGuardInvocation::MAX_STATE_DIRS`].
+    ///
+    /// ```
+    /// use name_guard::Rules;
+    /// let mut rules = Rules::new(["*.key"])?;
+    /// rules.state_dirs(["/home/u/.config/agent"])?;
+    /// assert!(rules.in_state_dir(b"/home/u/.config/agent/sessions/1.key"));
+    /// assert!(!rules.in_state_dir(b"/home/u/.config/agent"));
+    /// assert!(!rules.in_state_dir(b"/home/u/.config/agent2/x.key"));
+    /// # Ok::<(), name_guard::Error>(())
+    /// ```
+    pub fn state_dirs<I, S>(&mut self, dirs: I) -> Result<&mut Self, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<[u8]>,
+    {
+        for (count, d) in dirs.into_iter().enumerate() {
+            let d = d.as_ref();
+            let bad = |reason: &'static str| -> Error {
+                ErrorKind::InvalidRule {
+                    rule: String::from_utf8_lossy(&d[..d.len().min(256)]).into_owned(),
+                    reason,
+                }
+                .into()
+            };
+            if count >= sandbox_core::NameGuardInvocation::MAX_STATE_DIRS {
+                return Err(bad("more state directories than the limit"));
+            }
+            if !d.starts_with(b"/") || d.contains(&0) || d.len() > MAX_RULE_LEN {
+                return Err(bad(
+                    "a state directory must be an absolute path within the length limit",
+                ));
+            }
+            let mut d = d.to_vec();
+            while d.len() > 1 && d.last() == Some(&b'/') {
+                d.pop();
+            }
+            self.state_dirs.push(d);
+        }
+        Ok(self)
+    }
+
+    /// Whether some state directory is set.
+    pub fn has_state_dirs(&self) -> bool {
+        !self.state_dirs.is_empty()
+    }
+
+    /// Whether the absolute path `path` lies strictly inside a state
+    /// directory, where the name rules do not hold.
+    pub fn in_state_dir(&self, path: &[u8]) -> bool {
+        self.state_dirs.iter().any(|d| {
+            path.len() > d.len()
+                && path.starts_with(d)
+                && (d.as_slice() == b"/" || path[d.len()] == b'/')
+        })
+    }
+
+    /// Whether the absolute path `path` is a state directory or lies inside
+    /// one: the side of a rename that must not cross.
+    pub fn at_or_in_state_dir(&self, path: &[u8]) -> bool {
+        self.in_state_dir(path) || self.state_dirs.iter().any(|d| d.as_slice() == path)
     }
 
     /// Whether no rule is set.

@@ -1,7 +1,8 @@
 //! The name-guard launcher's command line as a value: built by the plan that
 //! puts the launcher in front of a command, parsed by the launcher.
 //!
-//! `[--report-fd N] [--allow-unix-socket PATH]... [--landlock [--write PATH]...
+//! `[--report-fd N] [--allow-unix-socket PATH]... [--state-dir PATH]...
+//! [--landlock [--write PATH]...
 //! [--read-deny PATH]... [--read-again PATH]... [--protect PATH]...
 //! [--connect-tcp PORT]...] --deny GLOB... -- CMD ARGS`: options come before
 //! `--`,
@@ -13,7 +14,7 @@ use std::ffi::{OsStr, OsString};
 
 /// The usage line, for error messages.
 pub const NAME_GUARD_USAGE: &str = "name-guard-exec [--report-fd N] [--allow-unix-socket PATH]... \
-     [--landlock [--write PATH]... [--read-deny PATH]... [--read-again PATH]... [--protect PATH]... \
+     [--state-dir PATH]... [--landlock [--write PATH]... [--read-deny PATH]... [--read-again PATH]... [--protect PATH]... \
      [--connect-tcp PORT]...] --deny GLOB... -- CMD ARGS";
 
 /// The arguments of the name-guard launcher, after its program name (and
@@ -36,6 +37,14 @@ pub struct NameGuardInvocation {
     /// binds itself (`--allow-unix-socket PATH`, once each): absolute paths,
     /// as they are inside the sandbox.
     pub unix_sockets: Vec<OsString>,
+    /// The runner's state directories (`--state-dir PATH`, once each):
+    /// absolute paths, as they are where the guard runs. The name rules
+    /// (rules without `/`, such as `*.key`) do not hold inside them, so
+    /// the runner may keep its own keys there; the path rules still do. A
+    /// rename between the inside of one and anywhere else fails with
+    /// `EXDEV`, so a tree made there reaches the workspace only by copying,
+    /// file by file under the rules.
+    pub state_dirs: Vec<OsString>,
     /// Confinement on the host itself, without namespaces (`--landlock`
     /// and the options after it): Landlock rules that the launcher applies
     /// to itself before it forks, and the supervisor's extra checks.
@@ -81,6 +90,18 @@ pub enum InvocationProblem {
     /// `--report-fd` is given more than once.
     #[error("--report-fd given twice")]
     RepeatedReportFd,
+    /// A `--state-dir` path is not absolute.
+    #[error("--state-dir needs an absolute path, not {path:?}")]
+    RelativeStateDir {
+        /// The path (at most 64 characters of it, lossy).
+        path: String,
+    },
+    /// More `--state-dir` paths than the limit.
+    #[error("more than {limit} --state-dir paths")]
+    TooManyStateDirs {
+        /// The limit.
+        limit: usize,
+    },
     /// The `--report-fd` value is not a descriptor the launcher may use.
     #[error(
         "--report-fd needs a descriptor number from 3 to {max} (decimal digits only), not {value:?}",
@@ -181,6 +202,8 @@ impl NameGuardInvocation {
     pub const MAX_DENY_GLOBS: usize = 4096;
     /// Most `--allow-unix-socket` paths.
     pub const MAX_UNIX_SOCKETS: usize = 64;
+    /// Most `--state-dir` paths.
+    pub const MAX_STATE_DIRS: usize = 64;
     /// Most values of each `--landlock` option (`--write`, `--read-deny`,
     /// `--read-again`, `--protect`, `--connect-tcp`).
     pub const MAX_HOST_VALUES: usize = 4096;
@@ -204,14 +227,16 @@ impl NameGuardInvocation {
             report_fd: None,
             deny_globs: deny_globs.into_iter().map(Into::into).collect(),
             unix_sockets: Vec::new(),
+            state_dirs: Vec::new(),
             host: None,
             command: command.into_iter().map(Into::into).collect(),
         }
     }
 
     /// The arguments, in the order `--report-fd N`, one
-    /// `--allow-unix-socket PATH` per socket, one `--deny GLOB` per rule,
-    /// `--`, the command.
+    /// `--allow-unix-socket PATH` per socket, one `--state-dir PATH` per
+    /// state directory, the `--landlock` options, one `--deny GLOB` per
+    /// rule, `--`, the command.
     pub fn to_args(&self) -> Vec<OsString> {
         let mut out = Vec::with_capacity(self.deny_globs.len() * 2 + self.command.len() + 3);
         if let Some(fd) = self.report_fd {
@@ -221,6 +246,10 @@ impl NameGuardInvocation {
         for s in &self.unix_sockets {
             out.push("--allow-unix-socket".into());
             out.push(s.clone());
+        }
+        for d in &self.state_dirs {
+            out.push("--state-dir".into());
+            out.push(d.clone());
         }
         if let Some(h) = &self.host {
             out.push("--landlock".into());
@@ -288,6 +317,17 @@ impl NameGuardInvocation {
                     .into());
                 }
                 inv.unix_sockets.push(v);
+            } else if a == "--state-dir" {
+                let v = it.next().ok_or(InvocationProblem::MissingValue {
+                    option: "--state-dir",
+                })?;
+                if inv.state_dirs.len() >= Self::MAX_STATE_DIRS {
+                    return Err(InvocationProblem::TooManyStateDirs {
+                        limit: Self::MAX_STATE_DIRS,
+                    }
+                    .into());
+                }
+                inv.state_dirs.push(v);
             } else if a == "--landlock" {
                 if inv.host.is_some() {
                     return Err(InvocationProblem::RepeatedLandlock.into());
@@ -356,6 +396,21 @@ impl NameGuardInvocation {
             if !s.as_encoded_bytes().starts_with(b"/") {
                 return Err(InvocationProblem::RelativeSocketPath {
                     path: preview(s, 64),
+                }
+                .into());
+            }
+        }
+        if self.state_dirs.len() > Self::MAX_STATE_DIRS {
+            return Err(InvocationProblem::TooManyStateDirs {
+                limit: Self::MAX_STATE_DIRS,
+            }
+            .into());
+        }
+        for d in &self.state_dirs {
+            check_arg(d)?;
+            if !d.as_encoded_bytes().starts_with(b"/") {
+                return Err(InvocationProblem::RelativeStateDir {
+                    path: preview(d, 64),
                 }
                 .into());
             }

@@ -46,7 +46,11 @@ pub struct SandboxSpec {
     pub mode: Mode,
     /// Host paths never writable inside the sandbox, in any mode.
     pub protected_paths: Vec<String>,
-    /// Host directories writable in every mode (the runner's own state).
+    /// Host directories writable in every mode (the runner's own state,
+    /// such as a managed `CLAUDE_CONFIG_DIR`). The filename-glob denies
+    /// (`.env`, `*.key`, `*.pem`) keep to the workspace mounts and do not
+    /// hold inside these; the mandatory write denies and protected paths
+    /// do. On Linux one that holds a writable mount is refused at launch.
     pub runner_state_dirs: Vec<String>,
     /// Trees that reopen the exec block for writable dirs (macOS only).
     pub exec_grant_roots: Vec<String>,

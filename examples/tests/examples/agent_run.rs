@@ -1150,3 +1150,96 @@ fn a_broker_with_backend_none_is_refused_and_the_command_never_runs() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `--runner-state-dir DIR`: writable even in review mode, and the
+/// filename rules keep to the workspace: the runner's own
+/// `sessions/<pid>.<hash>.key` is made there, a key in the workspace is
+/// refused, and a tree of keys made in the state directory reaches the
+/// workspace only by a copy that leaves its keys out. Under each mechanism.
+#[test]
+fn a_runner_state_dir_is_writable_in_every_mode_and_free_of_the_filename_rules() {
+    if !native() {
+        return;
+    }
+    let mut mechanisms = vec!["bubblewrap"];
+    {
+        use sandbox_core::HostView;
+        let tried = sandbox_core::AmbientHost::from_ambient_untimed().try_landlock();
+        if test_support::require(
+            tried.is_ok(),
+            &format!("Landlock ABI 6 or later ({tried:?})"),
+            "run the tests on Linux 6.12 or later with Landlock among the active LSMs (lsm=...,landlock)",
+        ) {
+            mechanisms.push("landlock");
+        }
+    }
+    for mechanism in mechanisms {
+        let d = scratch(&format!("state-{mechanism}"));
+        std::fs::create_dir_all(d.join("ws")).unwrap();
+        std::fs::create_dir_all(d.join("config")).unwrap();
+        let config = d.join("config").display().to_string();
+        let ws = d.join("ws").display().to_string();
+        let script = format!(
+            "mkdir -p {config}/sessions && echo s > {config}/sessions/4242.a1b2.key && echo STATE-KEY; \
+             echo k > {ws}/id.key 2>/dev/null && echo WS-KEY; \
+             mkdir -p {config}/tree && echo t > {config}/tree/inner.pem; \
+             mv {config}/tree {ws}/tree 2>/dev/null; \
+             test -e {ws}/tree/inner.pem && echo TREE-KEY-MOVED; true"
+        );
+        for mode in ["chat", "review"] {
+            let o = agent_run(
+                &d,
+                &[
+                    "--mechanism",
+                    mechanism,
+                    "--mode",
+                    mode,
+                    "--mount",
+                    &ws,
+                    "--runner-state-dir",
+                    &config,
+                    "--",
+                    "sh",
+                    "-c",
+                    &script,
+                ],
+            );
+            let (out, e) = (String::from_utf8_lossy(&o.stdout), err(&o));
+            let at = format!("{mechanism}, {mode}");
+            assert_eq!(o.status.code(), Some(0), "{at}:\n{out}\n{e}");
+            assert!(
+                out.contains("STATE-KEY"),
+                "{at}: the runner's key:\n{out}\n{e}"
+            );
+            assert!(!out.contains("WS-KEY"), "{at}:\n{out}\n{e}");
+            assert!(!out.contains("TREE-KEY-MOVED"), "{at}:\n{out}\n{e}");
+            assert!(d.join("config/sessions/4242.a1b2.key").exists(), "{at}");
+            assert!(!d.join("ws/id.key").exists(), "{at}");
+            assert!(!d.join("ws/tree/inner.pem").exists(), "{at}");
+            let _ = std::fs::remove_dir_all(d.join("config/tree"));
+            let _ = std::fs::remove_dir_all(d.join("ws/tree"));
+        }
+        // A state directory that holds the workspace would leave it without
+        // the rules: refused.
+        let o = agent_run(
+            &d,
+            &[
+                "--mechanism",
+                mechanism,
+                "--mount",
+                &ws,
+                "--runner-state-dir",
+                &d.display().to_string(),
+                "--",
+                "true",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{mechanism}: {}", err(&o));
+        assert!(
+            err(&o).contains("a runner state directory may not hold a writable mount"),
+            "{mechanism}: {}",
+            err(&o)
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

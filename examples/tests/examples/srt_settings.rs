@@ -164,3 +164,103 @@ fn sandbox_runtime_settings_files_hold_in_real_confined_runs() {
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
+
+/// Whether the Landlock mechanism runs here (a failing requirement
+/// otherwise, with what to run on).
+fn landlock() -> bool {
+    use sandbox_core::HostView;
+    let tried = sandbox_core::AmbientHost::from_ambient_untimed().try_landlock();
+    test_support::require(
+        tried.is_ok(),
+        &format!("Landlock ABI 6 or later ({tried:?})"),
+        "run the tests on Linux 6.12 or later with Landlock among the active LSMs (lsm=...,landlock)",
+    )
+}
+
+/// The settings a migrating user has: `./out/**` writable (the directory
+/// itself) and `./certs/*.pem` unreadable, under each mechanism: the match
+/// that exists reads as nothing, a new match can be neither created
+/// (directly, by a rename, or in a new directory) nor read, other files of
+/// the directory stay readable, and `out` is writable while the working
+/// directory's top is not.
+#[test]
+fn a_read_deny_glob_and_a_directory_glob_hold_under_each_mechanism() {
+    if !test_support::require(
+        sandbox_core::probe_ambient().native.available,
+        "a native sandbox (bubblewrap and socat)",
+        "apt-get install bubblewrap socat",
+    ) {
+        return;
+    }
+    let settings = r#"{"network": {"allowedDomains": [], "deniedDomains": []},
+        "filesystem": {"denyRead": ["./certs/*.pem"], "allowWrite": ["./out/**", "./certs"],
+                       "denyWrite": []}}"#;
+    let script = "cat certs/site.pem 2>/dev/null | grep -q PRIVATE && echo EXISTING-READ; \
+        cat certs/UPPER.PEM 2>/dev/null | grep -q PRIVATE && echo UPPER-READ; \
+        cat certs/readme.txt; echo; \
+        echo new > certs/new.pem 2>/dev/null && echo NEW-CREATED; \
+        cat certs/new.pem 2>/dev/null && echo NEW-READ; \
+        echo x > certs/plain.txt && mv certs/plain.txt certs/moved.pem 2>/dev/null && echo RENAMED; \
+        mkdir -p out/d && echo k > out/d/x.pem 2>/dev/null && mv out/d certs/d.pem 2>/dev/null \
+          && echo DIR-MOVED; \
+        echo w > out/w.txt && echo OUT-WRITTEN; \
+        echo x > top.txt 2>/dev/null || echo TOP-REFUSED; true";
+    let mut mechanisms = vec!["bubblewrap"];
+    if landlock() {
+        mechanisms.push("landlock");
+    }
+    for mechanism in mechanisms {
+        let d = std::env::temp_dir().join(format!(
+            "agent-run-srt-glob-{mechanism}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        for sub in ["certs", "out", "home"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        std::fs::write(d.join("certs/site.pem"), "PRIVATE KEY").unwrap();
+        std::fs::write(d.join("certs/UPPER.PEM"), "PRIVATE KEY").unwrap();
+        std::fs::write(d.join("certs/readme.txt"), "README-SHOWN").unwrap();
+        let file = d.join("home/srt-settings.json");
+        std::fs::write(&file, settings).unwrap();
+        let o = Command::new(BIN)
+            .arg("--settings")
+            .arg(&file)
+            .args(["--mechanism", mechanism, "--", "sh", "-c", script])
+            .current_dir(&d)
+            .env("HOME", d.join("home"))
+            .env_remove("CC_SERVER_SANDBOX")
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{mechanism}:\n{out}\n{err}");
+        for s in ["README-SHOWN", "OUT-WRITTEN", "TOP-REFUSED"] {
+            assert!(out.contains(s), "{mechanism}: {s} missing:\n{out}\n{err}");
+        }
+        for s in [
+            "EXISTING-READ",
+            "UPPER-READ",
+            "NEW-CREATED",
+            "NEW-READ",
+            "RENAMED",
+            "DIR-MOVED",
+        ] {
+            assert!(!out.contains(s), "{mechanism}: {s} shown:\n{out}\n{err}");
+        }
+        assert!(
+            err.contains("violation: file-write-create") && err.contains("new.pem"),
+            "{mechanism}: the refused creation is reported:\n{err}"
+        );
+        // On the host: the existing matches as they were, no new match.
+        assert_eq!(
+            std::fs::read_to_string(d.join("certs/site.pem")).unwrap(),
+            "PRIVATE KEY"
+        );
+        for gone in ["certs/new.pem", "certs/moved.pem", "certs/d.pem", "top.txt"] {
+            assert!(!d.join(gone).exists(), "{mechanism}: {gone} was made");
+        }
+        assert!(d.join("out/w.txt").exists(), "{mechanism}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

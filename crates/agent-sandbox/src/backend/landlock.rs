@@ -103,6 +103,7 @@ pub(crate) async fn launch(
         report_fd: None,
         deny_globs: plan.name_rules.clone(),
         unix_sockets: os(&settings.unix_sockets),
+        state_dirs: os(&plan.state_dirs),
         host: Some(HostConfinement {
             writable: writable_trees,
             read_deny: os(&plan.read_deny),

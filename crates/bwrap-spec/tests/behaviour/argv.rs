@@ -57,6 +57,9 @@ fn host() -> FakeHost {
         .file("/w/data/key");
     h.dir("/home/u/proj");
     h.dir("/state");
+    h.file("/w/certs/a.pem")
+        .file("/w/certs/B.PEM")
+        .file("/w/certs/readme.txt");
     h
 }
 
@@ -206,4 +209,67 @@ fn creation_time_rules_stop_at_the_launcher_s_limit() {
         ),
         "{e}"
     );
+}
+
+#[test]
+fn a_read_deny_glob_becomes_a_creation_rule_and_state_dirs_are_free_of_name_rules() {
+    let mut spec = SandboxSpec::new("s", "w");
+    spec.bind_mounts
+        .push(SandboxBindMount::new("/w", Access::ReadWrite).unwrap());
+    spec.runner_state_dirs.push("/state".into());
+    let mut b = BwrapBuilder::new(&spec, "/home/u");
+    b.filename_rules(FilenameRules::EnforcedByNameGuard)
+        .name_guard_launcher(NameGuardLauncher::new("/opt/ng"))
+        .read_deny(["/w/certs/*.pem"]);
+    let plan = b.build(&host()).unwrap();
+    let args: Vec<String> = plan
+        .args()
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    // The match that exists is masked.
+    assert!(
+        args.windows(3)
+            .any(|w| w == ["--ro-bind", "/dev/null", "/w/certs/a.pem"]),
+        "{args:?}"
+    );
+    // A new match is the guard's to refuse.
+    assert!(
+        plan.name_guard_globs()
+            .iter()
+            .any(|g| g == "/w/certs/*.pem"),
+        "{:?}",
+        plan.name_guard_globs()
+    );
+    // The runner state directory is where the name rules do not hold.
+    assert_eq!(plan.name_guard_state_dirs(), ["/state"]);
+    let line = NameGuardInvocation::parse(plan.guarded_command(["cmd"], None).into_iter().skip(1))
+        .unwrap();
+    assert_eq!(line.state_dirs, ["/state"]);
+    assert!(line.deny_globs.contains(&"*.key".to_string()));
+
+    // The Landlock mechanism's plan says the same.
+    let hp = b.host_plan(&host()).unwrap();
+    assert!(
+        hp.read_deny.contains(&"/w/certs/a.pem".to_string()),
+        "{hp:?}"
+    );
+    assert!(hp.protect.contains(&"/w/certs/a.pem".to_string()), "{hp:?}");
+    assert!(
+        hp.name_rules.contains(&"/w/certs/*.pem".to_string()),
+        "{hp:?}"
+    );
+    assert_eq!(hp.state_dirs, ["/state"]);
+
+    // Under the explicit opt-out the read glob's creation rule is dropped
+    // with the others, and said to be.
+    let mut b = BwrapBuilder::new(&spec, "/home/u");
+    b.filename_rules(FilenameRules::DropFilenameGlobDenies)
+        .read_deny(["/w/certs/*.pem"]);
+    let plan = b.build(&host()).unwrap();
+    assert!(
+        plan.dropped_filename_globs()
+            .contains(&"/w/certs/*.pem".to_string())
+    );
+    assert!(plan.name_guard_state_dirs().is_empty());
 }

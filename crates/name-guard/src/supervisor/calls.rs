@@ -277,6 +277,9 @@ impl Supervisor<'_> {
         self.valid(n)?;
         let o = self.resolve(t, &self.anchor(t, od, old)?)?;
         let r = self.resolve(t, &self.anchor(t, nd, new)?)?;
+        if self.crosses_state_dir(&o, &r) {
+            return Err(libc::EXDEV);
+        }
         if self.denied_with_below(&r) {
             return Err(self.refuse(DeniedCall::Rename, &r));
         }

@@ -146,7 +146,7 @@ impl<'a> Supervisor<'a> {
     }
 
     fn denied(&self, r: &Resolved) -> bool {
-        if self.rules.denies_name(&r.name) {
+        if self.rules.denies_name(&r.name) && !self.in_state_dir(r) {
             return true;
         }
         if let Some(h) = self.host {
@@ -160,6 +160,30 @@ impl<'a> Supervisor<'a> {
             return Self::full_path(r).is_none_or(|full| self.rules.denies_path(&full));
         }
         false
+    }
+
+    /// Whether the name `r` lies inside a runner state directory, where the
+    /// name rules do not hold. Not when its parent cannot be named (fail
+    /// closed: the rules hold).
+    fn in_state_dir(&self, r: &Resolved) -> bool {
+        self.rules.has_state_dirs()
+            && Self::full_path(r).is_some_and(|full| self.rules.in_state_dir(&full))
+    }
+
+    /// Whether a rename from `o` to `r` would cross the edge of a runner
+    /// state directory (either way): such a rename is answered `EXDEV`, as
+    /// between two mounts, so that a tree made where the name rules do not
+    /// hold reaches the rest only by a copy, each file created under the
+    /// rules. A name whose parent cannot be named counts as crossing.
+    fn crosses_state_dir(&self, o: &Resolved, r: &Resolved) -> bool {
+        if !self.rules.has_state_dirs() {
+            return false;
+        }
+        let side = |x: &Resolved| Self::full_path(x).map(|f| self.rules.at_or_in_state_dir(&f));
+        match (side(o), side(r)) {
+            (Some(a), Some(b)) => a != b,
+            _ => true,
+        }
     }
 
     /// For a name that a rename or a symbolic link brings into being with

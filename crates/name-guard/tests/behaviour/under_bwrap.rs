@@ -636,3 +636,52 @@ fn fifo_opens_of_callers_that_are_gone_are_released() {
     // The supervisor is back to its one thread: no worker still waits.
     assert_eq!(stdout(&out), "threads 1\nhi\nstart\n");
 }
+
+#[test]
+fn name_rules_do_not_hold_in_a_state_dir_and_nothing_made_there_moves_out_whole() {
+    let Some(sb) = Sandbox::new() else { return };
+    let d = sb.path();
+    fs::create_dir_all(d.join("state/sessions")).unwrap();
+    fs::create_dir_all(d.join("work")).unwrap();
+    let state = d.join("state").display().to_string();
+    let c = sb.command(
+        Some(&["*.key", "*.pem"]),
+        &["--state-dir", &state],
+        "printf 'in the state dir: '; \"$ATTACK\" open state/sessions/1.abc.key; \
+         printf 'in the work dir: '; \"$ATTACK\" open work/id.key; \
+         printf 'the state dir as a name: '; \"$ATTACK\" mkdir state.pem; \
+         mkdir state/tree && : > state/tree/inner.key; \
+         printf 'a tree moved out: '; \"$ATTACK\" rename state/tree work/tree; \
+         printf 'a file moved out: '; \"$ATTACK\" rename state/sessions/1.abc.key work/plain; \
+         : > work/plain2; \
+         printf 'a file moved in: '; \"$ATTACK\" rename work/plain2 state/plain2; \
+         printf 'copied out: '; cp -r state/tree work/tree 2>/dev/null; echo done",
+    );
+    let out = sb.output(c, "state dir");
+    let res = results(&out);
+    let r = |k: &str| res.iter().find(|(a, _)| a == k).map(|(_, b)| b.clone());
+    assert_eq!(
+        r("in the state dir").as_deref(),
+        Some("ok"),
+        "the runner's own key"
+    );
+    assert_eq!(r("in the work dir").as_deref(), Some("err EACCES"));
+    assert_eq!(
+        r("the state dir as a name").as_deref(),
+        Some("err EACCES"),
+        "a name beside the state dir is under the rules"
+    );
+    assert_eq!(
+        r("a tree moved out").as_deref(),
+        Some("err EXDEV"),
+        "a tree leaves only by a copy"
+    );
+    assert_eq!(r("a file moved out").as_deref(), Some("err EXDEV"));
+    assert_eq!(r("a file moved in").as_deref(), Some("err EXDEV"));
+    assert!(d.join("state/sessions/1.abc.key").exists());
+    assert!(d.join("state/tree/inner.key").exists());
+    // The copy made the directory, and the rules refused its key.
+    assert!(d.join("work/tree").is_dir());
+    assert!(!d.join("work/tree/inner.key").exists());
+    assert!(!d.join("work/id.key").exists());
+}

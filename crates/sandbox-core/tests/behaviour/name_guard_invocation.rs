@@ -60,17 +60,23 @@ fn valid() -> impl Strategy<Value = NameGuardInvocation> {
     (
         prop::option::of(3i32..NameGuardInvocation::REPORT_FD_LIMIT),
         prop::collection::vec(glob(), 0..8),
-        prop::collection::vec(socket_path(), 0..3),
+        (
+            prop::collection::vec(socket_path(), 0..3),
+            prop::collection::vec(socket_path(), 0..3),
+        ),
         prop::collection::vec(arg_without_nul(), 1..8),
         prop::option::of(host()),
     )
         .prop_map(
-            |(report_fd, deny_globs, unix_sockets, command, host)| NameGuardInvocation {
-                report_fd,
-                deny_globs,
-                unix_sockets,
-                host,
-                command,
+            |(report_fd, deny_globs, (unix_sockets, state_dirs), command, host)| {
+                NameGuardInvocation {
+                    report_fd,
+                    deny_globs,
+                    unix_sockets,
+                    state_dirs,
+                    host,
+                    command,
+                }
             },
         )
 }
@@ -114,6 +120,7 @@ fn any_value() -> impl Strategy<Value = NameGuardInvocation> {
             report_fd,
             deny_globs,
             unix_sockets: vec!["relative.sock".into(), "/abs.sock".into()],
+            state_dirs: Vec::new(),
             host: None,
             command,
         })

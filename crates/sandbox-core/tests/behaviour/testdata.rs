@@ -427,6 +427,8 @@ struct InvocationCase {
     #[serde(default)]
     sockets: Vec<String>,
     #[serde(default)]
+    state_dirs: Vec<String>,
+    #[serde(default)]
     command: Vec<String>,
     /// The host confinement after `--landlock`, when the line has one.
     landlock: Option<HostCase>,
@@ -468,6 +470,8 @@ fn problem_name(p: &InvocationProblem) -> &'static str {
         InvocationProblem::RepeatedLandlock => "RepeatedLandlock",
         InvocationProblem::TooManyValues { .. } => "TooManyValues",
         InvocationProblem::BadPort { .. } => "BadPort",
+        InvocationProblem::RelativeStateDir { .. } => "RelativeStateDir",
+        InvocationProblem::TooManyStateDirs { .. } => "TooManyStateDirs",
         _ => "unknown",
     }
 }
@@ -483,6 +487,7 @@ fn name_guard_invocation_table() {
                     report_fd: c.report_fd,
                     deny_globs: c.deny.clone(),
                     unix_sockets: c.sockets.iter().map(Into::into).collect(),
+                    state_dirs: c.state_dirs.iter().map(Into::into).collect(),
                     host: c.landlock.as_ref().map(|h| {
                         let os = |v: &Vec<String>| v.iter().map(Into::into).collect();
                         sandbox_core::HostConfinement {

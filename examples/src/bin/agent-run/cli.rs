@@ -24,6 +24,7 @@ pub(crate) struct Options {
     pub(crate) mode: Mode,
     pub(crate) mounts: Vec<(String, Access)>,
     pub(crate) protect: Vec<String>,
+    pub(crate) runner_state_dirs: Vec<String>,
     pub(crate) read_deny: Vec<String>,
     pub(crate) allow_read_within_denies: Vec<String>,
     pub(crate) workdir: Option<String>,
@@ -176,8 +177,17 @@ struct Cli {
     #[arg(long, value_name = "PATH")]
     protect: Vec<String>,
 
+    /// Keep DIR writable in every mode as the runner's own state (a
+    /// managed CLAUDE_CONFIG_DIR, say): the filename rules (.env, *.key,
+    /// *.pem) keep to the workspace and do not hold inside it; repeat for
+    /// more. It may not hold a writable mount.
+    #[arg(long, value_name = "DIR")]
+    runner_state_dir: Vec<String>,
+
     /// Hide PATH from reading inside the sandbox (a directory shows empty, a
-    /// file reads empty), besides the fixed secret set; repeat for more.
+    /// file reads empty), besides the fixed secret set; a glob (certs/*.pem,
+    /// `*` and `?` within one name) hides its matches and the name guard
+    /// refuses creating new ones; repeat for more.
     #[arg(long, value_name = "PATH")]
     read_deny: Vec<String>,
 
@@ -361,6 +371,7 @@ fn options(c: Cli) -> Result<Options, String> {
         mode: c.mode,
         mounts: c.mount,
         protect: c.protect,
+        runner_state_dirs: c.runner_state_dir,
         read_deny: c.read_deny,
         allow_read_within_denies: c.allow_read_within_denies,
         workdir: c.workdir,

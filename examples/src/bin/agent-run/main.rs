@@ -374,6 +374,9 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
     for p in &o.protect {
         spec.protected_paths.push(absolute(p)?);
     }
+    for d in &o.runner_state_dirs {
+        spec.runner_state_dirs.push(absolute(d)?);
+    }
 
     // Through the trait object a host that picks its backend at run time
     // would hold (the launch bench measures this path).

@@ -52,6 +52,9 @@ fn every_flag_parses_to_its_value() {
         "--mount=/r:ro",
         "--protect",
         "/w/.git/hooks",
+        "--runner-state-dir",
+        "/s/agent",
+        "--runner-state-dir=/s/other",
         "--workdir",
         "/w",
         "--timeout",
@@ -120,6 +123,7 @@ fn every_flag_parses_to_its_value() {
         ]
     );
     assert_eq!(o.protect, ["/w/.git/hooks"]);
+    assert_eq!(o.runner_state_dirs, ["/s/agent", "/s/other"]);
     assert_eq!(o.workdir.as_deref(), Some("/w"));
     assert_eq!(o.timeout, Some(Duration::from_millis(500)));
     assert_eq!(
