@@ -16,8 +16,10 @@
 //!
 //! What is weaker than bubblewrap, every time (the probe note, the handle's
 //! `weaker` detail): other processes are visible in `/proc`, `/tmp` is the
-//! host's (not writable; `TMPDIR` is the session's own directory), and
-//! secrets are unreadable but not hidden (their names can be listed).
+//! host's (not writable; `TMPDIR` is the session's own directory), and the
+//! directories above a secret path (`/`, the home directory) cannot be
+//! listed (a secret directory can be neither read nor listed; a name can
+//! still be tried with `stat`).
 
 use super::bubblewrap::ReportPipe;
 use super::{BackendSession, CommandTask, ExecRequest, Launched};
@@ -50,7 +52,7 @@ pub(crate) struct Session {
 }
 
 /// The handle detail that says what this mechanism does not do.
-pub(crate) const WEAKER: &str = "no namespaces: other processes are visible in /proc, no private /tmp (TMPDIR is the session's own directory), secrets are unreadable but not hidden";
+pub(crate) const WEAKER: &str = "no namespaces: other processes are visible in /proc, no private /tmp (TMPDIR is the session's own directory), the directories above a secret path (such as / and the home directory) cannot be listed";
 
 pub(crate) async fn launch(
     config: &Config,
