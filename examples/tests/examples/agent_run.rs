@@ -7,9 +7,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_agent-run");
 fn native() -> bool {
     let p = &sandbox_core::probe_ambient().native;
     test_support::require(
-        p.available,
-        "a native sandbox (bubblewrap and socat)",
-        &format!("apt-get install {}", p.missing_packages.join(" ")),
+        p.mechanism == Some(sandbox_core::NativeMechanism::Bubblewrap),
+        "bubblewrap (the native sandbox's namespace mechanism)",
+        "apt-get install bubblewrap",
     )
 }
 
