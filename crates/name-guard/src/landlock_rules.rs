@@ -289,7 +289,8 @@ mod tests {
         assert!(
             grants
                 .iter()
-                .all(|(p, _)| !r.join("home/.ssh").starts_with(p) || p == &r.join("home/.ssh/config")),
+                .all(|(p, _)| !r.join("home/.ssh").starts_with(p)
+                    || p == &r.join("home/.ssh/config")),
             "no grant on or above the denied directory: {grants:?}"
         );
     }

@@ -180,6 +180,10 @@ impl Session {
         let child = c
             .spawn()
             .map_err(|e| Error::io(format!("starting {:?}", argv[0]), e))?;
+        // The launcher's supervisor takes the signals for the whole tree.
+        if let Some(pid) = child.id() {
+            io.control.supervisor_started(pid);
+        }
         let (write_end, reader) = report
             .start()
             .map_err(|e| Error::io("reading the name guard's reports", e))?;

@@ -29,10 +29,11 @@ pub(crate) use notify::{
     notif_set_sync_wakeup,
 };
 pub(crate) use process::{
-    ExitStatus, drop_all_capabilities, getpid, ignore_signal, pidfd_exited, pidfd_getfd,
-    pidfd_open, pidfd_open_task, poll2, read_target, set_non_dumpable, wait_child,
+    ExitStatus, SignalFd, drop_all_capabilities, exited_child, getpid, getppid, ignore_signal,
+    kill, pidfd_exited, pidfd_getfd, pidfd_open, pidfd_open_task, poll_in, read_target, reap,
+    set_child_subreaper, set_non_dumpable, wait_child,
 };
-pub(crate) use spawn::{FILTER_FLAG_NEW_LISTENER, SockFilter, spawn_filtered};
+pub(crate) use spawn::{FILTER_FLAG_NEW_LISTENER, Nesting, SockFilter, spawn_filtered};
 
 use std::ffi::CStr;
 use std::os::fd::{FromRawFd, OwnedFd};
