@@ -292,9 +292,7 @@ impl ProbeReport {
                     unavailable(format!("{SANDBOX_EXEC_PATH} is missing"))
                 }
             }
-            Platform::Linux | Platform::Wsl2 => {
-                probe_linux(host, path_var.as_ref())
-            }
+            Platform::Linux | Platform::Wsl2 => probe_linux(host, path_var.as_ref()),
             Platform::Wsl1 => unavailable(format!(
                 "{HINT_UNSUPPORTED} (WSL1 has no namespaces; use WSL2)"
             )),

@@ -586,11 +586,8 @@ fn carrying(marker: &str) -> Vec<u32> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
-                String::from_utf8_lossy(&c)
-                    .split('\0')
-                    .any(|a| a == marker)
-            })
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).split('\0').any(|a| a == marker))
         })
         .collect()
 }

@@ -387,10 +387,11 @@ impl Session {
         // made (where socat is installed).
         let fallback = match &self.config.socat {
             Some(socat) => {
-                let inner =
-                    bridged
-                        .bridges
-                        .inner_command("/bin/sh", &socat.to_string_lossy(), argv.clone());
+                let inner = bridged.bridges.inner_command(
+                    "/bin/sh",
+                    &socat.to_string_lossy(),
+                    argv.clone(),
+                );
                 let (mut fallback, fallback_args_file) =
                     self.bwrap_command(&request, &args, &inner)?;
                 if let Some(r) = &report {
