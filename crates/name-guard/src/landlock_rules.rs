@@ -5,13 +5,15 @@
 //! - Reads (read, list, execute) everywhere but the read denies. Landlock
 //!   only grants, so the grant is made on the siblings along each denied
 //!   path, computed now: from `/` down, a tree with no deny below it is
-//!   granted whole; a tree with one gets no right of its own, and each of
-//!   its entries is looked at in turn; a denied path gets nothing (unless a
-//!   path read again lies below it). A directory on the way to a deny is
-//!   not even listable: a right granted on a directory holds for its whole
-//!   tree, so listing `~` would make `~/.ssh` listable too. An entry made
-//!   later beside a denied path is unreadable (fail closed). Symbolic links
-//!   get no rule: what they lead to is decided where it lies.
+//!   granted whole; a tree with one is only listable, and each of its
+//!   entries is looked at in turn; a denied path gets nothing (unless a
+//!   path read again lies below it). An entry made later beside a denied
+//!   path is unreadable (fail closed). Symbolic links get no rule: what
+//!   they lead to is decided where it lies.
+//!   Listing is a right Landlock grants on a whole tree: a listable home
+//!   makes `~/.ssh` listable too. So the filter also sends the supervisor
+//!   every `getdents`, which refuses listing a read-denied directory (see
+//!   [`crate::HostRules::hides_listing`]) and performs the others.
 //! - Writes (every other file right) below the writable trees, and writes
 //!   and device ioctls on the terminal and null devices.
 //! - TCP: `bind` nowhere, `connect` only to the given ports (the supervisor
@@ -164,8 +166,10 @@ fn visit(
     if !descend {
         return Ok(());
     }
-    // No right here, not even listing: it would hold for the denied path
-    // below as well (Landlock grants a right on a whole tree).
+    // Listable, so that a path below can be found and named.
+    if !denied {
+        out.push((p.to_path_buf(), BitFlags::from(AccessFs::ReadDir)));
+    }
     // An unreadable directory grants nothing below it.
     let Ok(entries) = std::fs::read_dir(p) else {
         return Ok(());
@@ -273,12 +277,12 @@ mod tests {
         assert_eq!(rights("home/code"), read);
         assert_eq!(rights("home/.config/other"), read);
         assert_eq!(rights("home/.ssh/config"), read, "read again");
-        // Nothing on the way to a deny, not even listing: it would hold
-        // for the denied directory below too.
+        assert_eq!(rights("home"), Some(BitFlags::from(AccessFs::ReadDir)));
+        assert_eq!(
+            rights("home/.config"),
+            Some(BitFlags::from(AccessFs::ReadDir))
+        );
         for never in [
-            "",
-            "home",
-            "home/.config",
             "home/.ssh",
             "home/.ssh/id_rsa",
             "home/.config/gh",
@@ -286,13 +290,8 @@ mod tests {
         ] {
             assert_eq!(rights(never), None, "{never}");
         }
-        assert!(
-            grants
-                .iter()
-                .all(|(p, _)| !r.join("home/.ssh").starts_with(p)
-                    || p == &r.join("home/.ssh/config")),
-            "no grant on or above the denied directory: {grants:?}"
-        );
+        // The root on the way to the denies is listable only.
+        assert_eq!(rights(""), Some(BitFlags::from(AccessFs::ReadDir)));
     }
 
     /// The rule as first written: every visited path against every listed
@@ -311,6 +310,9 @@ mod tests {
         };
         if !descend {
             return;
+        }
+        if !denied {
+            out.push((p.to_path_buf(), BitFlags::from(AccessFs::ReadDir)));
         }
         for e in std::fs::read_dir(p).unwrap().flatten() {
             if !e.file_type().unwrap().is_symlink() {

@@ -96,7 +96,7 @@
 //! nowhere and `connect` only to the `--connect-tcp` ports, and the abstract
 //! Unix socket and signal scopes. The filter then also sends the supervisor
 //! every open that may write (`O_WRONLY`, `O_RDWR`, `O_TRUNC`), `truncate`,
-//! `unlink`, `unlinkat` and `rmdir`; allows only Unix stream and seqpacket
+//! `unlink`, `unlinkat`, `rmdir`, `getdents` and `getdents64`; allows only Unix stream and seqpacket
 //! and TCP stream sockets (`EACCES` for UDP, raw, packet, netlink and Unix
 //! datagram sockets); and refuses `MSG_FASTOPEN` sends. The supervisor
 //! refuses (`EACCES`, reported) writing, truncating, removing, renaming or
@@ -104,7 +104,12 @@
 //! one at launch under any other name (by device and inode); an existing
 //! file is opened for writing through the very descriptor that was
 //! checked. A TCP connect reaches only 127.0.0.1 on a `--connect-tcp` port
-//! (reported as `connect ADDRESS:PORT` otherwise).
+//! (reported as `connect ADDRESS:PORT` otherwise). Listing a `--read-deny`
+//! directory, or one below it, is refused (`EACCES`): Landlock's listing
+//! right, granted on the directories above a secret so that they can be
+//! listed, would hold for the secret too, so the supervisor lists every
+//! directory itself (through the caller's own descriptor, into its buffer,
+//! at most [`MAX_LISTING_READ`] bytes a call) after checking it.
 //!
 //! On the host nothing the command starts outlives it, as a pid namespace
 //! would ensure: the supervisor is the tree's subreaper
@@ -269,7 +274,9 @@ pub use invocation::{Invocation, MAX_COMMAND_ARGS};
 #[cfg(target_os = "linux")]
 pub use launch::END_TREE_SIGNAL;
 pub use launch::{MIN_KERNEL, Outcome, Stats, kernel_release_supported, launcher_main, run};
-pub use limits::{MAX_RETRIES, MAX_SYMLINK_HOPS, MAX_WAITING_FIFO_OPENS, PATH_MAX};
+pub use limits::{
+    MAX_LISTING_READ, MAX_RETRIES, MAX_SYMLINK_HOPS, MAX_WAITING_FIFO_OPENS, PATH_MAX,
+};
 pub use report::{
     Denial, DeniedCall, MAX_REPORT_LINE, VIOLATION_ACTION, format_denial_line, parse_denial_line,
 };

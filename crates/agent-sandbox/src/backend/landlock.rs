@@ -17,9 +17,9 @@
 //! What is weaker than bubblewrap, every time (the probe note, the handle's
 //! `weaker` detail): other processes are visible in `/proc`, `/tmp` is the
 //! host's (not writable; `TMPDIR` is the session's own directory), and the
-//! directories above a secret path (`/`, the home directory) cannot be
-//! listed (a secret directory can be neither read nor listed; a name can
-//! still be tried with `stat`).
+//! names of secret paths can be seen in their parent's listing (a secret
+//! can be neither read nor, for a directory, listed: the supervisor
+//! performs every listing and refuses those).
 
 use super::bubblewrap::ReportPipe;
 use super::{BackendSession, CommandTask, ExecRequest, Launched};
@@ -52,7 +52,7 @@ pub(crate) struct Session {
 }
 
 /// The handle detail that says what this mechanism does not do.
-pub(crate) const WEAKER: &str = "no namespaces: other processes are visible in /proc, no private /tmp (TMPDIR is the session's own directory), the directories above a secret path (such as / and the home directory) cannot be listed";
+pub(crate) const WEAKER: &str = "no namespaces: other processes are visible in /proc, no private /tmp (TMPDIR is the session's own directory), the names of secret paths can be seen (not their contents)";
 
 pub(crate) async fn launch(
     config: &Config,

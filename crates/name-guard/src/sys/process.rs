@@ -320,3 +320,30 @@ pub(crate) fn poll_in<const N: usize>(fds: [RawFd; N], timeout_ms: i32) -> Resul
         }
     }
 }
+
+/// Writes `data` at `addr` in process `pid`; a short write is an error.
+pub(crate) fn write_target(pid: u32, addr: u64, data: &[u8]) -> Result<(), i32> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    let local = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    let pid = libc::pid_t::try_from(pid).map_err(|_| libc::ESRCH)?;
+    // SAFETY: `local` points to `data.len()` readable bytes owned by `data`
+    // (the kernel only reads them); the remote range is written by the
+    // kernel in the other process, which checks it.
+    let n = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
+    if n < 0 {
+        return Err(errno());
+    }
+    if n as usize != data.len() {
+        return Err(libc::EFAULT);
+    }
+    Ok(())
+}
