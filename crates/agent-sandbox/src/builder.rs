@@ -389,6 +389,11 @@ impl ManagerBuilder {
             }),
             #[cfg(target_os = "linux")]
             BackendChoice::Bubblewrap { bwrap, socat } => {
+                // Asked for explicitly, the bridges are not a fallback:
+                // without socat they cannot be honoured.
+                if self.inner_bridge == crate::InnerBridge::Socat && socat.is_none() {
+                    return Err(bubblewrap::socat_missing());
+                }
                 Backend::Bubblewrap(Arc::new(bubblewrap::Config {
                     bwrap,
                     socat,

@@ -78,6 +78,16 @@ enum Target {
     Namespace {
         init: u32,
     },
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(dead_code, reason = "used by the Landlock mechanism (Linux)")
+    )]
+    /// The command runs under the name guard's supervisor on the host (the
+    /// Landlock mechanism), which is this process: it passes `Interrupt`
+    /// and `Terminate` on to every process the command started, and ends
+    /// them all on [`END_TREE`] (a `SIGKILL` would end the supervisor
+    /// alone).
+    Supervisor(u32),
     Finished,
 }
 
@@ -159,6 +169,33 @@ impl ControlState {
         {
             *t = Target::Namespace { init };
         }
+    }
+
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(dead_code, reason = "used by the Landlock mechanism (Linux)")
+    )]
+    /// The child is the name guard's supervisor on the host: signals go
+    /// through it to the whole tree.
+    pub(crate) fn supervisor_started(&self, pid: u32) {
+        if let Ok(mut t) = self.target.lock()
+            && matches!(*t, Target::NotStarted)
+        {
+            *t = Target::Supervisor(pid);
+        }
+    }
+
+    /// Ends the running command and everything it started, for the host
+    /// (destroy, timeout): the supervisor's [`END_TREE`] where the command
+    /// runs under one, else a kill of the child (whose namespace, if any,
+    /// goes with it).
+    pub(crate) fn end(&self, child: &mut tokio::process::Child) {
+        #[cfg(unix)]
+        if let Ok(Target::Supervisor(pid)) = self.target.lock().map(|t| *t) {
+            send(pid, END_TREE);
+            return;
+        }
+        let _ = child.start_kill();
     }
 
     /// The command has exited: nothing more to write to or signal.
@@ -327,6 +364,15 @@ fn deliver(
             send(pid, sig);
             Ok(())
         }
+        Target::Supervisor(pid) if sig == rustix::process::Signal::KILL => {
+            state.killed.store(true, Ordering::SeqCst);
+            send(pid, END_TREE);
+            Ok(())
+        }
+        Target::Supervisor(pid) => {
+            send(pid, sig);
+            Ok(())
+        }
         Target::Namespace { init } if sig == rustix::process::Signal::KILL => {
             send(init, sig);
             Ok(())
@@ -351,13 +397,18 @@ fn deliver(
         (_, CommandSignal::Terminate) => Err(ControlError::SignalUnavailable {
             signal: "a termination request",
         }),
-        (Target::Child(_) | Target::Namespace { .. }, _) => {
+        (Target::Child(_) | Target::Namespace { .. } | Target::Supervisor(_), _) => {
             state.killed.store(true, Ordering::SeqCst);
             state.kill_request.notify_one();
             Ok(())
         }
     }
 }
+
+/// What the name guard's supervisor on the host takes as "kill": it ends
+/// the command and everything it started (`name_guard::END_TREE_SIGNAL`).
+#[cfg(unix)]
+const END_TREE: rustix::process::Signal = rustix::process::Signal::USR1;
 
 #[cfg(unix)]
 /// Sends `sig` to `pid`; a process that is already gone is not an error.
@@ -411,6 +462,12 @@ mod tests {
     use super::*;
     use std::time::Duration;
     use tokio::io::AsyncReadExt;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_end_signal_is_the_supervisor_s() {
+        assert_eq!(END_TREE.as_raw(), name_guard::END_TREE_SIGNAL);
+    }
 
     /// Lets the other tasks run until none has more to do right now.
     async fn settle() {

@@ -15,12 +15,13 @@ use std::path::PathBuf;
 pub(crate) enum BackendChoice {
     /// Nothing is confined (the `none` backend).
     None,
-    /// bubblewrap (Linux, WSL2) with the two tools it needs.
+    /// bubblewrap (Linux, WSL2).
     Bubblewrap {
         /// The `bwrap` executable.
         bwrap: PathBuf,
-        /// The `socat` executable (the bridges' fallback).
-        socat: PathBuf,
+        /// The `socat` executable, when installed: only the bridges'
+        /// fallback, never required.
+        socat: Option<PathBuf>,
     },
     /// Seatbelt through `sandbox-exec` (macOS).
     Seatbelt,
@@ -32,7 +33,8 @@ pub(crate) enum BackendChoice {
 }
 
 /// Decides the backend from the selection and what the probe found.
-/// bubblewrap without `bwrap` or `socat` is an error naming the package.
+/// bubblewrap without `bwrap` is an error naming the package; `socat` is
+/// taken when the probe found it.
 pub(crate) fn backend_choice(
     selection: &Selection,
     probe: &ProbeReport,
@@ -60,13 +62,7 @@ pub(crate) fn backend_choice(
                 }
                 .into());
             };
-            let Some(socat) = tool("socat") else {
-                return Err(ErrorKind::ToolMissing {
-                    tool: "socat",
-                    hint: "sudo apt-get install socat".into(),
-                }
-                .into());
-            };
+            let socat = tool("socat");
             if target_is_linux {
                 Ok(BackendChoice::Bubblewrap { bwrap, socat })
             } else {
@@ -353,9 +349,18 @@ mod tests {
             choice(&both, true),
             Ok(BackendChoice::Bubblewrap {
                 bwrap: "/usr/bin/bwrap".into(),
-                socat: "/usr/bin/socat".into()
+                socat: Some("/usr/bin/socat".into())
             }),
             "bubblewrap with both tools"
+        );
+        let no_socat = probe_of(Os::Linux, &["/usr/bin/bwrap"]);
+        assert_eq!(
+            choice(&no_socat, true),
+            Ok(BackendChoice::Bubblewrap {
+                bwrap: "/usr/bin/bwrap".into(),
+                socat: None
+            }),
+            "bubblewrap without socat: bubblewrap all the same"
         );
         assert!(
             matches!(choice(&both, false), Ok(BackendChoice::Unavailable(_))),
@@ -376,9 +381,9 @@ mod tests {
     }
 
     #[test]
-    fn a_bubblewrap_probe_without_socat_names_the_package() {
+    fn a_bubblewrap_probe_without_bwrap_names_the_package() {
         let mut probe = probe_of(Os::Linux, &["/usr/bin/bwrap", "/usr/bin/socat"]);
-        probe.native.tools.retain(|(n, _)| n != "socat");
+        probe.native.tools.retain(|(n, _)| n != "bwrap");
         let selection = Selection {
             backend: SandboxBackend::Native,
             label: "native",
@@ -386,7 +391,7 @@ mod tests {
         };
         let err = backend_choice(&selection, &probe, true).unwrap_err();
         assert!(
-            err.to_string().contains("sudo apt-get install socat"),
+            err.to_string().contains("sudo apt-get install bubblewrap"),
             "{err}"
         );
     }

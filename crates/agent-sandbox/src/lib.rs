@@ -60,7 +60,10 @@
 //! It is weaker than bubblewrap, and says so in the probe line, the backend
 //! label and the handle's `weaker` detail: other processes are visible in
 //! `/proc`, there is no private `/tmp` (`TMPDIR` is the session's own
-//! directory), secrets are unreadable but not hidden. The terminal surface
+//! directory), and the names of secret paths can be seen, though a secret
+//! can be neither read nor, for a directory, listed (the name guard's
+//! supervisor refuses that listing, which Landlock alone cannot). The
+//! terminal surface
 //! is refused there ([`ErrorKind::NotSupported`]).
 //!
 //! With `none` nothing is confined, but the command still starts with the

@@ -355,15 +355,15 @@ pub(crate) async fn run_child(
             // Where the controls cannot signal the process themselves
             // (Windows), their kill is carried out here, on the child.
             () = control.kill_requested(), if killed.is_none() && status.is_none() => {
-                let _ = child.start_kill();
+                control.end(&mut child);
             }
             _ = &mut kill_rx, if killed.is_none() && status.is_none() => {
                 killed = Some(KillReason::Destroy);
-                let _ = child.start_kill();
+                control.end(&mut child);
             }
             () = &mut deadline, if killed.is_none() && status.is_none() => {
                 killed = Some(KillReason::Timeout);
-                let _ = child.start_kill();
+                control.end(&mut child);
             }
             Some(v) = async {
                 match violations.as_mut() {

@@ -34,29 +34,74 @@ pub(crate) fn run(inv: &Invocation) -> Result<Outcome, Error> {
         // it; non-blocking, so a full pipe never stalls the supervisor.
         sys::set_cloexec_nonblock(fd).map_err(|errno| ErrorKind::ReportFd { fd, errno })?;
     }
+    let sup_err = |errno| Error::from(ErrorKind::Supervise { errno });
+    // On the host, before anything can signal it: the signals the
+    // supervisor acts on arrive through a descriptor, it is the tree's
+    // subreaper, and it watches its parent.
+    let watch = match inv.host {
+        Some(_) => Some(HostWatch::new().map_err(sup_err)?),
+        None => None,
+    };
     sys::ignore_signal(libc::SIGPIPE);
     // The supervisor and the command run with no capability at all.
-    sys::drop_all_capabilities().map_err(|errno| ErrorKind::Supervise { errno })?;
+    sys::drop_all_capabilities().map_err(sup_err)?;
     // On the host, Landlock holds this process (the supervisor to be) and
     // the command alike, before anything else runs.
-    let place = match &inv.host {
+    let (place, nesting) = match &inv.host {
         Some(h) => {
             crate::landlock_rules::restrict(h)?;
-            filter::Place::Host
+            (filter::Place::Host, sys::Nesting::Host)
         }
-        None => filter::Place::Bubblewrap,
+        None => (filter::Place::Bubblewrap, sys::Nesting::Bubblewrap),
     };
     let prog = filter::program(abi, sys::getpid(), place);
     let (child, listener) =
-        sys::spawn_filtered(&prog, &argv).map_err(|errno| ErrorKind::Spawn { errno })?;
-    sys::ignore_signal(libc::SIGINT);
+        sys::spawn_filtered(&prog, &argv, nesting).map_err(|errno| ErrorKind::Spawn { errno })?;
+    if watch.is_none() {
+        sys::ignore_signal(libc::SIGINT);
+    }
     sys::ignore_signal(libc::SIGQUIT);
     if let Err(errno) = sys::set_non_dumpable() {
         drop(listener);
+        if watch.is_some() {
+            crate::tree::end_all(sys::getpid());
+        }
         let _ = sys::wait_child(child);
-        return Err(ErrorKind::Supervise { errno }.into());
+        return Err(sup_err(errno));
     }
-    supervise(abi, listener, child, inv)
+    supervise(abi, listener, child, inv, watch.as_ref())
+}
+
+/// What the supervisor on the host watches besides the command: the
+/// signals it acts on and its parent, the host program.
+struct HostWatch {
+    signals: sys::SignalFd,
+    /// The parent's pidfd: readable once the parent has exited.
+    parent: OwnedFd,
+}
+
+impl HostWatch {
+    /// The signals passed on to the tree.
+    const PASSED_ON: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+    fn new() -> Result<HostWatch, i32> {
+        let signals = sys::SignalFd::new(&[
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            crate::END_TREE_SIGNAL,
+            libc::SIGCHLD,
+        ])?;
+        sys::set_child_subreaper()?;
+        let ppid = sys::getppid();
+        let parent = sys::pidfd_open(ppid)?;
+        // The parent may have exited before its pidfd was opened: then this
+        // process has another parent by now.
+        if sys::getppid() != ppid {
+            return Err(libc::ESRCH);
+        }
+        Ok(HostWatch { signals, parent })
+    }
 }
 
 fn supervise(
@@ -64,8 +109,10 @@ fn supervise(
     listener: OwnedFd,
     child: i32,
     inv: &Invocation,
+    watch: Option<&HostWatch>,
 ) -> Result<Outcome, Error> {
     let sup_err = |errno| Error::from(ErrorKind::Supervise { errno });
+    let me = sys::getpid();
     let pidfd = sys::pidfd_open(child).map_err(sup_err)?;
     // Best effort: a kernel without it wakes across CPUs, nothing else.
     let _ = sys::notif_set_sync_wakeup(listener.as_raw_fd());
@@ -87,8 +134,40 @@ fn supervise(
         } else {
             -1
         };
-        let (lrev, prev) = sys::poll2(lfd, pidfd.as_raw_fd(), timeout).map_err(sup_err)?;
+        let [lrev, prev, srev, hrev] = sys::poll_in(
+            [
+                lfd.unwrap_or(-1),
+                pidfd.as_raw_fd(),
+                watch.map_or(-1, |w| w.signals.raw()),
+                watch.map_or(-1, |w| w.parent.as_raw_fd()),
+            ],
+            timeout,
+        )
+        .map_err(sup_err)?;
         sup.release_abandoned_fifo_opens();
+        if let Some(w) = watch {
+            if hrev != 0 {
+                // The host program is gone: so is everything it started.
+                crate::tree::end_all(me);
+                sup.finish_reports();
+                return Ok(Outcome {
+                    exit_code: 128 + libc::SIGKILL,
+                    stats: sup.stats,
+                });
+            }
+            if srev != 0 {
+                while let Some(sig) = w.signals.next() {
+                    if sig == crate::END_TREE_SIGNAL {
+                        // The command's own exit, seen next, ends the rest.
+                        crate::tree::signal_all(me, libc::SIGKILL);
+                    } else if HostWatch::PASSED_ON.contains(&sig) {
+                        crate::tree::signal_all(me, sig);
+                    } else {
+                        crate::tree::reap_orphans(child);
+                    }
+                }
+            }
+        }
         if lrev & libc::POLLIN != 0 {
             if let Some(l) = &listener {
                 match sys::notif_recv(l.as_raw_fd()) {
@@ -103,6 +182,11 @@ fn supervise(
         }
         if prev & libc::POLLIN != 0 {
             let status = sys::wait_child(child).map_err(sup_err)?;
+            // Nothing the command started outlives it (on the host; inside
+            // bubblewrap its pid namespace sees to that).
+            if watch.is_some() && !crate::tree::end_all(me) {
+                eprintln!("name-guard-exec: some processes the command started could not be ended");
+            }
             let exit_code = match status {
                 sys::ExitStatus::Code(c) => c,
                 sys::ExitStatus::Signal(s) => 128 + s,

@@ -30,6 +30,8 @@ pub struct HostRules {
     pub(crate) protect: Vec<Vec<u8>>,
     /// Device and inode of each protected path that existed at launch.
     pub(crate) inodes: HashSet<(u64, u64)>,
+    /// Device and inode of each read-denied path that existed at launch.
+    pub(crate) deny_inodes: HashSet<(u64, u64)>,
     /// Ports on 127.0.0.1 that may be reached.
     pub(crate) tcp_ports: Vec<u16>,
 }
@@ -98,12 +100,15 @@ impl HostRules {
             }
             protect.push(bytes(&n).to_ascii_lowercase());
         }
+        let read_deny = paths("--read-deny", &h.read_deny)?;
+        let deny_inodes = read_deny.iter().filter_map(|p| inode_of(p)).collect();
         Ok(HostRules {
             writable: paths("--write", &h.writable)?,
-            read_deny: paths("--read-deny", &h.read_deny)?,
+            read_deny,
             read_again: paths("--read-again", &h.read_again)?,
             protect,
             inodes,
+            deny_inodes,
             tcp_ports: h.tcp_ports.clone(),
         })
     }
@@ -127,6 +132,19 @@ impl HostRules {
     /// launch.
     pub fn protects_inode(&self, id: (u64, u64)) -> bool {
         self.inodes.contains(&id)
+    }
+
+    /// Whether the directory at `path` (absolute), or with this device and
+    /// inode, may not be listed: a read-denied path or one below it, unless
+    /// a path read again holds it. (Landlock's listing right, granted on a
+    /// directory above a secret so that it can be listed, holds for the
+    /// secret too; the supervisor refuses that listing instead.)
+    pub fn hides_listing(&self, path: &[u8], id: Option<(u64, u64)>) -> bool {
+        if id.is_some_and(|id| self.deny_inodes.contains(&id)) {
+            return true;
+        }
+        self.read_deny.iter().any(|d| under(path, bytes(d)))
+            && !self.read_again.iter().any(|a| under(path, bytes(a)))
     }
 
     /// Whether `port` on 127.0.0.1 may be reached.
@@ -173,6 +191,33 @@ mod tests {
             assert_eq!(r.protects_below(path.as_bytes()), want, "{path}");
         }
         assert!(r.allows_tcp(3128) && !r.allows_tcp(3129));
+    }
+
+    #[test]
+    fn a_read_denied_directory_and_what_is_below_it_are_not_listed() {
+        let r = HostRules::new(&sandbox_core::HostConfinement {
+            read_deny: vec!["/h/.ssh".into(), "/h/.config/gh".into()],
+            read_again: vec!["/h/.ssh/public".into()],
+            ..Default::default()
+        })
+        .unwrap();
+        for (path, want) in [
+            ("/h/.ssh", true),
+            ("/h/.ssh/keys", true),
+            ("/h/.ssh/public", false),
+            ("/h/.ssh/public/sub", false),
+            ("/h/.config/gh", true),
+            ("/h/.config", false),
+            ("/h", false),
+            ("/", false),
+            ("/h/.sshx", false),
+        ] {
+            assert_eq!(r.hides_listing(path.as_bytes(), None), want, "{path}");
+        }
+        let mut r = r;
+        r.deny_inodes.insert((1, 2));
+        assert!(r.hides_listing(b"/elsewhere", Some((1, 2))), "by inode");
+        assert!(!r.hides_listing(b"/elsewhere", Some((1, 3))));
     }
 
     #[test]

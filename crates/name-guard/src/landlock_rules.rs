@@ -10,6 +10,10 @@
 //!   path read again lies below it). An entry made later beside a denied
 //!   path is unreadable (fail closed). Symbolic links get no rule: what
 //!   they lead to is decided where it lies.
+//!   Listing is a right Landlock grants on a whole tree: a listable home
+//!   makes `~/.ssh` listable too. So the filter also sends the supervisor
+//!   every `getdents`, which refuses listing a read-denied directory (see
+//!   [`crate::HostRules::hides_listing`]) and performs the others.
 //! - Writes (every other file right) below the writable trees, and writes
 //!   and device ioctls on the terminal and null devices.
 //! - TCP: `bind` nowhere, `connect` only to the given ports (the supervisor

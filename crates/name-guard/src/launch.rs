@@ -20,6 +20,13 @@ pub fn kernel_release_supported(release: &str) -> bool {
     sandbox_core::kernel_runs_name_guard(release)
 }
 
+/// The signal that makes a launcher on the host (`--landlock`) kill the
+/// command and every process it started, then exit: the host's "kill"
+/// (`SIGKILL` would end the supervisor alone and leave the tree behind).
+/// `SIGUSR1`.
+#[cfg(target_os = "linux")]
+pub const END_TREE_SIGNAL: i32 = libc::SIGUSR1;
+
 /// Counters of what the supervisor did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {

@@ -90,7 +90,8 @@
 //!   read or write its memory. If it dies, the listener closes and every
 //!   notified call in the guarded process fails (`ENOSYS`): the guard fails
 //!   closed. When the command exits, the launcher exits with its status (a
-//!   signal `N` becomes `128 + N`).
+//!   signal `N` becomes `128 + N`). The command gets `SIGKILL` if the
+//!   supervisor dies (`PR_SET_PDEATHSIG`).
 //!
 //! On the host, with no bubblewrap around it (the Landlock mechanism),
 //! `--landlock` and its options ([`sandbox_core::HostConfinement`],
@@ -102,7 +103,7 @@
 //! nowhere and `connect` only to the `--connect-tcp` ports, and the abstract
 //! Unix socket and signal scopes. The filter then also sends the supervisor
 //! every open that may write (`O_WRONLY`, `O_RDWR`, `O_TRUNC`), `truncate`,
-//! `unlink`, `unlinkat` and `rmdir`; allows only Unix stream and seqpacket
+//! `unlink`, `unlinkat`, `rmdir`, `getdents` and `getdents64`; allows only Unix stream and seqpacket
 //! and TCP stream sockets (`EACCES` for UDP, raw, packet, netlink and Unix
 //! datagram sockets); and refuses `MSG_FASTOPEN` sends. The supervisor
 //! refuses (`EACCES`, reported) writing, truncating, removing, renaming or
@@ -110,7 +111,24 @@
 //! one at launch under any other name (by device and inode); an existing
 //! file is opened for writing through the very descriptor that was
 //! checked. A TCP connect reaches only 127.0.0.1 on a `--connect-tcp` port
-//! (reported as `connect ADDRESS:PORT` otherwise).
+//! (reported as `connect ADDRESS:PORT` otherwise). Listing a `--read-deny`
+//! directory, or one below it, is refused (`EACCES`): Landlock's listing
+//! right, granted on the directories above a secret so that they can be
+//! listed, would hold for the secret too, so the supervisor lists every
+//! directory itself (through the caller's own descriptor, into its buffer,
+//! at most [`MAX_LISTING_READ`] bytes a call) after checking it.
+//!
+//! On the host nothing the command starts outlives it, as a pid namespace
+//! would ensure: the supervisor is the tree's subreaper
+//! (`PR_SET_CHILD_SUBREAPER`, so a double-forked or `setsid` process comes
+//! back to it), and when the command exits it kills every process below
+//! itself (found through `/proc`) and reaps them before it exits. It does
+//! the same when its own parent (the host program) exits, however it died
+//! (a `pidfd` of the parent, polled with the listener), and on `SIGUSR1`
+//! ([`END_TREE_SIGNAL`], the host's "kill"); `SIGINT`, `SIGTERM` and
+//! `SIGHUP` are passed on to every process below it. The command runs in
+//! a Landlock domain nested in the supervisor's and scoped for signals, so
+//! nothing in the tree can signal the supervisor (by pid, group or `-1`).
 //!
 //! Use it as the command bubblewrap runs:
 //!
@@ -254,12 +272,18 @@ mod supervisor;
 mod sys;
 #[cfg(target_os = "linux")]
 mod syscalls;
+#[cfg(target_os = "linux")]
+mod tree;
 
 pub use error::{Error, ErrorKind};
 pub use host::HostRules;
 pub use invocation::{Invocation, MAX_COMMAND_ARGS};
+#[cfg(target_os = "linux")]
+pub use launch::END_TREE_SIGNAL;
 pub use launch::{MIN_KERNEL, Outcome, Stats, kernel_release_supported, launcher_main, run};
-pub use limits::{MAX_RETRIES, MAX_SYMLINK_HOPS, MAX_WAITING_FIFO_OPENS, PATH_MAX};
+pub use limits::{
+    MAX_LISTING_READ, MAX_RETRIES, MAX_SYMLINK_HOPS, MAX_WAITING_FIFO_OPENS, PATH_MAX,
+};
 pub use report::{
     Denial, DeniedCall, MAX_REPORT_LINE, VIOLATION_ACTION, format_denial_line, parse_denial_line,
 };

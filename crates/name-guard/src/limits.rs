@@ -11,3 +11,8 @@ pub const MAX_RETRIES: usize = 8;
 /// Most opens of existing FIFOs waiting at once on worker threads; past
 /// it, an open of a FIFO answers `EAGAIN` rather than stall the supervisor.
 pub const MAX_WAITING_FIFO_OPENS: usize = 256;
+
+/// The most bytes of directory entries the supervisor lists for one
+/// `getdents` on the host (a larger buffer gets fewer entries, as the
+/// call allows).
+pub const MAX_LISTING_READ: usize = 256 * 1024;

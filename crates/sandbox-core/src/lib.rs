@@ -23,21 +23,29 @@
 //! Everything that reads the host goes through a [`HostView`]: use
 //! [`AmbientHost::from_ambient`] for the real machine and [`FakeHost`] to
 //! describe one in a test (a macOS host with `/tmp -> /private/tmp`, a Linux
-//! host without `socat`, ...).
+//! host without bubblewrap, ...).
+//!
+//! On Linux the probe offers bubblewrap where it runs, else Landlock with
+//! the name guard (a kernel with Landlock ABI 6 and Linux 5.19), else
+//! nothing, with the hint; `socat` is only the bridges' fallback and never
+//! required.
 //!
 //! # Example: probe and select
 //!
 //! ```
 //! use sandbox_core::*;
 //!
-//! // A Linux host with bubblewrap but no socat.
+//! // A Linux host without bubblewrap whose kernel has no Landlock.
 //! let mut host = FakeHost::new(Os::Linux);
-//! host.env("PATH", "/usr/bin:/bin").executable("/usr/bin/bwrap");
+//! host.env("PATH", "/usr/bin:/bin")
+//!     .executable("/usr/bin/socat")
+//!     .contents("/proc/sys/kernel/osrelease", "6.12.0-1-amd64");
 //! let report = ProbeReport::probe(&host);
 //! assert_eq!(
 //!     report.startup_line(SandboxSwitch::On),
 //!     "no OS-native agent sandbox on this host: \
-//!      install the missing packages: sudo apt-get install socat",
+//!      install the missing packages: sudo apt-get install bubblewrap; \
+//!      nor can Landlock confine here (no Landlock on this described host)",
 //! );
 //!
 //! // Dispatch falls back to `none` (and says so); a terminal that asks

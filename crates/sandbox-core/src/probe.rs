@@ -44,11 +44,12 @@ impl Platform {
 pub enum NativeMechanism {
     /// macOS Seatbelt through `sandbox-exec`.
     Seatbelt,
-    /// bubblewrap, with socat for the proxy bridges.
+    /// bubblewrap (socat, when installed, only as the proxy bridges'
+    /// fallback).
     Bubblewrap,
     /// Landlock and the name guard's seccomp supervisor, with no
-    /// namespaces: for Linux hosts where bubblewrap cannot make its
-    /// namespaces (see [`NOTE_LANDLOCK`] for what is weaker).
+    /// namespaces: for Linux hosts where bubblewrap is missing or cannot
+    /// make its namespaces (see [`NOTE_LANDLOCK`] for what is weaker).
     Landlock,
 }
 
@@ -66,11 +67,16 @@ impl NativeMechanism {
 
 /// The note for a macOS host.
 pub const NOTE_SEATBELT: &str = "sandbox-exec (Seatbelt): namespace isolation, no kernel boundary";
-/// The note for a Linux or WSL2 host with bubblewrap and socat.
+/// The note for a Linux or WSL2 host where bubblewrap runs.
 pub const NOTE_BUBBLEWRAP: &str = "bubblewrap: namespace isolation, no kernel boundary";
-/// The note for a Linux host where bubblewrap cannot run and Landlock can:
-/// what it enforces, and each way it is weaker than bubblewrap.
-pub const NOTE_LANDLOCK: &str = "landlock: Landlock file, TCP and scope rules with the name guard's seccomp supervisor, no namespaces; weaker than bubblewrap: other processes are visible in /proc, no private /tmp, secrets are unreadable but not hidden";
+/// The note for a Linux host where bubblewrap is missing or cannot run and
+/// Landlock can: what it enforces, and each way it is weaker than
+/// bubblewrap.
+pub const NOTE_LANDLOCK: &str = "landlock: Landlock file, TCP and scope rules with the name guard's seccomp supervisor, no namespaces; weaker than bubblewrap: other processes are visible in /proc, no private /tmp, the names of secret paths can be seen (not their contents)";
+/// The hint on a Linux host that runs the Landlock mechanism because
+/// bubblewrap is not installed: how to get the stronger one.
+pub const HINT_INSTALL_BUBBLEWRAP: &str =
+    "install bubblewrap for namespace isolation: sudo apt-get install bubblewrap";
 /// The lowest Landlock ABI the Landlock mechanism runs on: 4 brought TCP
 /// rules, 5 device ioctls, 6 the abstract Unix socket and signal scopes
 /// (Linux 6.12). An older ABI cannot keep the command from signalling a host
@@ -97,7 +103,7 @@ pub const LINE_NONE: &str = "no OS-native agent sandbox on this host";
 /// The start-up line when the sandbox is switched off.
 pub const LINE_DISABLED: &str = "agent sandbox DISABLED by --sandbox off";
 
-/// A tool the Linux native backend needs, with the Debian package that has it.
+/// A tool the Linux native backend uses, with the Debian package that has it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RequiredTool {
     /// The executable's name on `PATH`.
@@ -106,17 +112,21 @@ pub struct RequiredTool {
     pub package: &'static str,
 }
 
-/// The tools the Linux backend needs, in the order hints name them.
-pub const LINUX_REQUIRED_TOOLS: [RequiredTool; 2] = [
-    RequiredTool {
-        binary: "bwrap",
-        package: "bubblewrap",
-    },
-    RequiredTool {
-        binary: "socat",
-        package: "socat",
-    },
-];
+/// The tools the bubblewrap mechanism needs, in the order hints name them.
+pub const LINUX_REQUIRED_TOOLS: [RequiredTool; 1] = [RequiredTool {
+    binary: "bwrap",
+    package: "bubblewrap",
+}];
+
+/// Tools the bubblewrap mechanism uses only on a fallback path, looked up
+/// and reported in [`NativeProbe::tools`] but never required: `socat`
+/// bridges the proxies where their listeners cannot be bound inside the
+/// sandbox's network namespace (a launch that needs it and lacks it fails
+/// with the install line).
+pub const LINUX_FALLBACK_TOOLS: [RequiredTool; 1] = [RequiredTool {
+    binary: "socat",
+    package: "socat",
+}];
 
 /// The microVM runtimes the default probe looks for on `PATH`.
 pub const DEFAULT_MICROVM_RUNTIMES: [&str; 3] = ["krunvm", "firecracker", "cloud-hypervisor"];
@@ -220,11 +230,13 @@ pub struct NativeProbe {
     pub tools: Vec<(String, PathBuf)>,
     /// The human note when available.
     pub note: Option<String>,
-    /// True when installing packages would make it available.
+    /// True when installing packages would make it available, or make a
+    /// stronger mechanism available than the one offered.
     pub requires_install: bool,
     /// The packages that are missing, in hint order.
     pub missing_packages: Vec<String>,
-    /// The hint when not available.
+    /// The hint: why nothing is available, or, when a weaker mechanism
+    /// runs because a package is missing, how to get the stronger one.
     pub hint: Option<String>,
     /// How creation-time filename rules can be enforced here.
     pub filename_rules: FilenameRuleSupport,
@@ -280,100 +292,7 @@ impl ProbeReport {
                     unavailable(format!("{SANDBOX_EXEC_PATH} is missing"))
                 }
             }
-            Platform::Linux | Platform::Wsl2 => {
-                let release = host
-                    .read_small_file(Path::new("/proc/sys/kernel/osrelease"))
-                    .unwrap_or_default();
-                let filename_rules = name_guard_support(&release);
-                let mut tools = Vec::new();
-                let mut missing = Vec::new();
-                for tool in LINUX_REQUIRED_TOOLS {
-                    match find_on_path(host, path_var.as_ref(), tool.binary) {
-                        Some(found) => tools.push((tool.binary.to_string(), found)),
-                        None => missing.push(tool.package.to_string()),
-                    }
-                }
-                // Installed is not enough: one trial launch shows whether
-                // this host lets bubblewrap make its namespaces.
-                let tried = match tools.iter().find(|(name, _)| name == "bwrap") {
-                    Some((_, bwrap)) if missing.is_empty() => host.try_bubblewrap(bwrap),
-                    _ => Ok(()),
-                };
-                let landlock = || match (&filename_rules, host.try_landlock()) {
-                    (FilenameRuleSupport::NameGuard, Ok(())) => Ok(()),
-                    (FilenameRuleSupport::NameGuard, Err(why)) => Err(why),
-                    (FilenameRuleSupport::Unavailable(why), _) => {
-                        Err(format!("the name guard cannot run ({why})"))
-                    }
-                    (FilenameRuleSupport::Seatbelt, _) => Err("not Linux".to_owned()),
-                };
-                if let Err(why) = &tried
-                    && let Ok(()) = landlock()
-                {
-                    NativeProbe {
-                        available: true,
-                        mechanism: Some(NativeMechanism::Landlock),
-                        tools,
-                        note: Some(format!(
-                            "{NOTE_LANDLOCK}; bubblewrap cannot make its namespaces here ({why}); {NOTE_NAME_GUARD}"
-                        )),
-                        requires_install: false,
-                        missing_packages: Vec::new(),
-                        hint: None,
-                        filename_rules,
-                    }
-                } else if let Err(why) = tried {
-                    let no_landlock = landlock().err().unwrap_or_default();
-                    let hint = format!(
-                        "bwrap is installed but cannot make its namespaces on this host ({why}); user namespaces may be disabled or restricted here; nor can Landlock confine here ({no_landlock})"
-                    );
-                    NativeProbe {
-                        available: false,
-                        mechanism: None,
-                        tools,
-                        note: None,
-                        requires_install: false,
-                        missing_packages: Vec::new(),
-                        hint: Some(hint),
-                        filename_rules,
-                    }
-                } else if missing.is_empty() {
-                    let note = match &filename_rules {
-                        FilenameRuleSupport::NameGuard => {
-                            format!("{NOTE_BUBBLEWRAP}; {NOTE_NAME_GUARD}")
-                        }
-                        FilenameRuleSupport::Unavailable(why) => format!(
-                            "{NOTE_BUBBLEWRAP}; filename rules not enforceable ({why}): launches with writable mounts are refused"
-                        ),
-                        FilenameRuleSupport::Seatbelt => NOTE_BUBBLEWRAP.to_string(),
-                    };
-                    NativeProbe {
-                        available: true,
-                        mechanism: Some(NativeMechanism::Bubblewrap),
-                        tools,
-                        note: Some(note),
-                        requires_install: false,
-                        missing_packages: Vec::new(),
-                        hint: None,
-                        filename_rules,
-                    }
-                } else {
-                    let hint = format!(
-                        "install the missing packages: sudo apt-get install {}",
-                        missing.join(" ")
-                    );
-                    NativeProbe {
-                        available: false,
-                        mechanism: None,
-                        tools,
-                        note: None,
-                        requires_install: true,
-                        missing_packages: missing,
-                        hint: Some(hint),
-                        filename_rules,
-                    }
-                }
-            }
+            Platform::Linux | Platform::Wsl2 => probe_linux(host, path_var.as_ref()),
             Platform::Wsl1 => unavailable(format!(
                 "{HINT_UNSUPPORTED} (WSL1 has no namespaces; use WSL2)"
             )),
@@ -412,6 +331,119 @@ impl ProbeReport {
         } else {
             SandboxBackend::None
         }
+    }
+}
+
+/// The Linux and WSL2 probe. Selection order: bubblewrap where it runs
+/// (one trial launch), else Landlock with the name guard, else nothing,
+/// with the hint. Only `bwrap` is required for bubblewrap; `socat` is
+/// looked up for the bridges' fallback.
+fn probe_linux<H: HostView + ?Sized>(
+    host: &H,
+    path_var: Option<&std::ffi::OsString>,
+) -> NativeProbe {
+    let release = host
+        .read_small_file(Path::new("/proc/sys/kernel/osrelease"))
+        .unwrap_or_default();
+    let filename_rules = name_guard_support(&release);
+    let mut tools = Vec::new();
+    let mut missing = Vec::new();
+    for tool in LINUX_REQUIRED_TOOLS {
+        match find_on_path(host, path_var, tool.binary) {
+            Some(found) => tools.push((tool.binary.to_string(), found)),
+            None => missing.push(tool.package.to_string()),
+        }
+    }
+    for tool in LINUX_FALLBACK_TOOLS {
+        if let Some(found) = find_on_path(host, path_var, tool.binary) {
+            tools.push((tool.binary.to_string(), found));
+        }
+    }
+    // Installed is not enough: one trial launch shows whether this host
+    // lets bubblewrap make its namespaces.
+    // `None`: not installed; `Some(why)`: installed, and the trial failed.
+    let bubblewrap_failed = match tools.iter().find(|(name, _)| name == "bwrap") {
+        Some((_, bwrap)) => host.try_bubblewrap(bwrap).err().map(Some),
+        None => Some(None),
+    };
+    let Some(bubblewrap_failed) = bubblewrap_failed else {
+        let note = match &filename_rules {
+            FilenameRuleSupport::NameGuard => format!("{NOTE_BUBBLEWRAP}; {NOTE_NAME_GUARD}"),
+            FilenameRuleSupport::Unavailable(why) => format!(
+                "{NOTE_BUBBLEWRAP}; filename rules not enforceable ({why}): launches with writable mounts are refused"
+            ),
+            FilenameRuleSupport::Seatbelt => NOTE_BUBBLEWRAP.to_string(),
+        };
+        return NativeProbe {
+            available: true,
+            mechanism: Some(NativeMechanism::Bubblewrap),
+            tools,
+            note: Some(note),
+            requires_install: false,
+            missing_packages: Vec::new(),
+            hint: None,
+            filename_rules,
+        };
+    };
+    let landlock = match (&filename_rules, host.try_landlock()) {
+        (FilenameRuleSupport::NameGuard, Ok(())) => Ok(()),
+        (FilenameRuleSupport::NameGuard, Err(why)) => Err(why),
+        (FilenameRuleSupport::Unavailable(why), _) => {
+            Err(format!("the name guard cannot run ({why})"))
+        }
+        (FilenameRuleSupport::Seatbelt, _) => Err("not Linux".to_owned()),
+    };
+    let requires_install = !missing.is_empty();
+    match (bubblewrap_failed, landlock) {
+        (None, Ok(())) => NativeProbe {
+            available: true,
+            mechanism: Some(NativeMechanism::Landlock),
+            tools,
+            note: Some(format!(
+                "{NOTE_LANDLOCK}; bubblewrap is not installed; {NOTE_NAME_GUARD}; {HINT_INSTALL_BUBBLEWRAP}"
+            )),
+            requires_install,
+            missing_packages: missing,
+            hint: Some(HINT_INSTALL_BUBBLEWRAP.to_string()),
+            filename_rules,
+        },
+        (Some(why), Ok(())) => NativeProbe {
+            available: true,
+            mechanism: Some(NativeMechanism::Landlock),
+            tools,
+            note: Some(format!(
+                "{NOTE_LANDLOCK}; bubblewrap cannot make its namespaces here ({why}); {NOTE_NAME_GUARD}"
+            )),
+            requires_install: false,
+            missing_packages: Vec::new(),
+            hint: None,
+            filename_rules,
+        },
+        (None, Err(no_landlock)) => NativeProbe {
+            available: false,
+            mechanism: None,
+            tools,
+            note: None,
+            requires_install,
+            hint: Some(format!(
+                "install the missing packages: sudo apt-get install {}; nor can Landlock confine here ({no_landlock})",
+                missing.join(" ")
+            )),
+            missing_packages: missing,
+            filename_rules,
+        },
+        (Some(why), Err(no_landlock)) => NativeProbe {
+            available: false,
+            mechanism: None,
+            tools,
+            note: None,
+            requires_install: false,
+            missing_packages: Vec::new(),
+            hint: Some(format!(
+                "bwrap is installed but cannot make its namespaces on this host ({why}); user namespaces may be disabled or restricted here; nor can Landlock confine here ({no_landlock})"
+            )),
+            filename_rules,
+        },
     }
 }
 

@@ -7,9 +7,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_agent-run");
 fn native() -> bool {
     let p = &sandbox_core::probe_ambient().native;
     test_support::require(
-        p.available,
-        "a native sandbox (bubblewrap and socat)",
-        &format!("apt-get install {}", p.missing_packages.join(" ")),
+        p.mechanism == Some(sandbox_core::NativeMechanism::Bubblewrap),
+        "bubblewrap (the native sandbox's namespace mechanism)",
+        "apt-get install bubblewrap",
     )
 }
 
@@ -284,45 +284,237 @@ fn proxy_is_the_only_way_out_and_the_guard_holds_as_an_unprivileged_user() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
-#[test]
-fn without_a_native_sandbox_nothing_runs_unless_asked_for_by_name() {
-    // A PATH with `sh` and nothing else: the probe finds neither bubblewrap
-    // nor socat, as on a fresh machine.
-    let d = scratch("nosandbox");
+/// Whether this kernel runs the Landlock mechanism; fails with what to do
+/// when not (never passes empty).
+fn landlock() -> bool {
+    use sandbox_core::HostView;
+    let host = sandbox_core::AmbientHost::from_ambient_untimed();
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let tried = host.try_landlock();
+    test_support::require(
+        sandbox_core::kernel_runs_name_guard(&release) && tried.is_ok(),
+        &format!("Landlock ABI 6 or later and the name guard's kernel ({tried:?})"),
+        "run the tests on Linux 6.12 or later with Landlock among the active LSMs (lsm=...,landlock)",
+    )
+}
+
+/// A directory of links to every program in /usr/bin and /bin but
+/// bubblewrap and socat: PATH as on a fresh machine, without uninstalling
+/// anything.
+fn path_without_bubblewrap(d: &std::path::Path) -> std::path::PathBuf {
     let bin = d.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink("/bin/sh", bin.join("sh")).unwrap();
-    let run_with = |extra: &[&str]| {
+    for dir in ["/usr/bin", "/bin"] {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let name = e.file_name();
+            if name == "bwrap" || name == "socat" || bin.join(&name).exists() {
+                continue;
+            }
+            let _ = std::os::unix::fs::symlink(e.path(), bin.join(&name));
+        }
+    }
+    bin
+}
+
+#[test]
+fn without_bubblewrap_the_readme_command_runs_confined_under_landlock() {
+    if !landlock() {
+        return;
+    }
+    let d = scratch("nobwrap");
+    let bin = path_without_bubblewrap(&d);
+    let ws = d.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let run_with = |extra: &[&str], script: &str| {
         let mut args = extra.to_vec();
-        args.extend(["--", "sh", "-c", "echo k > made.key"]);
+        args.extend(["--", "sh", "-c", script]);
         Command::new(BIN)
             .args(&args)
-            .current_dir(&d)
+            .current_dir(&ws)
             .env_remove("CC_SERVER_SANDBOX")
             .env("PATH", &bin)
             .output()
             .unwrap()
     };
-    let o = run_with(&[]);
-    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
-    let e = err(&o);
-    assert!(e.contains("no OS-native agent sandbox on this host"), "{e}");
-    assert!(e.contains("refusing to run \"sh\" unconfined"), "{e}");
-    assert!(e.contains("apt-get install bubblewrap socat"), "{e}");
-    assert!(!d.join("made.key").exists(), "the command ran: {e}");
-    assert!(
-        !e.contains("agent-run: backend"),
-        "no backend line on a refusal: {e}"
+    // The README's first command.
+    let o = run_with(
+        &[],
+        "id; ls -a ~; echo k > id.key; curl -sS -o /dev/null https://example.com || echo \"blocked (curl exit $?)\"",
     );
+    let (out, e) = (String::from_utf8_lossy(&o.stdout).into_owned(), err(&o));
+    assert_eq!(o.status.code(), Some(0), "{out}{e}");
+    assert!(e.contains("agent sandbox ON: landlock: "), "{e}");
+    assert!(
+        e.contains("install bubblewrap for namespace isolation: sudo apt-get install bubblewrap"),
+        "{e}"
+    );
+    assert!(!e.contains("socat"), "socat is never asked for: {e}");
+    assert!(e.contains("agent-run: backend native (landlock"), "{e}");
+    assert!(
+        e.contains(&format!(
+            "violation: file-write-create {}/id.key",
+            ws.display()
+        )),
+        "{e}"
+    );
+    assert!(
+        e.contains("violation: network-outbound example.com:443"),
+        "{e}"
+    );
+    assert!(out.contains("blocked (curl exit"), "{out}");
+    assert!(!ws.join("id.key").exists());
     // The explicit opt-outs run it on the host, and say so.
     for opt in [&["--backend", "none"][..], &["--sandbox", "off"][..]] {
-        let o = run_with(opt);
+        let o = run_with(opt, "echo k > made.key");
         assert_eq!(o.status.code(), Some(0), "{opt:?}: {}", err(&o));
         assert!(err(&o).contains("backend none"), "{}", err(&o));
-        assert!(d.join("made.key").exists(), "{opt:?}");
-        std::fs::remove_file(d.join("made.key")).unwrap();
+        assert!(ws.join("made.key").exists(), "{opt:?}");
+        std::fs::remove_file(ws.join("made.key")).unwrap();
     }
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// The pids whose command line holds the argument `marker`.
+fn carrying(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).split('\0').any(|a| a == marker))
+        })
+        .collect()
+}
+
+/// Polls `done` every 50 ms for up to 10 s.
+fn within_10s(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !done() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    true
+}
+
+/// `agent-run --mechanism landlock` (as `user`, when given) with a home
+/// holding `.ssh/id_ed25519`: the key's directory is not listable, a
+/// background process is gone when the run ends, and after a `kill -9` of
+/// `agent-run` itself nothing it started is left (supervisor, shell,
+/// double-forked `setsid` process ignoring SIGTERM).
+fn landlock_run_leaves_nothing(tag: u32, user: Option<&str>) {
+    use std::os::unix::fs::PermissionsExt;
+    let d = scratch(&format!("leaves-{tag}"));
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let home = d.join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "KEY").unwrap();
+    for p in [&home, &home.join(".ssh")] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let command = |script: &str| {
+        let mut c = match user {
+            Some(u) => {
+                let mut c = Command::new("/usr/bin/setpriv");
+                c.args([
+                    &format!("--reuid={u}"),
+                    &format!("--regid={u}"),
+                    "--clear-groups",
+                    BIN,
+                ]);
+                c
+            }
+            None => Command::new(BIN),
+        };
+        c.args(["--mechanism", "landlock", "--", "sh", "-c", script])
+            .current_dir(&d)
+            .env_remove("CC_SERVER_SANDBOX")
+            .env("HOME", &home);
+        c
+    };
+    let m = |n: u32| format!("{}.{}{n}", 4300 + tag, std::process::id());
+    // The key's directory, and a run that leaves a background job.
+    let o = command(&format!(
+        "ls -a ~/.ssh; ls ~/.ssh/; find ~/.ssh; sleep {} >/dev/null 2>&1 & \
+         (setsid sh -c 'trap \"\" TERM HUP; exec sleep {}' >/dev/null 2>&1 &); echo RAN",
+        m(1),
+        m(2)
+    ))
+    .output()
+    .unwrap();
+    let (out, e) = (String::from_utf8_lossy(&o.stdout).into_owned(), err(&o));
+    assert!(out.contains("RAN"), "{out}{e}");
+    assert!(
+        !out.contains("id_ed25519") && !e.contains("id_ed25519"),
+        "the key's name was listed: {out}{e}"
+    );
+    let gone = within_10s(|| carrying(&m(1)).is_empty() && carrying(&m(2)).is_empty());
+    let left: Vec<u32> = [m(1), m(2)].iter().flat_map(|x| carrying(x)).collect();
+    for pid in &left {
+        let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+    }
+    assert!(gone, "outlived agent-run: {left:?}");
+    // kill -9 of agent-run while its command runs.
+    let mut child = command(&format!(
+        "(setsid sh -c 'trap \"\" TERM HUP; exec sleep {}' >/dev/null 2>&1 &); exec sleep {}",
+        m(3),
+        m(4)
+    ))
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    assert!(
+        within_10s(|| !carrying(&m(3)).is_empty() && !carrying(&m(4)).is_empty()),
+        "the command never started"
+    );
+    // The supervisor: agent-run's child that carries the command.
+    let supervisor: Vec<u32> = carrying(&m(4))
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| s.contains("agent-run"))
+        })
+        .collect();
+    child.kill().unwrap();
+    let _ = child.wait();
+    let gone = within_10s(|| {
+        carrying(&m(3)).is_empty()
+            && carrying(&m(4)).is_empty()
+            && supervisor
+                .iter()
+                .all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+    });
+    let left: Vec<u32> = [m(3), m(4)].iter().flat_map(|x| carrying(x)).collect();
+    for pid in &left {
+        let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+    }
+    assert!(
+        gone,
+        "outlived a kill -9 of agent-run: {left:?} {supervisor:?}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn under_landlock_secrets_are_not_listed_and_nothing_outlives_the_run() {
+    if !landlock() {
+        return;
+    }
+    landlock_run_leaves_nothing(1, None);
+}
+
+#[test]
+fn under_landlock_as_an_unprivileged_user_nothing_outlives_the_run() {
+    if !landlock()
+        || !test_support::require_root()
+        || test_support::tool("setpriv", "apt-get install util-linux").is_none()
+    {
+        return;
+    }
+    landlock_run_leaves_nothing(2, Some("65534"));
 }
 
 /// The local addresses of the TCP sockets `pid` listens on in this

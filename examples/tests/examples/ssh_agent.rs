@@ -52,9 +52,9 @@ fn text(b: &[u8]) -> String {
 fn tools() -> bool {
     let p = &sandbox_core::probe_ambient().native;
     if !test_support::require(
-        p.available,
-        "a native sandbox (bubblewrap and socat)",
-        &format!("apt-get install {}", p.missing_packages.join(" ")),
+        p.mechanism == Some(sandbox_core::NativeMechanism::Bubblewrap),
+        "bubblewrap (the native sandbox's namespace mechanism)",
+        "apt-get install bubblewrap",
     ) || !test_support::require(
         p.filename_rules.is_enforceable(),
         "a kernel that can run the name guard (Linux 5.19 or later, x86-64)",

@@ -16,8 +16,10 @@
 //!
 //! What is weaker than bubblewrap, every time (the probe note, the handle's
 //! `weaker` detail): other processes are visible in `/proc`, `/tmp` is the
-//! host's (not writable; `TMPDIR` is the session's own directory), and
-//! secrets are unreadable but not hidden (their names can be listed).
+//! host's (not writable; `TMPDIR` is the session's own directory), and the
+//! names of secret paths can be seen in their parent's listing (a secret
+//! can be neither read nor, for a directory, listed: the supervisor
+//! performs every listing and refuses those).
 
 use super::bubblewrap::ReportPipe;
 use super::{BackendSession, CommandTask, ExecRequest, Launched};
@@ -50,7 +52,7 @@ pub(crate) struct Session {
 }
 
 /// The handle detail that says what this mechanism does not do.
-pub(crate) const WEAKER: &str = "no namespaces: other processes are visible in /proc, no private /tmp (TMPDIR is the session's own directory), secrets are unreadable but not hidden";
+pub(crate) const WEAKER: &str = "no namespaces: other processes are visible in /proc, no private /tmp (TMPDIR is the session's own directory), the names of secret paths can be seen (not their contents)";
 
 pub(crate) async fn launch(
     config: &Config,
@@ -179,6 +181,10 @@ impl Session {
         let child = c
             .spawn()
             .map_err(|e| Error::io(format!("starting {:?}", argv[0]), e))?;
+        // The launcher's supervisor takes the signals for the whole tree.
+        if let Some(pid) = child.id() {
+            io.control.supervisor_started(pid);
+        }
         let (write_end, reader) = report
             .start()
             .map_err(|e| Error::io("reading the name guard's reports", e))?;

@@ -19,9 +19,9 @@ const HOST: &str = "origin.test";
 async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
     let native = &probe_ambient().native;
     if !test_support::require(
-        native.available,
-        "a native sandbox (bubblewrap and socat)",
-        &format!("apt-get install {}", native.missing_packages.join(" ")),
+        native.mechanism == Some(sandbox_core::NativeMechanism::Bubblewrap),
+        "bubblewrap (the native sandbox's namespace mechanism)",
+        "apt-get install bubblewrap",
     ) {
         return;
     }

@@ -528,3 +528,183 @@ async fn a_command_on_a_terminal_has_its_own_and_follows_resizes() {
     assert!(seen.contains("30 100\r\n"), "{seen:?}");
     m.destroy(&mut h).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_denied_directory_is_neither_readable_nor_listable() {
+    if !landlock_available() {
+        return;
+    }
+    let t = Tree::new("list");
+    let m = manager(&t, None);
+    let mut h = m.launch(t.spec("ll-list")).await.unwrap();
+    let home = t.p("home");
+    let py = if python() {
+        format!("python3 -c 'import os,sys; print(os.listdir(sys.argv[1]))' {home}/.ssh; ")
+    } else {
+        String::new()
+    };
+    let r = run(
+        &m,
+        &h,
+        &format!(
+            "ls -a {home}/.ssh; ls {home}/.ssh/; ls -a {home}/../home/.ssh; find {home}/.ssh; \
+             ls -a {home}/.aws; cd {home}/.ssh && ls -a .; cd {home}/.ssh && echo *; \
+             {py}ln -s {home}/.ssh link && ls -a link/; \
+             ls -a {home} && echo HOME-LISTED; cat {home}/.bashrc && echo SIBLING-READ; \
+             ls -a {ws} >/dev/null && echo WS-LISTED",
+            ws = t.p("ws"),
+        ),
+    )
+    .await;
+    for secret in ["id_rsa", "credentials"] {
+        assert!(
+            !r.stdout.contains(secret) && !r.stderr.contains(secret),
+            "{secret} revealed:\n{}\n{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+    // The siblings of a secret stay readable, the home above it and the
+    // sandbox's own tree listable (the secret's name shows there).
+    for good in ["SIBLING-READ", "WS-LISTED", "HOME-LISTED", ".ssh"] {
+        assert!(r.stdout.contains(good), "{good}: {} {}", r.stdout, r.stderr);
+    }
+    m.destroy(&mut h).await.unwrap();
+}
+
+/// A marker only this test's processes carry: a `sleep` duration.
+fn marker(tag: u32, n: u32) -> String {
+    format!("{}.{}{n}", 4000 + tag, std::process::id())
+}
+
+/// The pids whose command line holds `marker`.
+fn carrying(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).split('\0').any(|a| a == marker))
+        })
+        .collect()
+}
+
+/// Waits up to 5 s for every process carrying one of `markers` to be gone;
+/// the ones left, if any.
+fn left_after_wait(markers: &[String]) -> Vec<(String, Vec<u32>)> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left: Vec<(String, Vec<u32>)> = markers
+            .iter()
+            .map(|m| (m.clone(), carrying(m)))
+            .filter(|(_, p)| !p.is_empty())
+            .collect();
+        if left.is_empty() || std::time::Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Ends what a failed test left running.
+fn kill_all(left: &[(String, Vec<u32>)]) {
+    for (_, pids) in left {
+        for pid in pids {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        }
+    }
+}
+
+/// A script that leaves processes behind every way it can: a background
+/// job, a double-forked `setsid` process that ignores SIGTERM and SIGHUP,
+/// and a daemon that forks again; each a `sleep` carrying one of
+/// `markers`. Their output goes nowhere, so a survivor cannot hold the
+/// command's pipes.
+fn leave_behind(markers: &[String; 3]) -> String {
+    let [a, b, c] = markers;
+    format!(
+        "sleep {a} >/dev/null 2>&1 & \
+         (setsid sh -c 'trap \"\" TERM HUP; exec sleep {b}' >/dev/null 2>&1 &); \
+         (setsid sh -c 'trap \"\" TERM; sleep {c} & sleep {c}' >/dev/null 2>&1 &); \
+         echo STARTED"
+    )
+}
+
+#[tokio::test]
+async fn nothing_a_command_starts_outlives_it() {
+    if !landlock_available() {
+        return;
+    }
+    let t = Tree::new("tree");
+    let m = manager(&t, None);
+    let mut h = m.launch(t.spec("ll-tree")).await.unwrap();
+    let markers = [marker(1, 1), marker(1, 2), marker(1, 3)];
+    let r = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        run(&m, &h, &leave_behind(&markers)),
+    )
+    .await
+    .expect("the command's end waited for what it left behind");
+    assert!(r.stdout.contains("STARTED"), "{} {}", r.stdout, r.stderr);
+    assert_eq!(r.exit, Some(0), "{}", r.stderr);
+    let left = left_after_wait(&markers);
+    kill_all(&left);
+    assert!(left.is_empty(), "outlived the command: {left:?}");
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn destroy_and_kill_end_everything_a_running_command_started() {
+    if !landlock_available() {
+        return;
+    }
+    let t = Tree::new("destroy");
+    let m = manager(&t, None);
+    for (round, by_destroy) in [(2u32, false), (3, true)] {
+        let mut h = m.launch(t.spec(&format!("ll-end-{round}"))).await.unwrap();
+        let markers = [marker(round, 1), marker(round, 2), marker(round, 3)];
+        let fg = marker(round, 4);
+        let mut cmd = sandbox_core::SandboxCommand::new("/bin/sh");
+        cmd.arg("-c").arg(format!(
+            "trap '' TERM; {} ; exec sleep {fg}",
+            leave_behind(&markers)
+        ));
+        let mut running = m.exec(&h, cmd).await.unwrap();
+        let mut seen = String::new();
+        expect(&mut running, &mut seen, "STARTED").await;
+        // All are running before the end.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while markers.iter().chain([&fg]).any(|m| carrying(m).is_empty())
+            && std::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        if by_destroy {
+            m.destroy(&mut h).await.unwrap();
+        } else {
+            running.signal(sandbox_core::CommandSignal::Kill).unwrap();
+        }
+        let mut ended = None;
+        while let Ok(Some(ev)) =
+            tokio::time::timeout(std::time::Duration::from_secs(10), running.next_event()).await
+        {
+            if let sandbox_core::SandboxEvent::Killed { reason, .. } = ev {
+                ended = Some(reason);
+            }
+        }
+        let all: Vec<String> = markers.iter().cloned().chain([fg.clone()]).collect();
+        let left = left_after_wait(&all);
+        kill_all(&left);
+        assert!(left.is_empty(), "round {round}: outlived the end: {left:?}");
+        let want = if by_destroy {
+            sandbox_core::KillReason::Destroy
+        } else {
+            sandbox_core::KillReason::Manual
+        };
+        assert_eq!(ended, Some(Some(want)), "round {round}");
+        if !by_destroy {
+            m.destroy(&mut h).await.unwrap();
+        }
+    }
+}

@@ -30,6 +30,7 @@ fn the_kernel_runs_the_native_program() {
     let (child, listener) = sys::spawn_filtered(
         &program(abi, sys::getpid(), super::Place::Bubblewrap),
         &argv,
+        sys::Nesting::Bubblewrap,
     )
     .unwrap();
     // No one answers: every notified call fails with ENOSYS.

@@ -154,6 +154,9 @@ impl Supervisor<'_> {
             Args::Connect { fd, addr, len } => {
                 self.connect(n, t, a.get(fd), a.get(addr), a.get(len))
             }
+            Args::Getdents { fd, buf, count } => {
+                self.getdents(n, t, a.get(fd), a.get(buf), a.get(count))
+            }
             Args::Truncate { path, len } => {
                 let p = self.read_path(t, a.get(path))?;
                 self.valid(n)?;
@@ -197,6 +200,41 @@ impl Supervisor<'_> {
             Ok(p) => self.protected_file(&p),
             Err(_) => false,
         }
+    }
+
+    /// `getdents`/`getdents64(fd, buf, count)` on the host: the caller's
+    /// descriptor is taken with `pidfd_getfd` (the same open file
+    /// description, so the listing goes on where the caller's left off),
+    /// refused (`EACCES`) when it is a read-denied directory or below one
+    /// (by device and inode, and by the path it has now; fail closed when
+    /// the path cannot be read), else listed here with the caller's own
+    /// call and written into the caller's buffer.
+    fn getdents(&self, n: &Notif, t: &mut Target<'_>, fd: u64, buf: u64, count: u64) -> Res {
+        let Some(h) = self.host else {
+            return Err(libc::ENOSYS);
+        };
+        let dir = callers_socket(t, fd)?;
+        let id = sys::file_id(dir.as_raw_fd())
+            .ok()
+            .map(|(dev, ino, _)| (dev, ino));
+        let link = format!("/proc/self/fd/{}", dir.as_raw_fd());
+        let hidden = match cstring(link.as_bytes())
+            .and_then(|l| sys::readlinkat(AT_FDCWD, &l, crate::PATH_MAX))
+        {
+            Ok(path) => h.hides_listing(&path, id),
+            Err(_) => true,
+        };
+        if hidden {
+            return Err(super::DENIED);
+        }
+        let count = usize::try_from(count)
+            .unwrap_or(usize::MAX)
+            .min(crate::limits::MAX_LISTING_READ);
+        let mut data = vec![0u8; count];
+        let got = sys::getdents(n.nr, dir.as_raw_fd(), &mut data)?;
+        let data = data.get(..got).ok_or(libc::EIO)?;
+        sys::write_target(n.pid, buf, data)?;
+        Ok(Reply::Val(got as i64))
     }
 
     /// `truncate(path, len)` on the host: the path is looked up (symbolic

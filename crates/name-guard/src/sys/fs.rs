@@ -251,3 +251,23 @@ pub(crate) fn file_id(fd: RawFd) -> Result<(u64, u64, u32), i32> {
     let st = unsafe { st.assume_init() };
     Ok((st.st_dev, st.st_ino, st.st_mode & libc::S_IFMT))
 }
+
+/// The directory entries of `fd` into `buf` with the caller's own call
+/// (`nr`: `getdents` or `getdents64`, whose record layouts differ); the
+/// number of bytes written.
+pub(crate) fn getdents(nr: i64, fd: RawFd, buf: &mut [u8]) -> Result<usize, i32> {
+    // SAFETY: `buf` is `buf.len()` writable bytes owned by the caller; the
+    // kernel writes at most that many.
+    let r = unsafe {
+        libc::syscall(
+            nr as libc::c_long,
+            fd,
+            buf.as_mut_ptr().cast::<libc::c_void>(),
+            buf.len(),
+        )
+    };
+    if r < 0 {
+        return Err(errno());
+    }
+    usize::try_from(r).map_err(|_| libc::EIO)
+}

@@ -20,8 +20,8 @@ mod process;
 mod spawn;
 
 pub(crate) use fs::{
-    bind_raw, connect_raw, dup_cloexec, file_id, is_fifo_at, is_nonblocking, is_procfs, linkat,
-    mkdirat, mknodat, open_socket, openat, poll_out, pread_start, readlinkat, renameat2,
+    bind_raw, connect_raw, dup_cloexec, file_id, getdents, is_fifo_at, is_nonblocking, is_procfs,
+    linkat, mkdirat, mknodat, open_socket, openat, poll_out, pread_start, readlinkat, renameat2,
     set_cloexec_nonblock, socket_id, symlinkat, truncate, unlinkat, with_umask, write_once,
 };
 pub(crate) use notify::{
@@ -29,10 +29,11 @@ pub(crate) use notify::{
     notif_set_sync_wakeup,
 };
 pub(crate) use process::{
-    ExitStatus, drop_all_capabilities, getpid, ignore_signal, pidfd_exited, pidfd_getfd,
-    pidfd_open, pidfd_open_task, poll2, read_target, set_non_dumpable, wait_child,
+    ExitStatus, SignalFd, drop_all_capabilities, exited_child, getpid, getppid, ignore_signal,
+    kill, pidfd_exited, pidfd_getfd, pidfd_open, pidfd_open_task, poll_in, read_target, reap,
+    set_child_subreaper, set_non_dumpable, wait_child, write_target,
 };
-pub(crate) use spawn::{FILTER_FLAG_NEW_LISTENER, SockFilter, spawn_filtered};
+pub(crate) use spawn::{FILTER_FLAG_NEW_LISTENER, Nesting, SockFilter, spawn_filtered};
 
 use std::ffi::CStr;
 use std::os::fd::{FromRawFd, OwnedFd};

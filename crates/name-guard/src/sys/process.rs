@@ -158,33 +158,6 @@ pub(crate) fn pidfd_exited(pidfd: RawFd) -> bool {
     r != 0
 }
 
-/// Poll two descriptors for input, without timeout; returns both `revents`.
-pub(crate) fn poll2(a: Option<RawFd>, b: RawFd, timeout_ms: i32) -> Result<(i16, i16), i32> {
-    let mut fds = [
-        libc::pollfd {
-            fd: a.unwrap_or(-1),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: b,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
-    loop {
-        // SAFETY: `fds` is a valid array of two `pollfd`.
-        let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
-        if r >= 0 {
-            return Ok((fds[0].revents, fds[1].revents));
-        }
-        let e = errno();
-        if e != libc::EINTR {
-            return Err(e);
-        }
-    }
-}
-
 /// How a child ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ExitStatus {
@@ -213,4 +186,164 @@ pub(crate) fn wait_child(pid: i32) -> Result<ExitStatus, i32> {
     } else {
         Ok(ExitStatus::Signal(libc::WTERMSIG(status)))
     }
+}
+
+/// Orphans of the guarded tree come to this process instead of `init`
+/// (`PR_SET_CHILD_SUBREAPER`), so that none leaves it by a double fork.
+pub(crate) fn set_child_subreaper() -> Result<(), i32> {
+    // SAFETY: plain prctl with integer arguments.
+    check(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }).map(|_| ())
+}
+
+/// The parent process's id.
+pub(crate) fn getppid() -> i32 {
+    // SAFETY: `getppid` cannot fail.
+    unsafe { libc::getppid() }
+}
+
+/// Sends `sig` to process `pid`; a process already gone is not an error.
+pub(crate) fn kill(pid: i32, sig: i32) {
+    if pid > 0 {
+        // SAFETY: integer arguments only; `pid` is positive, never a group
+        // or every process.
+        unsafe {
+            libc::kill(pid, sig);
+        }
+    }
+}
+
+/// A child that has exited, if any, without reaping it: `Ok(None)` when
+/// children run and none has exited, `Err(ECHILD)` when there are none.
+pub(crate) fn exited_child() -> Result<Option<i32>, i32> {
+    // SAFETY: `siginfo_t` is plain data for which all zeroes is a valid
+    // value; `waitid` writes into it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `info` is a valid out-pointer for the call.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_ALL,
+                0,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            // SAFETY: after a successful waitid the pid field is set (0
+            // when no child has exited).
+            let pid = unsafe { info.si_pid() };
+            return Ok((pid > 0).then_some(pid));
+        }
+        let e = errno();
+        if e != libc::EINTR {
+            return Err(e);
+        }
+    }
+}
+
+/// Reaps `pid` if it has exited; never waits.
+pub(crate) fn reap(pid: i32) {
+    let mut status: libc::c_int = 0;
+    // SAFETY: `status` is a valid out-pointer.
+    unsafe {
+        libc::waitpid(pid, &mut status, libc::WNOHANG);
+    }
+}
+
+/// Signals delivered through a descriptor instead of handlers: blocked in
+/// this process (and unblocked again in the guarded child before it runs
+/// the command, see [`super::spawn_filtered`]).
+pub(crate) struct SignalFd(OwnedFd);
+
+impl SignalFd {
+    /// Blocks `signals` and opens a descriptor that reads them.
+    pub(crate) fn new(signals: &[i32]) -> Result<SignalFd, i32> {
+        // SAFETY: `sigset_t` is plain data; sigemptyset initialises it.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is a valid sigset for each call; the signal numbers
+        // are valid ones given by the caller.
+        unsafe {
+            libc::sigemptyset(&mut set);
+            for s in signals {
+                libc::sigaddset(&mut set, *s);
+            }
+            if libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+                return Err(errno());
+            }
+        }
+        // SAFETY: `set` is initialised; a new descriptor is returned.
+        let fd = unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
+        owned(fd).map(SignalFd)
+    }
+
+    /// The descriptor to poll.
+    pub(crate) fn raw(&self) -> RawFd {
+        use std::os::fd::AsRawFd;
+        self.0.as_raw_fd()
+    }
+
+    /// The next pending signal, if any.
+    pub(crate) fn next(&self) -> Option<i32> {
+        // SAFETY: `signalfd_siginfo` is plain data for which all zeroes is
+        // a valid value.
+        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::signalfd_siginfo>();
+        // SAFETY: the buffer is `size` writable bytes owned by `info`.
+        let n = unsafe {
+            libc::read(
+                self.raw(),
+                (&mut info as *mut libc::signalfd_siginfo).cast(),
+                size,
+            )
+        };
+        (n == size as isize).then_some(info.ssi_signo as i32)
+    }
+}
+
+/// Polls `fds` (negative entries are skipped) for input; returns each
+/// `revents`.
+pub(crate) fn poll_in<const N: usize>(fds: [RawFd; N], timeout_ms: i32) -> Result<[i16; N], i32> {
+    let mut p = fds.map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    loop {
+        // SAFETY: `p` is a valid array of N `pollfd`.
+        let r = unsafe { libc::poll(p.as_mut_ptr(), N as libc::nfds_t, timeout_ms) };
+        if r >= 0 {
+            return Ok(p.map(|f| f.revents));
+        }
+        let e = errno();
+        if e != libc::EINTR {
+            return Err(e);
+        }
+    }
+}
+
+/// Writes `data` at `addr` in process `pid`; a short write is an error.
+pub(crate) fn write_target(pid: u32, addr: u64, data: &[u8]) -> Result<(), i32> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    let local = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    let pid = libc::pid_t::try_from(pid).map_err(|_| libc::ESRCH)?;
+    // SAFETY: `local` points to `data.len()` readable bytes owned by `data`
+    // (the kernel only reads them); the remote range is written by the
+    // kernel in the other process, which checks it.
+    let n = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
+    if n < 0 {
+        return Err(errno());
+    }
+    if n as usize != data.len() {
+        return Err(libc::EFAULT);
+    }
+    Ok(())
 }

@@ -48,11 +48,41 @@ fn child_fail(msg: &[u8]) -> ! {
     }
 }
 
-/// Fork; in the child set `no_new_privs`, install `prog` with a new
+/// `struct landlock_ruleset_attr` (ABI 6): no file or network right
+/// handled, only scopes.
+#[repr(C)]
+struct ScopeOnlyRuleset {
+    handled_access_fs: u64,
+    handled_access_net: u64,
+    scoped: u64,
+}
+
+/// `LANDLOCK_SCOPE_SIGNAL`.
+const LANDLOCK_SCOPE_SIGNAL: u64 = 1 << 1;
+
+/// Where the guarded command runs, as the fork needs to know it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Nesting {
+    /// Inside bubblewrap: its pid namespace holds the tree.
+    Bubblewrap,
+    /// On the host (`--landlock`): the command also gets a Landlock domain
+    /// of its own nested in the supervisor's, scoped for signals, so that
+    /// no process of the guarded tree can signal the supervisor (not by
+    /// pid, group or `-1`), which must outlive the tree to end it.
+    Host,
+}
+
+/// Fork; in the child restore an empty signal mask, ask for `SIGKILL`
+/// when the supervisor dies, set `no_new_privs`, (on the host) enter a
+/// nested Landlock domain scoped for signals, install `prog` with a new
 /// listener, pass the listener to the parent over a socket pair, close it
 /// and exec `argv` (searched in `PATH`). Returns the child pid and the
 /// listener.
-pub(crate) fn spawn_filtered(prog: &[SockFilter], argv: &[CString]) -> Result<(i32, OwnedFd), i32> {
+pub(crate) fn spawn_filtered(
+    prog: &[SockFilter],
+    argv: &[CString],
+    nesting: Nesting,
+) -> Result<(i32, OwnedFd), i32> {
     if argv.is_empty() {
         return Err(libc::EINVAL);
     }
@@ -76,9 +106,20 @@ pub(crate) fn spawn_filtered(prog: &[SockFilter], argv: &[CString]) -> Result<(i
     // SAFETY: both descriptors are new and owned here.
     let (parent_sock, child_sock) =
         unsafe { (OwnedFd::from_raw_fd(sv[0]), OwnedFd::from_raw_fd(sv[1])) };
+    // SAFETY: `sigset_t` is plain data; sigemptyset initialises it.
+    let mut no_signals: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `no_signals` is a valid sigset.
+    unsafe { libc::sigemptyset(&mut no_signals) };
+    let scope = ScopeOnlyRuleset {
+        handled_access_fs: 0,
+        handled_access_net: 0,
+        scoped: LANDLOCK_SCOPE_SIGNAL,
+    };
+    let supervisor = super::getpid();
     // SAFETY: after the fork the child only makes async-signal-safe calls
-    // (prctl, seccomp, sendmsg, close, signal, execvp, write, _exit) on data prepared
-    // before the fork, so it is sound even if the caller has other threads.
+    // (sigprocmask, prctl, getppid, the Landlock calls, seccomp, sendmsg,
+    // close, signal, execvp, write, _exit) on data prepared before the
+    // fork, so it is sound even if the caller has other threads.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(errno());
@@ -87,8 +128,37 @@ pub(crate) fn spawn_filtered(prog: &[SockFilter], argv: &[CString]) -> Result<(i
         // SAFETY: child side; raw calls on prepared, valid pointers, then exec
         // or `_exit`.
         unsafe {
+            // The supervisor blocks the signals it reads from a descriptor;
+            // the command starts with none blocked, as a spawned program
+            // does.
+            libc::sigprocmask(libc::SIG_SETMASK, &no_signals, std::ptr::null_mut());
+            // The command does not outlive its supervisor (its own children
+            // are the supervisor's to end, see `tree`).
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0
+                || libc::getppid() != supervisor
+            {
+                child_fail(b"name-guard-exec: the supervisor is gone\n");
+            }
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 child_fail(b"name-guard-exec: cannot set no_new_privs\n");
+            }
+            if nesting == Nesting::Host {
+                let ruleset = libc::syscall(
+                    libc::SYS_landlock_create_ruleset,
+                    &scope as *const ScopeOnlyRuleset,
+                    std::mem::size_of::<ScopeOnlyRuleset>(),
+                    0u32,
+                );
+                if ruleset < 0
+                    || libc::syscall(
+                        libc::SYS_landlock_restrict_self,
+                        ruleset as libc::c_int,
+                        0u32,
+                    ) != 0
+                {
+                    child_fail(b"name-guard-exec: cannot scope the command's signals\n");
+                }
+                libc::close(ruleset as libc::c_int);
             }
             let mut listener = libc::syscall(
                 libc::SYS_seccomp,

@@ -3,7 +3,9 @@
 //! `rename`, `link`, `symlink` or `mkdir`: only their `*at` forms. 32-bit
 //! compat calls (`AUDIT_ARCH_ARM`) are refused.
 
-use super::Args::{Bind, Connect, Link, Mkdir, Mknod, Openat2, Rename, Symlink, Truncate, Unlink};
+use super::Args::{
+    Bind, Connect, Getdents, Link, Mkdir, Mknod, Openat2, Rename, Symlink, Truncate, Unlink,
+};
 use super::Dir::Arg;
 use super::Role::{
     HostNotified, HostRefusedWhen, HostSocket, KeepDumpable, NoSys, Notified, OpenIfCreating,
@@ -76,6 +78,7 @@ const CALLS: &[Syscall] = &[
     // On the host only (--landlock): what bubblewrap's mounts and network
     // namespace decide inside it.
     Syscall { name: "truncate", nr: 45, role: HostNotified(Truncate { path: 0, len: 1 }) },
+    Syscall { name: "getdents64", nr: 61, role: HostNotified(Getdents { fd: 0, buf: 1, count: 2 }) },
     Syscall { name: "unlinkat", nr: 35, role: HostNotified(Unlink { dir: Arg(0), path: 1, flags: UnlinkFlags::Arg(2) }) },
     Syscall { name: "socket", nr: 198, role: HostSocket(SocketArgs { domain: 0, kind: 1, protocol: 2 }) },
     Syscall { name: "socketpair", nr: 199, role: HostSocket(SocketArgs { domain: 0, kind: 1, protocol: 2 }) },

@@ -282,6 +282,16 @@ pub(crate) enum Args {
         /// The address's length.
         len: u8,
     },
+    /// `getdents`, `getdents64` (on the host): a listing, refused for a
+    /// read-denied directory and performed by the supervisor otherwise.
+    Getdents {
+        /// The directory descriptor.
+        fd: u8,
+        /// The caller's buffer.
+        buf: u8,
+        /// Its size.
+        count: u8,
+    },
     /// `truncate(path, length)`.
     Truncate {
         /// The path.

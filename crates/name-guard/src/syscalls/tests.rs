@@ -141,6 +141,7 @@ fn argument_indexes_are_arguments() {
                         vec![fd, addr, len]
                     }
                     Args::Truncate { path, len } => vec![path, len],
+                    Args::Getdents { fd, buf, count } => vec![fd, buf, count],
                     Args::Unlink {
                         dir: d,
                         path,
@@ -209,6 +210,8 @@ const LIBC: &[(&str, libc::c_long)] = &[
     ("unshare", libc::SYS_unshare),
     ("clone", libc::SYS_clone),
     ("truncate", libc::SYS_truncate),
+    ("getdents", libc::SYS_getdents),
+    ("getdents64", libc::SYS_getdents64),
     ("unlink", libc::SYS_unlink),
     ("rmdir", libc::SYS_rmdir),
     ("unlinkat", libc::SYS_unlinkat),
@@ -257,6 +260,7 @@ const LIBC: &[(&str, libc::c_long)] = &[
     ("unshare", libc::SYS_unshare),
     ("clone", libc::SYS_clone),
     ("truncate", libc::SYS_truncate),
+    ("getdents64", libc::SYS_getdents64),
     ("unlinkat", libc::SYS_unlinkat),
     ("socket", libc::SYS_socket),
     ("socketpair", libc::SYS_socketpair),

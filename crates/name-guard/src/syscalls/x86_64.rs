@@ -2,7 +2,7 @@
 //! 64-bit ABI; x32 numbers carry bit 30 and are refused).
 
 use super::Args::{
-    Bind, Connect, Creat, Link, Mkdir, Mknod, Openat2, Rename, Symlink, Truncate, Unlink,
+    Bind, Connect, Creat, Getdents, Link, Mkdir, Mknod, Openat2, Rename, Symlink, Truncate, Unlink,
 };
 use super::Dir::{Arg, Cwd};
 use super::Role::{
@@ -83,6 +83,8 @@ const CALLS: &[Syscall] = &[
     // On the host only (--landlock): what bubblewrap's mounts and network
     // namespace decide inside it.
     Syscall { name: "truncate", nr: 76, role: HostNotified(Truncate { path: 0, len: 1 }) },
+    Syscall { name: "getdents", nr: 78, role: HostNotified(Getdents { fd: 0, buf: 1, count: 2 }) },
+    Syscall { name: "getdents64", nr: 217, role: HostNotified(Getdents { fd: 0, buf: 1, count: 2 }) },
     Syscall { name: "unlink", nr: 87, role: HostNotified(Unlink { dir: Cwd, path: 0, flags: UnlinkFlags::File }) },
     Syscall { name: "rmdir", nr: 84, role: HostNotified(Unlink { dir: Cwd, path: 0, flags: UnlinkFlags::Dir }) },
     Syscall { name: "unlinkat", nr: 263, role: HostNotified(Unlink { dir: Arg(0), path: 1, flags: UnlinkFlags::Arg(2) }) },

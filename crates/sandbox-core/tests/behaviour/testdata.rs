@@ -160,6 +160,8 @@ struct ProbeCase {
     missing: Option<Vec<String>>,
     line_on: Option<String>,
     line_off: Option<String>,
+    /// The hint, exactly.
+    hint: Option<String>,
     platform: Option<String>,
     microvm: Option<bool>,
     filename_rules: Option<String>,
@@ -194,6 +196,9 @@ fn probe_table() {
         if let Some(line) = &c.line_off {
             assert_eq!(&r.startup_line(SandboxSwitch::Off), line, "{i}");
         }
+        if let Some(h) = &c.hint {
+            assert_eq!(r.native.hint.as_ref(), Some(h), "{i}");
+        }
         if let Some(p) = &c.platform {
             assert_eq!(r.platform.as_str(), p, "{i}");
         }
@@ -216,9 +221,18 @@ fn probe_table() {
             "{i}: note iff available"
         );
         assert_eq!(
-            !r.native.available,
+            !r.native.available || r.native.requires_install,
             r.native.hint.is_some(),
-            "{i}: hint iff unavailable"
+            "{i}: hint iff unavailable or a stronger mechanism needs an install"
+        );
+        assert_eq!(
+            r.native.requires_install,
+            !r.native.missing_packages.is_empty(),
+            "{i}: an install is asked for iff a package is named"
+        );
+        assert!(
+            !r.native.missing_packages.iter().any(|m| m == "socat"),
+            "{i}: socat is never required"
         );
         let line = r.startup_line(SandboxSwitch::On);
         if r.native.available {
@@ -228,14 +242,11 @@ fn probe_table() {
                 line.starts_with("no OS-native agent sandbox on this host"),
                 "{i}"
             );
-            for pkg in ["bubblewrap", "socat"] {
-                let named = line.contains(&format!(" {pkg}"));
-                assert_eq!(
-                    named,
-                    r.native.missing_packages.iter().any(|m| m == pkg),
-                    "{i}: {line}"
-                );
-            }
+            assert_eq!(
+                line.contains(" bubblewrap"),
+                r.native.missing_packages.iter().any(|m| m == "bubblewrap"),
+                "{i}: {line}"
+            );
         }
     }
 }

@@ -3,7 +3,9 @@
 //! sandbox's network namespace from the host side (see [`super::netns`])
 //! and handed to the session's proxies, then the command is released. Where
 //! the namespaces cannot be joined, the sandbox is killed before the
-//! command ran and the socat bridges start instead.
+//! command ran and the socat bridges start instead (where socat is
+//! installed; else the command fails to start with the install line, never
+//! runs with a weaker way out).
 
 use super::bridges::BRIDGED;
 use super::netns;
@@ -23,8 +25,9 @@ use tokio::task::AbortHandle;
 pub(super) struct Launch {
     pub(super) child: tokio::process::Child,
     pub(super) steering: netns::Steering,
-    pub(super) fallback: tokio::process::Command,
-    pub(super) fallback_args_file: Option<std::fs::File>,
+    /// The socat bridges' command and its `--args` file, where socat is
+    /// installed.
+    pub(super) fallback: Option<(tokio::process::Command, Option<std::fs::File>)>,
     pub(super) report_write: Option<OwnedFd>,
     pub(super) violations: Option<Violations>,
     pub(super) egress: Arc<Egress>,
@@ -39,8 +42,7 @@ pub(super) async fn run(launch: Launch) {
     let Launch {
         child,
         steering,
-        mut fallback,
-        fallback_args_file,
+        fallback,
         report_write,
         violations,
         egress,
@@ -66,7 +68,7 @@ pub(super) async fn run(launch: Launch) {
             if let Err((what, e)) = release(pid, terminal, &block_write, &mut io).await {
                 return io.failed_to_start(what, &e).await;
             }
-            drop((report_write, block_write, fallback_args_file));
+            drop((report_write, block_write, fallback));
             run_child(child, io, violations, forwarders).await
         }
         Err(err) => {
@@ -90,6 +92,10 @@ pub(super) async fn run(launch: Launch) {
                 let e = std::io::Error::other("a terminal needs the in-namespace listeners");
                 return io.failed_to_start("starting the command", &e).await;
             }
+            let Some((mut fallback, fallback_args_file)) = fallback else {
+                let e = std::io::Error::other(super::socat_missing().to_string());
+                return io.failed_to_start("starting the socat bridges", &e).await;
+            };
             let spawned = fallback.spawn();
             drop((report_write, fallback_args_file));
             match spawned {

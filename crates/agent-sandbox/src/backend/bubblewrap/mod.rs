@@ -36,7 +36,9 @@ use crate::inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT, InnerBridge};
 /// What the bubblewrap backend needs besides the shared settings.
 pub(crate) struct Config {
     pub(crate) bwrap: PathBuf,
-    pub(crate) socat: PathBuf,
+    /// Only the bridges' fallback: without it a launch that needs the
+    /// fallback fails with the install line.
+    pub(crate) socat: Option<PathBuf>,
     /// Where session directories are made (and `--args` files opened).
     pub(crate) temp_dir: PathBuf,
     pub(crate) filename_rules: FilenameRules,
@@ -381,15 +383,24 @@ impl Session {
             }
             .into());
         }
-        // The socat bridges, for when the host-side listeners cannot be made.
-        let socat = self.config.socat.to_string_lossy();
-        let inner = bridged
-            .bridges
-            .inner_command("/bin/sh", &socat, argv.clone());
-        let (mut fallback, fallback_args_file) = self.bwrap_command(&request, &args, &inner)?;
-        if let Some(r) = &report {
-            r.inherit_in(&mut fallback);
-        }
+        // The socat bridges, for when the host-side listeners cannot be
+        // made (where socat is installed).
+        let fallback = match &self.config.socat {
+            Some(socat) => {
+                let inner = bridged.bridges.inner_command(
+                    "/bin/sh",
+                    &socat.to_string_lossy(),
+                    argv.clone(),
+                );
+                let (mut fallback, fallback_args_file) =
+                    self.bwrap_command(&request, &args, &inner)?;
+                if let Some(r) = &report {
+                    r.inherit_in(&mut fallback);
+                }
+                Some((fallback, fallback_args_file))
+            }
+            None => None,
+        };
         let (report_write, guard) = match report {
             Some(r) => {
                 let (w, reader) = start_report(r)?;
@@ -399,6 +410,9 @@ impl Session {
         };
         let violations = Some(bridged.egress.violations(guard));
         if self.config.inner_bridge == InnerBridge::Socat {
+            let Some((mut fallback, fallback_args_file)) = fallback else {
+                return Err(socat_missing());
+            };
             let child = fallback
                 .spawn()
                 .map_err(|e| Error::io(format!("starting {}", bwrap.display()), e))?;
@@ -420,7 +434,6 @@ impl Session {
             child,
             steering,
             fallback,
-            fallback_args_file,
             report_write,
             violations,
             egress: bridged.egress.clone(),
@@ -437,6 +450,16 @@ impl Session {
         }
         // Placeholders and the socket directory are removed on drop.
     }
+}
+
+/// The error of a launch that needs the socat bridges where socat is not
+/// installed.
+pub(crate) fn socat_missing() -> Error {
+    crate::ErrorKind::ToolMissing {
+        tool: "socat",
+        hint: "the proxies' socat bridges need it: sudo apt-get install socat".into(),
+    }
+    .into()
 }
 
 #[cfg(test)]
