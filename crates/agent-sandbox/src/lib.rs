@@ -161,6 +161,7 @@ mod process_fds;
 mod pty;
 #[cfg(target_os = "linux")]
 mod repo_records;
+mod runner;
 mod running;
 mod session_dir;
 mod unix_sockets;
