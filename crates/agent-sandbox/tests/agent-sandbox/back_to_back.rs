@@ -4,7 +4,9 @@
 
 use super::native::{Tree, manager, native_available};
 use agent_sandbox::{ErrorKind, FilenameRules};
-use sandbox_core::{SandboxCommand, SandboxEvent, SandboxPort, SandboxState};
+use sandbox_core::{
+    CommandStatus, KillReason, OutputLimit, SandboxCommand, SandboxEvent, SandboxPort, SandboxState,
+};
 use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -71,5 +73,42 @@ async fn a_command_still_running_keeps_the_session_busy() {
     assert_eq!(m.state(&h), Some(SandboxState::Warm));
     let mut after = m.exec(&h, SandboxCommand::new("true")).await.unwrap();
     while after.next_event().await.is_some() {}
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_and_output_say_how_a_real_command_ended_and_hold_no_more_than_the_cap() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("wait-output");
+    let m = manager(&t, FilenameRules::DropFilenameGlobDenies, None);
+    let mut h = m.launch(t.spec("wait-output")).await.unwrap();
+    let mut big = SandboxCommand::new("/bin/sh");
+    big.arg("-c")
+        .arg("head -c 102400 /dev/zero; echo oops >&2; exit 3");
+    let out = m
+        .exec(&h, big)
+        .await
+        .unwrap()
+        .output_with(OutputLimit::new(1024, 8))
+        .await;
+    assert_eq!(out.status, CommandStatus::Exited { code: 3 });
+    assert_eq!(out.stdout, vec![0u8; 1024]);
+    assert_eq!(out.dropped.stdout_bytes, 102400 - 1024);
+    assert_eq!(out.stderr, b"oops\n");
+    let mut slow = SandboxCommand::new("sleep");
+    slow.arg("30").timeout(Duration::from_millis(300));
+    let status = m.exec(&h, slow).await.unwrap().wait().await;
+    assert_eq!(status.kill_reason(), Some(KillReason::Timeout), "{status}");
+    // Right after: the session is free.
+    assert!(
+        m.exec(&h, SandboxCommand::new("true"))
+            .await
+            .unwrap()
+            .wait()
+            .await
+            .success()
+    );
     m.destroy(&mut h).await.unwrap();
 }
