@@ -90,9 +90,40 @@ impl SandboxManager {
         }
     }
 
+    /// Launches a session for `spec` ([`SandboxPort::launch`]; no trait
+    /// import needed). The handle names the backend and is `warm`.
+    pub async fn launch(&self, spec: SandboxSpec) -> Result<SandboxHandle, Error> {
+        <Self as SandboxPort>::launch(self, spec).await
+    }
+
+    /// Starts `command` in the session of `handle` ([`SandboxPort::exec`]):
+    /// its events and controls. Refused with [`ErrorKind::Busy`] while the
+    /// session's previous command still runs, never once its stream ended.
+    pub async fn exec(
+        &self,
+        handle: &SandboxHandle,
+        command: SandboxCommand,
+    ) -> Result<RunningCommand, Error> {
+        <Self as SandboxPort>::exec(self, handle, command).await
+    }
+
+    /// Tears the session down ([`SandboxPort::destroy`]): a running command
+    /// ends as `killed` (destroy), and nothing of the session is left.
+    pub async fn destroy(&self, handle: &mut SandboxHandle) -> Result<(), Error> {
+        <Self as SandboxPort>::destroy(self, handle).await
+    }
+
     /// The backend every session of this manager gets, with its label.
     pub fn selection(&self) -> &Selection {
         &self.inner.selection
+    }
+
+    /// The probe's start-up line (R-PROBE-1), as logged at build: `agent
+    /// sandbox ON` with the mechanism's note, `no OS-native agent sandbox
+    /// on this host` with the install hint, or `agent sandbox DISABLED by
+    /// --sandbox off`.
+    pub fn startup_line(&self) -> &str {
+        &self.inner.settings.startup_line
     }
 
     /// The live state of a session (R-SPEC-4): `active` while a command

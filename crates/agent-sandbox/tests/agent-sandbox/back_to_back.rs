@@ -5,7 +5,7 @@
 use super::native::{Tree, manager, native_available};
 use agent_sandbox::{ErrorKind, FilenameRules};
 use sandbox_core::{
-    CommandStatus, KillReason, OutputLimit, SandboxCommand, SandboxEvent, SandboxPort, SandboxState,
+    CommandStatus, KillReason, OutputLimit, SandboxCommand, SandboxEvent, SandboxState,
 };
 use std::time::{Duration, Instant};
 

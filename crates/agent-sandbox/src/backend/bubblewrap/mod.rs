@@ -41,6 +41,8 @@ pub(crate) struct Config {
     pub(crate) temp_dir: PathBuf,
     pub(crate) filename_rules: FilenameRules,
     pub(crate) name_guard: Option<NameGuardLauncher>,
+    /// Whether the host set a launcher (for the refusal's advice).
+    pub(crate) launcher_set: crate::error::LauncherSet,
     pub(crate) inner_bridge: InnerBridge,
 }
 
@@ -148,7 +150,7 @@ pub(crate) async fn launch(
         Ok(p) => p,
         Err(e) => {
             egress.shutdown().await;
-            return Err(e.into());
+            return Err(crate::error::plan_refusal(e, config.launcher_set));
         }
     };
     log_dropped_filename_rules(settings, spec, &plan);
