@@ -6,7 +6,6 @@ use crate::backend::bubblewrap;
 use crate::backend::{Backend, seatbelt};
 use crate::decide::{self, BackendChoice};
 use crate::egress::EgressSettings;
-use crate::error::LauncherSet;
 use crate::manager::SandboxManager;
 use crate::{BrokerSettings, Cgroups, Error, ErrorKind, InnerBridge};
 use bwrap_spec::{FilenameRules, NameGuardLauncher};
@@ -423,8 +422,8 @@ impl ManagerBuilder {
                     // run would fail every launch.
                     name_guard: name_guard.clone().filter(|_| decision.guard_runs),
                     launcher_set: match name_guard {
-                        Some(_) => LauncherSet::Yes,
-                        None => LauncherSet::No,
+                        Some(_) => bubblewrap::LauncherSet::Yes,
+                        None => bubblewrap::LauncherSet::No,
                     },
                     inner_bridge: self.inner_bridge,
                 }))

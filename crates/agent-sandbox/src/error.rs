@@ -168,30 +168,6 @@ impl Error {
     }
 }
 
-/// A bubblewrap plan's refusal as the host should read it: when the
-/// filename rules cannot be enforced because no launcher was set, the
-/// error names the builder methods that set one.
-pub(crate) fn plan_refusal(e: bwrap_spec::Error, launcher_set: LauncherSet) -> Error {
-    match (e.kind(), launcher_set) {
-        (bwrap_spec::ErrorKind::FilenameRulesUnenforceable { globs, roots }, LauncherSet::No) => {
-            ErrorKind::NameGuardLauncherNeeded {
-                globs: globs.clone(),
-                roots: roots.clone(),
-            }
-            .into()
-        }
-        _ => e.into(),
-    }
-}
-
-/// Whether the host program set a name-guard launcher (whether or not the
-/// guard can run here).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LauncherSet {
-    Yes,
-    No,
-}
-
 impl<T: Into<ErrorKind>> From<T> for Error {
     fn from(kind: T) -> Error {
         Error { kind: kind.into() }
