@@ -129,7 +129,8 @@ pub enum ErrorKind {
          launcher was set; call ManagerBuilder::name_guard_from_current_exe (with \
          agent_sandbox::run_name_guard_if_launched() first in main) or \
          ManagerBuilder::name_guard_launcher, make the mounts read-only, or opt out explicitly \
-         with ManagerBuilder::filename_rules(FilenameRules::DropFilenameGlobDenies)"
+         with ManagerBuilder::filename_rules(FilenameRules::DropFilenameGlobDenies) \
+         (agent-run --no-filename-rules)"
     )]
     NameGuardLauncherNeeded {
         /// The name rules the launch needs.
