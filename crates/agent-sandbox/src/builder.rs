@@ -18,8 +18,33 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// A sink for the manager's log lines (the probe line, downgrades, opt-outs).
+/// A sink for the manager's log lines (the probe line, downgrades, opt-outs,
+/// warnings). Unset, lines go to stderr ([`log_to_stderr`]).
 pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The default [`LogSink`]: each line on stderr, prefixed `agent-sandbox: `
+/// (unless it already is), so warnings and refusals are seen without any
+/// setup. A host with its own logging passes its sink to
+/// [`ManagerBuilder::log`]; one that wants silence passes a sink that
+/// drops lines, explicitly.
+pub fn log_to_stderr() -> LogSink {
+    Arc::new(|line: &str| {
+        if line.starts_with("agent-sandbox: ") {
+            eprintln!("{line}");
+        } else {
+            eprintln!("agent-sandbox: {line}");
+        }
+    })
+}
+
+/// Where the name-guard launcher comes from.
+#[derive(Clone, Debug)]
+enum LauncherSource {
+    /// A launcher the host program gave.
+    Given(NameGuardLauncher),
+    /// The host program itself, with [`crate::NAME_GUARD_MARKER`].
+    CurrentExe,
+}
 
 /// The host as the manager reads it at launch: path resolution for the
 /// bubblewrap plan and the Seatbelt profile.
@@ -39,6 +64,8 @@ pub(crate) struct Settings {
     /// Paths hidden from reading besides the secret set, and the paths
     /// read again inside them.
     pub(crate) reads: ExtraReads,
+    /// The probe's start-up line (R-PROBE-1), as logged at build.
+    pub(crate) startup_line: String,
     /// The latest search for nested repositories of each set of writable
     /// roots (searched on Linux only).
     #[cfg(target_os = "linux")]
@@ -70,7 +97,7 @@ pub struct ManagerBuilder {
     surface: Surface,
     home: Option<PathBuf>,
     filename_rules: Option<FilenameRules>,
-    name_guard: Option<NameGuardLauncher>,
+    name_guard: Option<LauncherSource>,
     mechanism: Option<NativeMechanism>,
     ip_policy: IpPolicy,
     extra_allow: Vec<String>,
@@ -181,7 +208,18 @@ impl ManagerBuilder {
     /// calls `name_guard::launcher_main` for a marker argument
     /// ([`NameGuardLauncher::multi_call`]).
     pub fn name_guard_launcher(&mut self, launcher: NameGuardLauncher) -> &mut Self {
-        self.name_guard = Some(launcher);
+        self.name_guard = Some(LauncherSource::Given(launcher));
+        self
+    }
+    /// Makes the host program itself the name-guard launcher: this
+    /// executable (`std::env::current_exe`, found at build) is bound
+    /// read-only into each sandbox and started there with
+    /// [`crate::NAME_GUARD_MARKER`] first. The program must call
+    /// [`crate::run_name_guard_if_launched`] as the first statement of
+    /// `main`, before any thread exists (build the async runtime after it),
+    /// as the crate's example does.
+    pub fn name_guard_from_current_exe(&mut self) -> &mut Self {
+        self.name_guard = Some(LauncherSource::CurrentExe);
         self
     }
     /// Asks for one native mechanism (default: the probe's choice,
@@ -319,7 +357,7 @@ impl ManagerBuilder {
         self.cgroups = cgroups;
         self
     }
-    /// Where log lines go (default: nowhere).
+    /// Where log lines go (default: stderr, [`log_to_stderr`]).
     pub fn log(&mut self, sink: LogSink) -> &mut Self {
         self.log = Some(sink);
         self
@@ -330,7 +368,8 @@ impl ManagerBuilder {
     pub fn build(&mut self) -> Result<SandboxManager, Error> {
         let asked = self.asked_mechanism()?;
         let probe = asked.as_ref().unwrap_or(&self.probe);
-        let log = self.log.clone().unwrap_or_else(|| Arc::new(|_: &str| {}));
+        let log = self.log.clone().unwrap_or_else(log_to_stderr);
+        let name_guard = self.launcher()?;
         let startup = probe.startup_line(self.switch);
         log(&startup);
         let selection = select_backend(self.request, self.switch, self.surface, probe)?;
@@ -362,7 +401,7 @@ impl ManagerBuilder {
                 choice,
                 BackendChoice::Bubblewrap { .. } | BackendChoice::Landlock
             ),
-            self.name_guard.is_some(),
+            name_guard.is_some(),
             &probe.native.filename_rules,
         )?;
         if let Some(line) = &decision.log_line {
@@ -401,17 +440,23 @@ impl ManagerBuilder {
                     filename_rules: decision.rules,
                     // Only where it can run: a launcher the kernel cannot
                     // run would fail every launch.
-                    name_guard: self.name_guard.clone().filter(|_| decision.guard_runs),
+                    name_guard: name_guard.clone().filter(|_| decision.guard_runs),
+                    launcher_set: match name_guard {
+                        Some(_) => bubblewrap::LauncherSet::Yes,
+                        None => bubblewrap::LauncherSet::No,
+                    },
                     inner_bridge: self.inner_bridge,
                 }))
             }
             #[cfg(target_os = "linux")]
             BackendChoice::Landlock => {
-                let Some(launcher) = self.name_guard.clone().filter(|_| decision.guard_runs) else {
+                let Some(launcher) = name_guard.clone().filter(|_| decision.guard_runs) else {
                     return Err(ErrorKind::MechanismUnavailable {
                         mechanism: NativeMechanism::Landlock.as_str(),
-                        reason: "it runs every command under the name guard: set \
-                                 ManagerBuilder::name_guard_launcher on a kernel that runs it"
+                        reason: "it runs every command under the name guard: call \
+                                 ManagerBuilder::name_guard_from_current_exe (and \
+                                 agent_sandbox::run_name_guard_if_launched first in main) or \
+                                 ManagerBuilder::name_guard_launcher, on a kernel that runs it"
                             .into(),
                     }
                     .into());
@@ -449,10 +494,31 @@ impl ManagerBuilder {
             cgroups: self.cgroups.clone(),
             unix_sockets,
             reads: self.reads.clone(),
+            startup_line: startup,
             #[cfg(target_os = "linux")]
             repo_records: crate::repo_records::RepoRecords::default(),
         };
         Ok(SandboxManager::new(selection, settings, backend))
+    }
+
+    /// The launcher asked for, with the current executable found.
+    fn launcher(&self) -> Result<Option<NameGuardLauncher>, Error> {
+        Ok(match &self.name_guard {
+            None => None,
+            Some(LauncherSource::Given(l)) => Some(l.clone()),
+            Some(LauncherSource::CurrentExe) => {
+                let exe = std::env::current_exe().map_err(|e| {
+                    Error::io(
+                        "finding this program for ManagerBuilder::name_guard_from_current_exe",
+                        e,
+                    )
+                })?;
+                Some(NameGuardLauncher::multi_call(
+                    exe,
+                    [crate::NAME_GUARD_MARKER],
+                ))
+            }
+        })
     }
 
     /// The probe as an explicit mechanism request makes it: `None` when

@@ -135,6 +135,24 @@ pub enum ErrorKind {
         /// The session id.
         session_id: String,
     },
+    /// The launch needs creation-time filename rules (no new `.env`,
+    /// `*.key`, `*.pem` inside writable mounts) that only the name guard
+    /// can enforce under bubblewrap, and no launcher was set (R-DISPATCH-3).
+    #[error(
+        "refusing to launch: the policy forbids creating {globs:?} inside the writable mounts \
+         {roots:?}, which bubblewrap cannot refuse by itself (R-DISPATCH-3), and no name-guard \
+         launcher was set; call ManagerBuilder::name_guard_from_current_exe (with \
+         agent_sandbox::run_name_guard_if_launched() first in main) or \
+         ManagerBuilder::name_guard_launcher, make the mounts read-only, or opt out explicitly \
+         with ManagerBuilder::filename_rules(FilenameRules::DropFilenameGlobDenies) \
+         (agent-run --no-filename-rules)"
+    )]
+    NameGuardLauncherNeeded {
+        /// The name rules the launch needs.
+        globs: Vec<String>,
+        /// The writable roots they apply to.
+        roots: Vec<String>,
+    },
     /// The session is already running a command.
     #[error("sandbox session {session_id:?} is already running a command")]
     Busy {

@@ -1,6 +1,41 @@
 //! The facade: run a command confined by the native sandbox, reaching the
 //! network only through the session's proxies.
 //!
+//! It is a host program's one dependency: it re-exports the vocabulary
+//! (the spec and its mounts, modes, commands, events, violations, limits,
+//! terminal sizes, the [`SandboxPort`] trait, the proxies' [`IpPolicy`]),
+//! and [`SandboxManager`] has `launch`, `exec` and `destroy` of its own, so
+//! the common path needs no trait import.
+//!
+//! ```no_run
+//! use agent_sandbox::{Access, ManagerBuilder, SandboxBindMount, SandboxCommand, SandboxSpec};
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // Inside a sandbox this program is also the name guard's launcher:
+//!     // first in main, before any thread (so no #[tokio::main]).
+//!     agent_sandbox::run_name_guard_if_launched();
+//!     tokio::runtime::Runtime::new()?.block_on(async {
+//!         let manager = ManagerBuilder::from_ambient()
+//!             .home("/home/agent")
+//!             .base_env(std::env::vars_os().collect())
+//!             .name_guard_from_current_exe()
+//!             .build()?;
+//!         eprintln!("{}", manager.startup_line());
+//!         let mut spec = SandboxSpec::new("s1", "w1");
+//!         spec.bind_mounts
+//!             .push(SandboxBindMount::new("/srv/worktree", Access::ReadWrite)?);
+//!         spec.guest_workdir = Some("/srv/worktree".into());
+//!         let mut handle = manager.launch(spec).await?;
+//!         let mut git = SandboxCommand::new("git");
+//!         git.arg("status");
+//!         let out = manager.exec(&handle, git).await?.output().await;
+//!         println!("{} {}", out.status, String::from_utf8_lossy(&out.stdout));
+//!         manager.destroy(&mut handle).await?;
+//!         Ok::<(), Box<dyn std::error::Error>>(())
+//!     })
+//! }
+//! ```
+//!
 //! [`SandboxManager`] implements [`sandbox_core::SandboxPort`] for the
 //! `native` backend (bubblewrap on Linux and WSL2, Seatbelt on macOS) and
 //! for `none`. On macOS a launch starts the same proxies and renders the
@@ -16,10 +51,13 @@
 //!   the proxy variables, and the bubblewrap plan (R-BWRAP-1). A spec that
 //!   needs filename-glob denies (no new `.env`, `*.key`, `*.pem` inside
 //!   writable mounts) runs every command under the name guard when a
-//!   launcher was set ([`ManagerBuilder::name_guard_launcher`]) and the probe
+//!   launcher was set ([`ManagerBuilder::name_guard_from_current_exe`] with
+//!   [`run_name_guard_if_launched`] first in `main`, or
+//!   [`ManagerBuilder::name_guard_launcher`]) and the probe
 //!   found a kernel that can run it (R-NAMEGUARD-1); each refusal is a
 //!   `file-write-create` violation with the path. Otherwise it is refused
-//!   (R-DISPATCH-3), unless the explicit opt-out
+//!   (R-DISPATCH-3, [`ErrorKind::NameGuardLauncherNeeded`] when no
+//!   launcher was set), unless the explicit opt-out
 //!   [`FilenameRules::DropFilenameGlobDenies`] was chosen, which is logged.
 //!   Under the guard a Unix socket is reached by path only when the
 //!   command's own processes bound it or it was granted
@@ -112,28 +150,18 @@
 //! command wrote after the refused call, so a host reading a JSON-RPC stream sees
 //! each refusal between the responses around it.
 //!
-//! ```no_run
-//! use agent_sandbox::{ManagerBuilder, next_event};
-//! use sandbox_core::{SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec};
+//! A command's stream ends only once its teardown is done, so the next
+//! `exec` right after it is never refused as busy.
+//! [`RunningCommand::wait`] gives how it ended ([`CommandStatus`]: an exit
+//! code, or killed with the reason), [`RunningCommand::output`] that and
+//! its stdout, stderr and violations, each capped ([`OutputLimit`]).
 //!
-//! # async fn run() -> Result<(), agent_sandbox::Error> {
-//! // The one constructor that reads the machine: the cached probe, the real
-//! // file system, the system temp dir. Tests use `ManagerBuilder::new` with
-//! // a described host instead.
-//! let manager = ManagerBuilder::from_ambient()
-//!     .home("/home/agent")
-//!     .base_env(std::env::vars_os().collect())
-//!     .build()?;
-//! let mut handle = manager.launch(SandboxSpec::new("s1", "w1")).await?;
-//! let mut events = manager.exec(&handle, SandboxCommand::new("true")).await?;
-//! while let Some(event) = next_event(&mut events).await {
-//!     if let SandboxEvent::Exit { exit_code } = event {
-//!         assert_eq!(exit_code, 0);
-//!     }
-//! }
-//! manager.destroy(&mut handle).await?;
-//! # Ok(()) }
-//! ```
+//! # Log lines
+//!
+//! The probe's start-up line (also [`SandboxManager::startup_line`]),
+//! downgrades, opt-outs and warnings (a repository made inside a writable
+//! mount, a search cut short) go to the [`LogSink`] of
+//! [`ManagerBuilder::log`]; unset, to stderr ([`log_to_stderr`]).
 //!
 //! # Input safety
 //!
@@ -158,12 +186,14 @@ mod env;
 mod error;
 mod events;
 mod inner_bridge;
+mod launcher;
 mod manager;
 #[cfg(unix)]
 mod process_fds;
 mod pty;
 #[cfg(target_os = "linux")]
 mod repo_records;
+mod runner;
 mod running;
 mod session_dir;
 mod unix_sockets;
@@ -174,7 +204,7 @@ pub use broker::{
     broker_intercept_on_ports, credential_for_hosts, header_template_from_name,
     pem_certificates_from_file, rule_engine_from_file,
 };
-pub use builder::{LogSink, ManagerBuilder, SharedHostView};
+pub use builder::{LogSink, ManagerBuilder, SharedHostView, log_to_stderr};
 pub use bwrap_spec::{FilenameRules, NameGuardLauncher};
 pub use cgroup::Cgroups;
 pub use connect_proxy::Baseline;
@@ -182,5 +212,17 @@ pub use env::sanitized_env;
 pub use error::{Error, ErrorKind};
 pub use events::next_event;
 pub use inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT, InnerBridge};
+pub use launcher::{NAME_GUARD_MARKER, run_name_guard_if_launched};
 pub use manager::SandboxManager;
 pub use unix_sockets::ROOT_EQUIVALENT_SOCKETS;
+
+// The vocabulary a host program speaks, so that this crate is its one
+// dependency.
+pub use connect_proxy::IpPolicy;
+pub use sandbox_core::{
+    Access, BackendRequest, CommandControl, CommandOutput, CommandSignal, CommandStatus,
+    ControlError, Dropped, DynSandboxPort, EventStream, KillReason, Limits, Mode, NativeMechanism,
+    OutputLimit, OutputSink, ProbeReport, PtySize, RunningCommand, SandboxBackend,
+    SandboxBindMount, SandboxCommand, SandboxEvent, SandboxHandle, SandboxPort, SandboxSpec,
+    SandboxState, SandboxSwitch, SandboxViolation, Selection, Stdin, Stdout, Surface, Terminal,
+};

@@ -7,6 +7,7 @@ use crate::builder::{ManagerBuilder, Settings, SharedHostView};
 use crate::cgroup::CommandCgroup;
 use crate::control::{Control, ControlState};
 use crate::events::ReceiverStream;
+use crate::runner::Runner;
 use crate::running::CommandIo;
 use crate::{Error, ErrorKind};
 use sandbox_core::{
@@ -17,7 +18,6 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 
 /// Runs commands under the backend the probe and selection chose, with the
 /// session's proxies, bridges and a sanitised environment. Implements
@@ -25,7 +25,10 @@ use tokio::task::JoinHandle;
 ///
 /// A session is launched once and runs many commands, one at a time
 /// (`warm -> active -> warm`): an `exec` while a command runs is refused
-/// with [`ErrorKind::Busy`]; `destroy` ends the running command (reported
+/// with [`ErrorKind::Busy`]. A command's event stream ends only once its
+/// teardown is done (processes reaped, cgroup removed, listeners closed),
+/// so the next `exec` issued right after the stream ended is never
+/// refused, on any runtime; `destroy` ends the running command (reported
 /// as `killed`, destroy) and everything it started. Each command may have
 /// piped stdin or a terminal, its own variables, a timeout and limits; the
 /// returned [`RunningCommand`] streams its events and carries its controls.
@@ -61,7 +64,7 @@ struct Session {
     env: Vec<(OsString, OsString)>,
     backend: BackendSession,
     running: Option<oneshot::Sender<()>>,
-    runner: Option<JoinHandle<()>>,
+    runner: Option<Runner>,
 }
 
 impl SandboxManager {
@@ -87,20 +90,52 @@ impl SandboxManager {
         }
     }
 
+    /// Launches a session for `spec` ([`SandboxPort::launch`]; no trait
+    /// import needed). The handle names the backend and is `warm`.
+    pub async fn launch(&self, spec: SandboxSpec) -> Result<SandboxHandle, Error> {
+        <Self as SandboxPort>::launch(self, spec).await
+    }
+
+    /// Starts `command` in the session of `handle` ([`SandboxPort::exec`]):
+    /// its events and controls. Refused with [`ErrorKind::Busy`] while the
+    /// session's previous command still runs, never once its stream ended.
+    pub async fn exec(
+        &self,
+        handle: &SandboxHandle,
+        command: SandboxCommand,
+    ) -> Result<RunningCommand, Error> {
+        <Self as SandboxPort>::exec(self, handle, command).await
+    }
+
+    /// Tears the session down ([`SandboxPort::destroy`]): a running command
+    /// ends as `killed` (destroy), and nothing of the session is left.
+    pub async fn destroy(&self, handle: &mut SandboxHandle) -> Result<(), Error> {
+        <Self as SandboxPort>::destroy(self, handle).await
+    }
+
     /// The backend every session of this manager gets, with its label.
     pub fn selection(&self) -> &Selection {
         &self.inner.selection
     }
 
+    /// The probe's start-up line (R-PROBE-1), as logged at build: `agent
+    /// sandbox ON` with the mechanism's note, `no OS-native agent sandbox
+    /// on this host` with the install hint, or `agent sandbox DISABLED by
+    /// --sandbox off`.
+    pub fn startup_line(&self) -> &str {
+        &self.inner.settings.startup_line
+    }
+
     /// The live state of a session (R-SPEC-4): `active` while a command
-    /// runs, `warm` between commands, `None` once destroyed (or for a
+    /// runs or is torn down, `warm` between commands (from the moment its
+    /// event stream ended), `None` once destroyed (or for a
     /// handle this manager did not launch). `exec` takes the handle by
     /// reference, so the handle itself keeps the state `launch` gave it.
     pub fn state(&self, handle: &SandboxHandle) -> Option<SandboxState> {
         let sessions = self.inner.sessions.lock().ok()?;
         let session = sessions.get(&handle.session_id)?;
         Some(match &session.runner {
-            Some(r) if !r.is_finished() => SandboxState::Active,
+            Some(r) if r.is_running() => SandboxState::Active,
             _ => SandboxState::Warm,
         })
     }
@@ -192,7 +227,7 @@ impl SandboxPort for SandboxManager {
             })
         })?;
         if let Some(r) = &session.runner
-            && !r.is_finished()
+            && r.is_running()
         {
             return Err(ErrorKind::Busy {
                 session_id: handle.session_id.clone(),
@@ -252,6 +287,9 @@ impl SandboxPort for SandboxManager {
                 .map(CommandCgroup::procs_files)
                 .unwrap_or_default(),
         };
+        // Held until the command's task has finished: the stream ends after
+        // its teardown, never before.
+        let held = tx.clone();
         let io = CommandIo {
             tx,
             kill_rx,
@@ -263,7 +301,7 @@ impl SandboxPort for SandboxManager {
         };
         let task = session.backend.exec(&self.inner.settings, request, io)?;
         session.running = Some(kill_tx);
-        session.runner = Some(tokio::spawn(task));
+        session.runner = Some(Runner::spawn(task, held));
         Ok(RunningCommand::new(
             Box::pin(ReceiverStream(rx)),
             Arc::new(Control(control)),
@@ -285,7 +323,7 @@ impl SandboxPort for SandboxManager {
             let _ = kill.send(());
         }
         if let Some(runner) = session.runner.take() {
-            let _ = runner.await;
+            runner.join().await;
         }
         session
             .backend

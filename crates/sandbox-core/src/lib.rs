@@ -134,6 +134,7 @@ mod backend;
 mod command;
 mod event;
 mod handle;
+mod output;
 mod running;
 mod stdout;
 
@@ -154,6 +155,7 @@ pub use mode::{Access, Mode};
 pub use name_guard_invocation::{
     HostConfinement, InvocationProblem, NAME_GUARD_USAGE, NameGuardInvocation,
 };
+pub use output::{CommandOutput, CommandStatus, Dropped, OutputLimit};
 pub use paths::{PathEntry, PathSet, expand_tilde, is_glob, reaches_into};
 pub use port::{DynSandboxPort, EventStream, PortFuture, SandboxPort};
 pub use probe::{

@@ -1,8 +1,10 @@
 //! [`RunningCommand`]: what `exec` returns. The command's events as a
-//! stream, and the host's controls: write to stdin and close it, resize
-//! the terminal, send a signal.
+//! stream, the host's controls (write to stdin and close it, resize the
+//! terminal, send a signal), and the end of the command: its status alone
+//! ([`RunningCommand::wait`]) or with its output, bounded
+//! ([`RunningCommand::output`]).
 
-use crate::{EventStream, PtySize, SandboxEvent};
+use crate::{CommandOutput, CommandStatus, EventStream, OutputLimit, PtySize, SandboxEvent};
 use futures_core::Stream;
 use std::future::Future;
 use std::pin::Pin;
@@ -151,6 +153,39 @@ impl RunningCommand {
     /// Sends a signal.
     pub fn signal(&self, signal: CommandSignal) -> Result<(), ControlError> {
         self.control.signal(signal)
+    }
+
+    /// Waits for the command to end and says how: reads the rest of its
+    /// events, discarding output and violations (use
+    /// [`RunningCommand::output`] to keep them). The controls stay usable
+    /// until then; afterwards the stream is at its end.
+    pub async fn wait(&mut self) -> CommandStatus {
+        let mut status = CommandStatus::Unknown;
+        while let Some(event) = self.next_event().await {
+            if let Some(s) = CommandStatus::from_event(&event) {
+                status = s;
+            }
+        }
+        status
+    }
+
+    /// Waits for the command to end and collects its status, stdout,
+    /// stderr (or what its terminal showed) and violations, keeping at most
+    /// [`OutputLimit::DEFAULT`] (16 MiB of each stream, 4,096 violations);
+    /// what is past the cap is read and counted in
+    /// [`CommandOutput::dropped`], never held. Output already passed into a
+    /// host file ([`crate::Stdout::PassTo`]) is not collected.
+    pub async fn output(self) -> CommandOutput {
+        self.output_with(OutputLimit::DEFAULT).await
+    }
+
+    /// [`RunningCommand::output`] with caps of the host's choosing.
+    pub async fn output_with(mut self, limit: OutputLimit) -> CommandOutput {
+        let mut out = CommandOutput::empty();
+        while let Some(event) = self.next_event().await {
+            out.take(event, limit);
+        }
+        out
     }
 
     /// The event stream alone (the controls are dropped; a piped stdin

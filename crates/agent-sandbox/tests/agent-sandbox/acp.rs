@@ -7,7 +7,7 @@
 
 use super::native::{Tree, guarded_manager, native_available};
 use agent_sandbox::InnerBridge;
-use sandbox_core::{RunningCommand, SandboxCommand, SandboxEvent, SandboxPort, Stdin};
+use sandbox_core::{RunningCommand, SandboxCommand, SandboxEvent, Stdin};
 
 /// The agent: `initialize`, `fs/write {path, text}`, `shutdown`.
 const AGENT: &str = r#"

@@ -7,7 +7,7 @@ use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder, next_event};
 use connect_proxy::{IpPolicy, StaticResolver};
 use cred_broker::{Credential, HeaderTemplate, RuleEngine, RuleFile, Secret, UpstreamRoots};
 use sandbox_core::{
-    Access, SandboxBindMount, SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec, probe_ambient,
+    Access, SandboxBindMount, SandboxCommand, SandboxEvent, SandboxSpec, probe_ambient,
 };
 use std::sync::{Arc, Mutex};
 use test_support::tls_origin::{Origin, Reply, TestPki};

@@ -6,7 +6,7 @@ use super::native::{Tree, manager, native_available};
 use agent_sandbox::{ErrorKind, FilenameRules, SandboxManager};
 use sandbox_core::{
     CommandSignal, ControlError, KillReason, Limits, OutputSink, PtySize, RunningCommand,
-    SandboxCommand, SandboxEvent, SandboxHandle, SandboxPort, Stdin, Stdout,
+    SandboxCommand, SandboxEvent, SandboxHandle, Stdin, Stdout,
 };
 use std::time::{Duration, Instant};
 

@@ -8,7 +8,7 @@
 use agent_sandbox::{ManagerBuilder, NameGuardLauncher, SandboxManager};
 use connect_proxy::IpPolicy;
 use sandbox_core::{
-    Access, HostView, NativeMechanism, SandboxBindMount, SandboxPort, SandboxSpec, probe_ambient,
+    Access, HostView, NativeMechanism, SandboxBindMount, SandboxSpec, probe_ambient,
 };
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,8 @@
 //! The facade's integration tests: real launches under the real sandbox
 //! (`native`), commands driven from the host (`commands`: stdin, signals,
-//! timeouts, extra environment) the broker end to end (`broker`) and an ACP-shaped JSON-RPC
-//! session over stdio (`acp`), the command tests again as an unprivileged
+//! timeouts, extra environment), commands back to back and how each ended
+//! (`back_to_back`), the broker end to end (`broker`) and an ACP-shaped
+//! JSON-RPC session over stdio (`acp`), the command tests again as an unprivileged
 //! user (`unprivileged`), and the Landlock mechanism's escape tests as root,
 //! as root without namespaces or capabilities and as uid 65534
 //! (`landlock`).
@@ -17,6 +18,8 @@
 
 #[cfg(unix)]
 mod acp;
+#[cfg(unix)]
+mod back_to_back;
 #[cfg(unix)]
 mod broker;
 #[cfg(unix)]

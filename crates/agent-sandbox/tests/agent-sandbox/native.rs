@@ -7,8 +7,7 @@ use agent_sandbox::{
 use connect_proxy::IpPolicy;
 use sandbox_core::{
     Access, BackendRequest, FakeHost, Os, ProbeReport, SandboxBackend, SandboxBindMount,
-    SandboxCommand, SandboxEvent, SandboxPort, SandboxSpec, SandboxState, SandboxSwitch, Surface,
-    probe_ambient,
+    SandboxCommand, SandboxEvent, SandboxSpec, SandboxState, SandboxSwitch, Surface, probe_ambient,
 };
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -204,18 +203,16 @@ async fn default_launch_is_refused_with_a_typed_error() {
     let m = manager(&t, FilenameRules::Refuse, None);
     assert_eq!(m.selection().backend, SandboxBackend::Native);
     let err = m.launch(t.spec("refused")).await.unwrap_err();
-    match err.kind() {
-        ErrorKind::Bwrap(e) => {
-            assert!(
-                matches!(
-                    e.kind(),
-                    bwrap_spec::ErrorKind::FilenameRulesUnenforceable { .. }
-                ),
-                "{e}"
-            )
-        }
-        other => panic!("{other}"),
-    }
+    assert!(
+        matches!(err.kind(), ErrorKind::NameGuardLauncherNeeded { .. }),
+        "{err}"
+    );
+    // The refusal names the way out.
+    assert!(
+        err.to_string()
+            .contains("ManagerBuilder::name_guard_from_current_exe"),
+        "{err}"
+    );
     // Nothing was left behind by the refused launch.
     assert_eq!(std::fs::read_dir(t.p("sockets")).unwrap().count(), 0);
 }

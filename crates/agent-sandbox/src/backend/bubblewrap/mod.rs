@@ -43,6 +43,8 @@ pub(crate) struct Config {
     pub(crate) temp_dir: PathBuf,
     pub(crate) filename_rules: FilenameRules,
     pub(crate) name_guard: Option<NameGuardLauncher>,
+    /// Whether the host set a launcher (for the refusal's advice).
+    pub(crate) launcher_set: LauncherSet,
     pub(crate) inner_bridge: InnerBridge,
 }
 
@@ -150,7 +152,7 @@ pub(crate) async fn launch(
         Ok(p) => p,
         Err(e) => {
             egress.shutdown().await;
-            return Err(e.into());
+            return Err(plan_refusal(e, config.launcher_set));
         }
     };
     log_dropped_filename_rules(settings, spec, &plan);
@@ -252,6 +254,30 @@ pub(crate) fn log_repos_made_inside(
             new.join(" ")
         ));
     }
+}
+
+/// A bubblewrap plan's refusal as the host should read it: when the
+/// filename rules cannot be enforced because no launcher was set, the
+/// error names the builder methods that set one.
+pub(crate) fn plan_refusal(e: bwrap_spec::Error, launcher_set: LauncherSet) -> Error {
+    match (e.kind(), launcher_set) {
+        (bwrap_spec::ErrorKind::FilenameRulesUnenforceable { globs, roots }, LauncherSet::No) => {
+            crate::ErrorKind::NameGuardLauncherNeeded {
+                globs: globs.clone(),
+                roots: roots.clone(),
+            }
+            .into()
+        }
+        _ => e.into(),
+    }
+}
+
+/// Whether the host program set a name-guard launcher (whether or not the
+/// guard can run here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LauncherSet {
+    Yes,
+    No,
 }
 
 fn report_err(e: std::io::Error) -> Error {
