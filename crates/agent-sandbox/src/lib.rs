@@ -171,7 +171,7 @@ pub use broker::{
     broker_intercept_on_ports, credential_for_hosts, header_template_from_name,
     pem_certificates_from_file, rule_engine_from_file,
 };
-pub use builder::{LogSink, ManagerBuilder, SharedHostView};
+pub use builder::{LogSink, ManagerBuilder, SharedHostView, VmRequirement};
 pub use bwrap_spec::{FilenameRules, NameGuardLauncher};
 pub use cgroup::Cgroups;
 pub use connect_proxy::Baseline;

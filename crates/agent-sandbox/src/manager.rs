@@ -99,6 +99,9 @@ impl SandboxManager {
     pub fn state(&self, handle: &SandboxHandle) -> Option<SandboxState> {
         let sessions = self.inner.sessions.lock().ok()?;
         let session = sessions.get(&handle.session_id)?;
+        if session.backend.is_suspended() {
+            return Some(SandboxState::Suspended);
+        }
         Some(match &session.runner {
             Some(r) if !r.is_finished() => SandboxState::Active,
             _ => SandboxState::Warm,
@@ -199,6 +202,12 @@ impl SandboxPort for SandboxManager {
             }
             .into());
         }
+        if session.backend.is_suspended() {
+            return Err(ErrorKind::Suspended {
+                session_id: handle.session_id.clone(),
+            }
+            .into());
+        }
         let stdout_sink = match &command.stdout {
             Stdout::Events => None,
             Stdout::PassTo(sink) => Some(sink.clone()),
@@ -293,6 +302,100 @@ impl SandboxPort for SandboxManager {
             .await;
         handle.transition(SandboxState::Destroyed)?;
         Ok(())
+    }
+
+    /// Checkpoints a `microvm` session on gVisor to its session directory:
+    /// its processes and memory leave the host and the handle is
+    /// `suspended`. A command must not be running ([`ErrorKind::Busy`]);
+    /// other backends answer `SuspendUnsupported`.
+    async fn suspend(&self, handle: &mut SandboxHandle) -> Result<(), Error> {
+        handle.state.transition(SandboxState::Suspended)?;
+        let suspender = self.suspender(handle, "suspend")?;
+        #[cfg(target_os = "linux")]
+        suspender.suspend(&handle.session_id).await?;
+        #[cfg(not(target_os = "linux"))]
+        match suspender {}
+        handle.transition(SandboxState::Suspended)?;
+        Ok(())
+    }
+
+    /// Restores a suspended session: its processes go on where they were
+    /// and the handle is `warm`.
+    async fn resume(&self, handle: &mut SandboxHandle) -> Result<(), Error> {
+        let suspender = self.suspender(handle, "resume")?;
+        #[cfg(target_os = "linux")]
+        suspender.resume(&handle.session_id).await?;
+        #[cfg(not(target_os = "linux"))]
+        match suspender {}
+        if handle.state == SandboxState::Suspended {
+            handle.transition(SandboxState::Warm)?;
+        }
+        Ok(())
+    }
+}
+
+impl SandboxManager {
+    /// The session's suspender, outside the table's lock: an error when
+    /// the session is unknown, runs a command, or its backend cannot.
+    #[cfg(target_os = "linux")]
+    fn suspender(
+        &self,
+        handle: &SandboxHandle,
+        operation: &'static str,
+    ) -> Result<Arc<crate::backend::microvm::gvisor::Shared>, Error> {
+        let sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
+        let session = sessions.get(&handle.session_id).ok_or_else(|| {
+            Error::from(ErrorKind::UnknownSession {
+                session_id: handle.session_id.clone(),
+            })
+        })?;
+        if let Some(r) = &session.runner
+            && !r.is_finished()
+        {
+            return Err(ErrorKind::Busy {
+                session_id: handle.session_id.clone(),
+            }
+            .into());
+        }
+        session
+            .backend
+            .suspender()
+            .ok_or_else(|| self.unsupported(operation))
+    }
+
+    /// No backend off Linux can suspend a session.
+    #[cfg(not(target_os = "linux"))]
+    fn suspender(
+        &self,
+        _handle: &SandboxHandle,
+        operation: &'static str,
+    ) -> Result<std::convert::Infallible, Error> {
+        Err(self.unsupported(operation))
+    }
+
+    fn unsupported(&self, operation: &'static str) -> Error {
+        Error::from(sandbox_core::Error::from(
+            sandbox_core::ErrorKind::SuspendUnsupported {
+                operation,
+                backend: self.inner.selection.label.to_owned(),
+            },
+        ))
+    }
+
+    /// The size in bytes of a suspended session's checkpoint on disk
+    /// (`None` when the session is not suspended or not on gVisor).
+    pub fn checkpoint_bytes(&self, handle: &SandboxHandle) -> Option<u64> {
+        #[cfg(target_os = "linux")]
+        {
+            let sessions = self.inner.sessions.lock().ok()?;
+            let s = sessions.get(&handle.session_id)?.backend.suspender()?;
+            s.is_suspended().then(|| s.checkpoint_bytes())
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = handle;
+            None
+        }
     }
 }
 
