@@ -63,6 +63,23 @@
 //! directory), secrets are unreadable but not hidden. The terminal surface
 //! is refused there ([`ErrorKind::NotSupported`]).
 //!
+//! The **`microvm` backend** (Linux) runs each session in one gVisor
+//! sandbox (`runsc`), kept warm: a kernel boundary, as the command's system
+//! calls are served by gVisor's user-space kernel, but not a hardware VM,
+//! and the probe line, the label and the handle's `hardwareVm` detail say
+//! so ([`ManagerBuilder::require_hardware_vm`] refuses it). Its file system
+//! is the bubblewrap plan of the same spec read as an OCI bundle; it has
+//! loopback only (`--network=none`) and reaches the proxies through two
+//! `socat` relays inside that connect to their Unix sockets
+//! (`--host-uds=open`). Commands run with `runsc exec`; what one leaves in
+//! the background is there for the next; `destroy` deletes the sandbox and
+//! its state. `suspend` checkpoints it into the session's directory and
+//! `resume` restores it (other backends answer
+//! `sandbox_core::ErrorKind::SuspendUnsupported`). This gVisor release
+//! cannot run the name guard, so a launch needing filename rules is
+//! refused ([`ErrorKind::MicrovmFilenameRules`]) unless they are dropped
+//! explicitly; terminals and per-command limits are refused.
+//!
 //! With `none` nothing is confined, but the command still starts with the
 //! sanitised environment (R-DISPATCH-2).
 //!

@@ -310,11 +310,7 @@ impl SandboxPort for SandboxManager {
     /// other backends answer `SuspendUnsupported`.
     async fn suspend(&self, handle: &mut SandboxHandle) -> Result<(), Error> {
         handle.state.transition(SandboxState::Suspended)?;
-        let suspender = self.suspender(handle, "suspend")?;
-        #[cfg(target_os = "linux")]
-        suspender.suspend(&handle.session_id).await?;
-        #[cfg(not(target_os = "linux"))]
-        match suspender {}
+        self.checkpoint(handle, Checkpoint::Suspend).await?;
         handle.transition(SandboxState::Suspended)?;
         Ok(())
     }
@@ -322,11 +318,7 @@ impl SandboxPort for SandboxManager {
     /// Restores a suspended session: its processes go on where they were
     /// and the handle is `warm`.
     async fn resume(&self, handle: &mut SandboxHandle) -> Result<(), Error> {
-        let suspender = self.suspender(handle, "resume")?;
-        #[cfg(target_os = "linux")]
-        suspender.resume(&handle.session_id).await?;
-        #[cfg(not(target_os = "linux"))]
-        match suspender {}
+        self.checkpoint(handle, Checkpoint::Resume).await?;
         if handle.state == SandboxState::Suspended {
             handle.transition(SandboxState::Warm)?;
         }
@@ -334,7 +326,39 @@ impl SandboxPort for SandboxManager {
     }
 }
 
+/// Which way a checkpoint goes.
+#[derive(Clone, Copy)]
+enum Checkpoint {
+    Suspend,
+    Resume,
+}
+
+impl Checkpoint {
+    fn as_str(self) -> &'static str {
+        match self {
+            Checkpoint::Suspend => "suspend",
+            Checkpoint::Resume => "resume",
+        }
+    }
+}
+
 impl SandboxManager {
+    /// Suspends or resumes the session of `handle` (gVisor).
+    #[cfg(target_os = "linux")]
+    async fn checkpoint(&self, handle: &SandboxHandle, way: Checkpoint) -> Result<(), Error> {
+        let s = self.suspender(handle, way.as_str())?;
+        match way {
+            Checkpoint::Suspend => s.suspend(&handle.session_id).await,
+            Checkpoint::Resume => s.resume(&handle.session_id).await,
+        }
+    }
+
+    /// No backend off Linux can suspend a session.
+    #[cfg(not(target_os = "linux"))]
+    async fn checkpoint(&self, _handle: &SandboxHandle, way: Checkpoint) -> Result<(), Error> {
+        Err(self.unsupported(way.as_str()))
+    }
+
     /// The session's suspender, outside the table's lock: an error when
     /// the session is unknown, runs a command, or its backend cannot.
     #[cfg(target_os = "linux")]
@@ -361,16 +385,6 @@ impl SandboxManager {
             .backend
             .suspender()
             .ok_or_else(|| self.unsupported(operation))
-    }
-
-    /// No backend off Linux can suspend a session.
-    #[cfg(not(target_os = "linux"))]
-    fn suspender(
-        &self,
-        _handle: &SandboxHandle,
-        operation: &'static str,
-    ) -> Result<std::convert::Infallible, Error> {
-        Err(self.unsupported(operation))
     }
 
     fn unsupported(&self, operation: &'static str) -> Error {

@@ -200,12 +200,6 @@ impl BackendSession {
         }
     }
 
-    /// No backend off Linux can suspend a session.
-    #[cfg(not(target_os = "linux"))]
-    pub(crate) fn suspender(&self) -> Option<std::convert::Infallible> {
-        None
-    }
-
     /// Whether the session is checkpointed to disk.
     pub(crate) fn is_suspended(&self) -> bool {
         match self {
