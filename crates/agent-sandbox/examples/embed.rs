@@ -38,7 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let out = m.exec(&h, sh("curl -sS https://blocked.example/")).await?.output().await;
         check(out.violations.iter().any(|v| v.target == "blocked.example:443"), "curl denied")?;
         let mut bash = sh("exec bash -ic tty");
-        bash.pty(PtySize::new(24, 80).ok_or("no terminal size")?);
+        bash.pty(PtySize::DEFAULT);
         let out = m.exec(&h, bash).await?.output().await;
         check(out.stdout.windows(10).any(|w| w == b"/dev/pts/0"), "bash -i on its own terminal")?;
         let mut slow = sh("sleep 30");

@@ -11,8 +11,8 @@ use crate::{BrokerSettings, Cgroups, Error, ErrorKind, InnerBridge};
 use bwrap_spec::{FilenameRules, NameGuardLauncher};
 use connect_proxy::{Baseline, IpPolicy, Resolver};
 use sandbox_core::{
-    AmbientHost, BackendRequest, HostView, NativeMechanism, ProbeReport, SandboxSwitch, Surface,
-    select_backend,
+    AmbientHost, BackendRequest, HostView, MicrovmRuntimeKind, NativeMechanism, ProbeReport,
+    SandboxSwitch, Surface, select_backend,
 };
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -113,6 +113,20 @@ pub struct ManagerBuilder {
     unix_sockets: Vec<crate::unix_sockets::Requested>,
     broker: Option<BrokerSettings>,
     cgroups: Cgroups,
+    microvm_runtime: Option<MicrovmRuntimeKind>,
+    hardware_vm: VmRequirement,
+}
+
+/// Whether a `microvm` session may run on any kernel-boundary runtime or
+/// only on a hardware VM ([`ManagerBuilder::require_hardware_vm`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum VmRequirement {
+    /// Any kernel boundary: gVisor counts (the default).
+    #[default]
+    AnyKernelBoundary,
+    /// Only a hardware VM: gVisor and emulation do not count.
+    HardwareVm,
 }
 
 impl std::fmt::Debug for ManagerBuilder {
@@ -153,6 +167,8 @@ impl ManagerBuilder {
             unix_sockets: Vec::new(),
             broker: None,
             cgroups: Cgroups::none(),
+            microvm_runtime: None,
+            hardware_vm: VmRequirement::AnyKernelBoundary,
         }
     }
 
@@ -357,6 +373,21 @@ impl ManagerBuilder {
         self.cgroups = cgroups;
         self
     }
+    /// Asks for one microvm runtime by kind (default: the probe's). One the
+    /// probe did not find working makes [`ManagerBuilder::build`] fail with
+    /// [`ErrorKind::MicrovmRuntimeUnavailable`], never another runtime.
+    pub fn microvm_runtime(&mut self, kind: MicrovmRuntimeKind) -> &mut Self {
+        self.microvm_runtime = Some(kind);
+        self
+    }
+    /// Requires a hardware VM for this manager's sessions: a `microvm` on
+    /// gVisor (a user-space kernel) or emulation, or any backend that is
+    /// not `microvm`, makes [`ManagerBuilder::build`] fail with
+    /// [`ErrorKind::HardwareVmRequired`].
+    pub fn require_hardware_vm(&mut self, requirement: VmRequirement) -> &mut Self {
+        self.hardware_vm = requirement;
+        self
+    }
     /// Where log lines go (default: stderr, [`log_to_stderr`]).
     pub fn log(&mut self, sink: LogSink) -> &mut Self {
         self.log = Some(sink);
@@ -384,6 +415,7 @@ impl ManagerBuilder {
                       read HOME)",
             })
         })?;
+        self.check_microvm(&selection, probe)?;
         let choice = decide::backend_choice(&selection, probe, cfg!(target_os = "linux"))?;
         if self.broker.is_some() && matches!(choice, BackendChoice::None) {
             return Err(ErrorKind::BrokerNeedsSandbox {
@@ -422,6 +454,46 @@ impl ManagerBuilder {
         let backend = match choice {
             BackendChoice::None => Backend::None,
             BackendChoice::Unavailable(reason) => Backend::Unavailable(reason),
+            #[cfg(target_os = "linux")]
+            BackendChoice::Gvisor { runsc, version } => {
+                let path = self.host.var_os("PATH");
+                let Some(socat) = sandbox_core::find_on_path(&*self.host, path.as_ref(), "socat")
+                else {
+                    return Err(ErrorKind::ToolMissing {
+                        tool: "socat",
+                        hint: "it relays the proxies inside the gVisor sandbox; sudo apt-get install socat".into(),
+                    }
+                    .into());
+                };
+                let filename_rules = match self.filename_rules {
+                    Some(FilenameRules::DropFilenameGlobDenies) => {
+                        log(
+                            "filename-glob write denies (.env, *.key, *.pem) are DROPPED under gVisor (opt-out --no-filename-rules): nothing inside it can refuse new names",
+                        );
+                        FilenameRules::DropFilenameGlobDenies
+                    }
+                    Some(FilenameRules::EnforcedByNameGuard) => {
+                        return Err(ErrorKind::NameGuardUnavailable {
+                            reason: "the name guard's seccomp filter cannot be installed inside this gVisor release".into(),
+                        }
+                        .into());
+                    }
+                    _ => FilenameRules::Refuse,
+                };
+                Backend::Microvm(Arc::new(crate::backend::microvm::Runtime::Gvisor(
+                    crate::backend::microvm::gvisor::Config {
+                        runsc,
+                        version,
+                        socat,
+                        temp_dir: temp_dir()?,
+                        filename_rules,
+                    },
+                )))
+            }
+            #[cfg(not(target_os = "linux"))]
+            BackendChoice::Gvisor { .. } => {
+                Backend::Unavailable("gVisor runs only on Linux".to_owned())
+            }
             BackendChoice::Seatbelt => Backend::Seatbelt(seatbelt::Config {
                 temp_dir: temp_dir()?,
                 log_program: self.seatbelt_log_program.clone(),
@@ -519,6 +591,44 @@ impl ManagerBuilder {
                 ))
             }
         })
+    }
+
+    /// Refuses a selection the microvm settings do not allow: a hardware VM
+    /// required where the runtime is not one (or the backend is not
+    /// `microvm`), a runtime asked for by kind that the probe did not find.
+    fn check_microvm(
+        &self,
+        selection: &sandbox_core::Selection,
+        probe: &ProbeReport,
+    ) -> Result<(), Error> {
+        let microvm = selection.backend == sandbox_core::SandboxBackend::Microvm;
+        if self.hardware_vm == VmRequirement::HardwareVm
+            && !(microvm && probe.microvm.is_hardware_vm())
+        {
+            let found = match (&probe.microvm.note, &probe.microvm.reason) {
+                _ if !microvm => format!("not used: the backend is {}", selection.backend),
+                (Some(note), _) => note.clone(),
+                (None, Some(reason)) => reason.clone(),
+                (None, None) => "unknown".to_owned(),
+            };
+            return Err(ErrorKind::HardwareVmRequired { found }.into());
+        }
+        if let Some(kind) = self.microvm_runtime
+            && (!microvm || probe.microvm.kind != Some(kind) || !probe.microvm.available)
+        {
+            let reason = match (&probe.microvm.note, &probe.microvm.reason) {
+                _ if !microvm => format!("the backend is {}, not microvm", selection.backend),
+                (Some(note), _) => format!("the probe found {note}"),
+                (None, Some(reason)) => reason.clone(),
+                (None, None) => "the probe found no microvm runtime".to_owned(),
+            };
+            return Err(ErrorKind::MicrovmRuntimeUnavailable {
+                runtime: kind.as_str(),
+                reason,
+            }
+            .into());
+        }
+        Ok(())
     }
 
     /// The probe as an explicit mechanism request makes it: `None` when

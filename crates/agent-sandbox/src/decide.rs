@@ -27,6 +27,13 @@ pub(crate) enum BackendChoice {
     Seatbelt,
     /// Landlock and the name guard's supervisor, no namespaces (Linux).
     Landlock,
+    /// gVisor's `runsc` behind the `microvm` backend (Linux).
+    Gvisor {
+        /// The `runsc` executable the probe tried.
+        runsc: PathBuf,
+        /// Its release.
+        version: String,
+    },
     /// A backend this manager does not implement on this platform: every
     /// launch is refused with the reason.
     Unavailable(String),
@@ -69,6 +76,20 @@ pub(crate) fn backend_choice(
                 Ok(BackendChoice::Unavailable(
                     "bubblewrap runs only on Linux".into(),
                 ))
+            }
+        }
+        (SandboxBackend::Microvm, _)
+            if target_is_linux
+                && probe.microvm.kind == Some(sandbox_core::MicrovmRuntimeKind::Gvisor) =>
+        {
+            match (&probe.microvm.runtime, &probe.microvm.version) {
+                (Some(runsc), Some(version)) => Ok(BackendChoice::Gvisor {
+                    runsc: runsc.clone(),
+                    version: version.clone(),
+                }),
+                _ => Ok(BackendChoice::Unavailable(
+                    "the probe found no working runsc".into(),
+                )),
             }
         }
         (other, _) => Ok(BackendChoice::Unavailable(format!(

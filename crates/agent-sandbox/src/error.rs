@@ -159,6 +159,67 @@ pub enum ErrorKind {
         /// The session id.
         session_id: String,
     },
+    /// A hardware VM was required ([`crate::ManagerBuilder::require_hardware_vm`])
+    /// and the microvm runtime here is not one (gVisor is a user-space
+    /// kernel): refused, never run on the weaker runtime.
+    #[error(
+        "a hardware VM was required, but the microvm runtime here is {found}; it is not a hardware VM"
+    )]
+    HardwareVmRequired {
+        /// The runtime the probe found, as its note says.
+        found: String,
+    },
+    /// A microvm runtime was asked for by name
+    /// ([`crate::ManagerBuilder::microvm_runtime`]) that this host does not
+    /// have working.
+    #[error("the microvm runtime {runtime} was asked for but is not available here: {reason}")]
+    MicrovmRuntimeUnavailable {
+        /// The runtime asked for.
+        runtime: &'static str,
+        /// Why not.
+        reason: String,
+    },
+    /// The session is suspended: resume it before running a command.
+    #[error("sandbox session {session_id:?} is suspended; resume it first")]
+    Suspended {
+        /// The session id.
+        session_id: String,
+    },
+    /// The session is not suspended, so there is nothing to resume.
+    #[error("sandbox session {session_id:?} is not suspended; there is nothing to resume")]
+    NotSuspended {
+        /// The session id.
+        session_id: String,
+    },
+    /// The policy forbids creating files by name (`.env`, `*.key`, `*.pem`)
+    /// inside writable mounts, and nothing enforces that under gVisor.
+    #[error(
+        "refusing to launch: the policy forbids creating {globs:?} inside writable mounts {roots:?}, \
+         and under gVisor nothing can refuse new names (the name guard's seccomp filter cannot be \
+         installed inside this gVisor release) (R-DISPATCH-3); make the mounts read-only or opt out \
+         explicitly with FilenameRules::DropFilenameGlobDenies (agent-run --no-filename-rules)"
+    )]
+    MicrovmFilenameRules {
+        /// The globs that would be dropped.
+        globs: Vec<String>,
+        /// The writable roots they apply to.
+        roots: Vec<String>,
+    },
+    /// The sandbox plan holds something the gVisor bundle cannot express;
+    /// nothing was started (a rule is never dropped).
+    #[error("the gVisor bundle cannot express the sandbox plan: {reason}; nothing was started")]
+    Bundle {
+        /// What could not be expressed.
+        reason: String,
+    },
+    /// The gVisor runtime refused or failed a step; what it said.
+    #[error("gVisor runsc {step} failed: {said}")]
+    Runtime {
+        /// The runsc step (`run`, `exec`, `checkpoint`, `restore`, ...).
+        step: &'static str,
+        /// What runsc said (its last lines, truncated).
+        said: String,
+    },
     /// An I/O error while setting up or running the sandbox.
     #[error("{context}: {source}")]
     Io {

@@ -104,6 +104,23 @@
 //! terminal surface
 //! is refused there ([`ErrorKind::NotSupported`]).
 //!
+//! The **`microvm` backend** (Linux) runs each session in one gVisor
+//! sandbox (`runsc`), kept warm: a kernel boundary, as the command's system
+//! calls are served by gVisor's user-space kernel, but not a hardware VM,
+//! and the probe line, the label and the handle's `hardwareVm` detail say
+//! so ([`ManagerBuilder::require_hardware_vm`] refuses it). Its file system
+//! is the bubblewrap plan of the same spec read as an OCI bundle; it has
+//! loopback only (`--network=none`) and reaches the proxies through two
+//! `socat` relays inside that connect to their Unix sockets
+//! (`--host-uds=open`). Commands run with `runsc exec`; what one leaves in
+//! the background is there for the next; `destroy` deletes the sandbox and
+//! its state. `suspend` checkpoints it into the session's directory and
+//! `resume` restores it (other backends answer
+//! `sandbox_core::ErrorKind::SuspendUnsupported`). This gVisor release
+//! cannot run the name guard, so a launch needing filename rules is
+//! refused ([`ErrorKind::MicrovmFilenameRules`]) unless they are dropped
+//! explicitly; terminals and per-command limits are refused.
+//!
 //! With `none` nothing is confined, but the command still starts with the
 //! sanitised environment (R-DISPATCH-2).
 //!
@@ -204,7 +221,7 @@ pub use broker::{
     broker_intercept_on_ports, credential_for_hosts, header_template_from_name,
     pem_certificates_from_file, rule_engine_from_file,
 };
-pub use builder::{LogSink, ManagerBuilder, SharedHostView, log_to_stderr};
+pub use builder::{LogSink, ManagerBuilder, SharedHostView, VmRequirement, log_to_stderr};
 pub use bwrap_spec::{FilenameRules, NameGuardLauncher};
 pub use cgroup::Cgroups;
 pub use connect_proxy::Baseline;

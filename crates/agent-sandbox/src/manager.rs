@@ -113,6 +113,19 @@ impl SandboxManager {
         <Self as SandboxPort>::destroy(self, handle).await
     }
 
+    /// Checkpoints the session to disk ([`SandboxPort::suspend`]): on gVisor
+    /// the handle is `suspended`; other backends answer
+    /// `sandbox_core::ErrorKind::SuspendUnsupported`.
+    pub async fn suspend(&self, handle: &mut SandboxHandle) -> Result<(), Error> {
+        <Self as SandboxPort>::suspend(self, handle).await
+    }
+
+    /// Restores a suspended session ([`SandboxPort::resume`]): its processes
+    /// go on where they were and the handle is `warm`.
+    pub async fn resume(&self, handle: &mut SandboxHandle) -> Result<(), Error> {
+        <Self as SandboxPort>::resume(self, handle).await
+    }
+
     /// The backend every session of this manager gets, with its label.
     pub fn selection(&self) -> &Selection {
         &self.inner.selection
@@ -134,6 +147,9 @@ impl SandboxManager {
     pub fn state(&self, handle: &SandboxHandle) -> Option<SandboxState> {
         let sessions = self.inner.sessions.lock().ok()?;
         let session = sessions.get(&handle.session_id)?;
+        if session.backend.is_suspended() {
+            return Some(SandboxState::Suspended);
+        }
         Some(match &session.runner {
             Some(r) if r.is_running() => SandboxState::Active,
             _ => SandboxState::Warm,
@@ -230,6 +246,12 @@ impl SandboxPort for SandboxManager {
             && r.is_running()
         {
             return Err(ErrorKind::Busy {
+                session_id: handle.session_id.clone(),
+            }
+            .into());
+        }
+        if session.backend.is_suspended() {
+            return Err(ErrorKind::Suspended {
                 session_id: handle.session_id.clone(),
             }
             .into());
@@ -331,6 +353,114 @@ impl SandboxPort for SandboxManager {
             .await;
         handle.transition(SandboxState::Destroyed)?;
         Ok(())
+    }
+
+    /// Checkpoints a `microvm` session on gVisor to its session directory:
+    /// its processes and memory leave the host and the handle is
+    /// `suspended`. A command must not be running ([`ErrorKind::Busy`]);
+    /// other backends answer `SuspendUnsupported`.
+    async fn suspend(&self, handle: &mut SandboxHandle) -> Result<(), Error> {
+        handle.state.transition(SandboxState::Suspended)?;
+        self.checkpoint(handle, Checkpoint::Suspend).await?;
+        handle.transition(SandboxState::Suspended)?;
+        Ok(())
+    }
+
+    /// Restores a suspended session: its processes go on where they were
+    /// and the handle is `warm`.
+    async fn resume(&self, handle: &mut SandboxHandle) -> Result<(), Error> {
+        self.checkpoint(handle, Checkpoint::Resume).await?;
+        if handle.state == SandboxState::Suspended {
+            handle.transition(SandboxState::Warm)?;
+        }
+        Ok(())
+    }
+}
+
+/// Which way a checkpoint goes.
+#[derive(Clone, Copy)]
+enum Checkpoint {
+    Suspend,
+    Resume,
+}
+
+impl Checkpoint {
+    fn as_str(self) -> &'static str {
+        match self {
+            Checkpoint::Suspend => "suspend",
+            Checkpoint::Resume => "resume",
+        }
+    }
+}
+
+impl SandboxManager {
+    /// Suspends or resumes the session of `handle` (gVisor).
+    #[cfg(target_os = "linux")]
+    async fn checkpoint(&self, handle: &SandboxHandle, way: Checkpoint) -> Result<(), Error> {
+        let s = self.suspender(handle, way.as_str())?;
+        match way {
+            Checkpoint::Suspend => s.suspend(&handle.session_id).await,
+            Checkpoint::Resume => s.resume(&handle.session_id).await,
+        }
+    }
+
+    /// No backend off Linux can suspend a session.
+    #[cfg(not(target_os = "linux"))]
+    async fn checkpoint(&self, _handle: &SandboxHandle, way: Checkpoint) -> Result<(), Error> {
+        Err(self.unsupported(way.as_str()))
+    }
+
+    /// The session's suspender, outside the table's lock: an error when
+    /// the session is unknown, runs a command, or its backend cannot.
+    #[cfg(target_os = "linux")]
+    fn suspender(
+        &self,
+        handle: &SandboxHandle,
+        operation: &'static str,
+    ) -> Result<Arc<crate::backend::microvm::gvisor::Shared>, Error> {
+        let sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
+        let session = sessions.get(&handle.session_id).ok_or_else(|| {
+            Error::from(ErrorKind::UnknownSession {
+                session_id: handle.session_id.clone(),
+            })
+        })?;
+        if let Some(r) = &session.runner
+            && r.is_running()
+        {
+            return Err(ErrorKind::Busy {
+                session_id: handle.session_id.clone(),
+            }
+            .into());
+        }
+        session
+            .backend
+            .suspender()
+            .ok_or_else(|| self.unsupported(operation))
+    }
+
+    fn unsupported(&self, operation: &'static str) -> Error {
+        Error::from(sandbox_core::Error::from(
+            sandbox_core::ErrorKind::SuspendUnsupported {
+                operation,
+                backend: self.inner.selection.label.to_owned(),
+            },
+        ))
+    }
+
+    /// The size in bytes of a suspended session's checkpoint on disk
+    /// (`None` when the session is not suspended or not on gVisor).
+    pub fn checkpoint_bytes(&self, handle: &SandboxHandle) -> Option<u64> {
+        #[cfg(target_os = "linux")]
+        {
+            let sessions = self.inner.sessions.lock().ok()?;
+            let s = sessions.get(&handle.session_id)?.backend.suspender()?;
+            s.is_suspended().then(|| s.checkpoint_bytes())
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = handle;
+            None
+        }
     }
 }
 

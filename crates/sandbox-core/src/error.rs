@@ -94,6 +94,17 @@ pub enum ErrorKind {
     /// ([`crate::NameGuardInvocation::parse`], [`crate::NameGuardInvocation::check`]).
     #[error("name-guard command line: {0} (usage: {usage})", usage = crate::NAME_GUARD_USAGE)]
     NameGuardInvocation(crate::InvocationProblem),
+    /// `suspend` or `resume` on a backend that cannot checkpoint a
+    /// sandbox (R-MICROVM-5).
+    #[error(
+        "{operation} is not supported by the {backend} backend; only the microvm backend checkpoints a sandbox to disk"
+    )]
+    SuspendUnsupported {
+        /// `suspend` or `resume`.
+        operation: &'static str,
+        /// The backend's name or mechanism.
+        backend: String,
+    },
     /// A state change that the lifecycle does not allow.
     #[error("illegal sandbox state change from {from} to {to}")]
     IllegalTransition {

@@ -109,6 +109,18 @@ pub trait HostView {
         Err("this host view cannot start bubblewrap to try it".to_owned())
     }
 
+    /// Starts one tiny gVisor sandbox with the `runsc` at `runsc`
+    /// (`runsc --network=none do true`, as root or with `--rootless`, its
+    /// state in a fresh directory removed after) and answers gVisor's
+    /// release (`20221219`), or `Err` with what went wrong. The provided
+    /// implementation answers `Err` (fail closed). The real host remembers
+    /// a success for an hour, as for bubblewrap, keyed by the binary, the
+    /// kernel and the user.
+    fn try_gvisor(&self, runsc: &Path) -> Result<String, String> {
+        let _ = runsc;
+        Err("this host view cannot start gVisor to try it".to_owned())
+    }
+
     /// Says whether this kernel can enforce every Landlock rule the
     /// Landlock mechanism uses ([`LANDLOCK_MIN_ABI`](crate::LANDLOCK_MIN_ABI):
     /// file rules, TCP bind and connect rules, and the abstract Unix socket
@@ -314,6 +326,29 @@ impl HostView for AmbientHost {
     fn try_landlock(&self) -> Result<(), String> {
         self.try_landlock_now()
     }
+
+    fn try_gvisor(&self, runsc: &Path) -> Result<String, String> {
+        let version = gvisor_trial::version(runsc)?;
+        let cache = trial_cache::runtime_dir().zip(trial_cache::key(runsc));
+        let record = cache
+            .as_ref()
+            .map(|(dir, key)| (dir.clone(), format!("gvisor {version} {key}")));
+        if let Some((dir, key)) = &record
+            && trial_cache::remembered_as(
+                dir,
+                trial_cache::GVISOR_RECORD,
+                key,
+                trial_cache::TRIAL_TTL,
+            )
+        {
+            return Ok(version);
+        }
+        gvisor_trial::run_once(runsc)?;
+        if let Some((dir, key)) = &record {
+            trial_cache::remember_as(dir, trial_cache::GVISOR_RECORD, key);
+        }
+        Ok(version)
+    }
 }
 
 impl AmbientHost {
@@ -373,6 +408,7 @@ pub fn find_on_path<H: HostView + ?Sized>(
 }
 
 mod fake;
+mod gvisor_trial;
 mod landlock_trial;
 mod memo;
 mod trial_cache;

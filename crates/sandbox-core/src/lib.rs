@@ -159,7 +159,7 @@ pub use output::{CommandOutput, CommandStatus, Dropped, OutputLimit};
 pub use paths::{PathEntry, PathSet, expand_tilde, is_glob, reaches_into};
 pub use port::{DynSandboxPort, EventStream, PortFuture, SandboxPort};
 pub use probe::{
-    AMBIENT_PROBE_TIMEOUT, FilenameRuleSupport, LANDLOCK_MIN_ABI, MicrovmProbe,
+    AMBIENT_PROBE_TIMEOUT, FilenameRuleSupport, LANDLOCK_MIN_ABI, MicrovmProbe, MicrovmRuntimeKind,
     NAME_GUARD_MIN_KERNEL, NOTE_LANDLOCK, NativeMechanism, NativeProbe, Platform, ProbeCache,
     ProbeOptions, ProbeReport, kernel_runs_name_guard, kernel_version, probe_ambient,
 };
@@ -167,7 +167,8 @@ pub use running::{
     CommandControl, CommandSignal, ControlError, ControlFuture, NoControl, RunningCommand,
 };
 pub use select::{
-    BackendRequest, LABEL_LANDLOCK, Selection, Surface, backend_label, select_backend,
+    BackendRequest, LABEL_GVISOR, LABEL_LANDLOCK, Selection, Surface, backend_label, microvm_label,
+    select_backend,
 };
 pub use spec::{MAX_PATH_LEN, SandboxBindMount, SandboxSpec};
 pub use state::SandboxState;

@@ -36,6 +36,23 @@ pub trait SandboxPort: Send + Sync {
         &self,
         handle: &mut SandboxHandle,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Checkpoints a `warm` sandbox to disk and frees its memory: its
+    /// processes stop where they are and the handle is `suspended`
+    /// (R-MICROVM-5). A backend that cannot answers an error saying so
+    /// (for example [`crate::ErrorKind::SuspendUnsupported`]) and leaves the
+    /// sandbox as it was.
+    fn suspend(
+        &self,
+        handle: &mut SandboxHandle,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Restores a `suspended` sandbox: its processes go on where they
+    /// were and the handle is `warm` again.
+    fn resume(
+        &self,
+        handle: &mut SandboxHandle,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 }
 
 /// A boxed future of [`DynSandboxPort`].
@@ -56,6 +73,10 @@ pub trait DynSandboxPort: Send + Sync {
     ) -> PortFuture<'a, RunningCommand>;
     /// [`SandboxPort::destroy`].
     fn destroy_dyn<'a>(&'a self, handle: &'a mut SandboxHandle) -> PortFuture<'a, ()>;
+    /// [`SandboxPort::suspend`].
+    fn suspend_dyn<'a>(&'a self, handle: &'a mut SandboxHandle) -> PortFuture<'a, ()>;
+    /// [`SandboxPort::resume`].
+    fn resume_dyn<'a>(&'a self, handle: &'a mut SandboxHandle) -> PortFuture<'a, ()>;
 }
 
 impl<P: SandboxPort> DynSandboxPort for P {
@@ -71,5 +92,11 @@ impl<P: SandboxPort> DynSandboxPort for P {
     }
     fn destroy_dyn<'a>(&'a self, handle: &'a mut SandboxHandle) -> PortFuture<'a, ()> {
         Box::pin(async move { Ok(self.destroy(handle).await?) })
+    }
+    fn suspend_dyn<'a>(&'a self, handle: &'a mut SandboxHandle) -> PortFuture<'a, ()> {
+        Box::pin(async move { Ok(self.suspend(handle).await?) })
+    }
+    fn resume_dyn<'a>(&'a self, handle: &'a mut SandboxHandle) -> PortFuture<'a, ()> {
+        Box::pin(async move { Ok(self.resume(handle).await?) })
     }
 }

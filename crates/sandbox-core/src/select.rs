@@ -53,17 +53,39 @@ pub fn backend_label(backend: SandboxBackend) -> &'static str {
 pub const LABEL_LANDLOCK: &str =
     "landlock: Landlock and seccomp on the host, no namespaces, no kernel boundary";
 
+/// The label of the `microvm` backend on gVisor: a kernel boundary, and
+/// said plainly not to be a hardware VM.
+pub const LABEL_GVISOR: &str =
+    "microvm: gVisor user-space kernel (kernel boundary, not a hardware VM)";
+
+/// The label of the `microvm` backend for a runtime kind.
+pub fn microvm_label(kind: crate::MicrovmRuntimeKind) -> &'static str {
+    match kind {
+        crate::MicrovmRuntimeKind::Gvisor => LABEL_GVISOR,
+        crate::MicrovmRuntimeKind::QemuTcg => {
+            "microvm: emulated VM (kernel boundary, not a hardware VM)"
+        }
+        crate::MicrovmRuntimeKind::QemuKvm => backend_label(SandboxBackend::Microvm),
+    }
+}
+
 /// The selection of `backend`, labelled by the mechanism `report` found
-/// for it (the native backend on Landlock has no namespaces to claim).
+/// for it (the native backend on Landlock has no namespaces to claim; the
+/// `microvm` backend names its runtime, and only a hardware VM is called
+/// one).
 fn chosen(report: &ProbeReport, backend: SandboxBackend, log_line: Option<String>) -> Selection {
     let landlock = report.native.mechanism == Some(crate::NativeMechanism::Landlock);
+    let label = match backend {
+        SandboxBackend::Native if landlock => LABEL_LANDLOCK,
+        SandboxBackend::Microvm => match report.microvm.kind {
+            Some(kind) => microvm_label(kind),
+            None => backend_label(backend),
+        },
+        _ => backend_label(backend),
+    };
     Selection {
         backend,
-        label: if backend == SandboxBackend::Native && landlock {
-            LABEL_LANDLOCK
-        } else {
-            backend_label(backend)
-        },
+        label,
         log_line,
     }
 }

@@ -191,6 +191,53 @@ fn an_explicit_microvm_without_a_runtime_fails_loudly() {
 }
 
 #[test]
+fn backend_microvm_runs_in_gvisor_and_a_hardware_vm_requirement_refuses_it() {
+    if !test_support::require(
+        sandbox_core::probe_ambient().microvm.available,
+        "gVisor's runsc for the microvm backend",
+        "apt-get install runsc",
+    ) {
+        return;
+    }
+    let d = scratch("microvm-gvisor");
+    let o = agent_run(
+        &d,
+        &[
+            "--backend",
+            "microvm",
+            "--microvm-runtime",
+            "gvisor",
+            "--no-filename-rules",
+            "--",
+            "uname",
+            "-r",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let inside = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+    assert!(!inside.is_empty() && inside != host.trim(), "{inside}");
+    assert!(err(&o).contains("not a hardware VM"), "{}", err(&o));
+    let o = agent_run(
+        &d,
+        &[
+            "--backend",
+            "microvm",
+            "--require-hardware-vm",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(
+        err(&o).contains("a hardware VM was required"),
+        "{}",
+        err(&o)
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn bad_arguments_are_usage_errors() {
     let d = scratch("usage");
     for args in [

@@ -9,6 +9,8 @@ pub(crate) mod bubblewrap;
 pub(crate) use bubblewrap::ReportReader;
 #[cfg(target_os = "linux")]
 pub(crate) mod landlock;
+#[cfg(target_os = "linux")]
+pub(crate) mod microvm;
 pub(crate) mod none;
 pub(crate) mod seatbelt;
 pub(crate) mod seatbelt_log;
@@ -51,6 +53,9 @@ pub(crate) enum Backend {
     Landlock(landlock::Config),
     /// Seatbelt through `sandbox-exec` (macOS).
     Seatbelt(seatbelt::Config),
+    /// A kernel-boundary runtime (Linux): gVisor today.
+    #[cfg(target_os = "linux")]
+    Microvm(Arc<microvm::Runtime>),
     /// Not implemented here: every launch is refused with the reason.
     Unavailable(String),
 }
@@ -63,6 +68,8 @@ pub(crate) enum BackendSession {
     #[cfg(target_os = "linux")]
     Landlock(Box<landlock::Session>),
     Seatbelt(Box<seatbelt::Session>),
+    #[cfg(target_os = "linux")]
+    Gvisor(Box<microvm::gvisor::Session>),
 }
 
 /// What a launch made: the session's state, the environment its commands
@@ -123,6 +130,12 @@ impl Backend {
             #[cfg(target_os = "linux")]
             Backend::Landlock(config) => landlock::launch(config, settings, spec).await,
             Backend::Seatbelt(config) => seatbelt::launch(config, settings, spec).await,
+            #[cfg(target_os = "linux")]
+            Backend::Microvm(runtime) => match &**runtime {
+                microvm::Runtime::Gvisor(config) => {
+                    microvm::gvisor::launch(config, settings, spec).await
+                }
+            },
             Backend::Unavailable(reason) => Err(Error::from(ErrorKind::Core(
                 sandbox_core::Error::from(sandbox_core::ErrorKind::NativeUnavailable {
                     reason: reason.clone(),
@@ -152,6 +165,8 @@ impl BackendSession {
             #[cfg(target_os = "linux")]
             BackendSession::Landlock(s) => s.exec(request, io),
             BackendSession::Seatbelt(s) => s.exec(request, io),
+            #[cfg(target_os = "linux")]
+            BackendSession::Gvisor(s) => s.exec(request, io),
         }
     }
 
@@ -170,6 +185,27 @@ impl BackendSession {
             #[cfg(target_os = "linux")]
             BackendSession::Landlock(s) => s.destroy(settings, session_id).await,
             BackendSession::Seatbelt(s) => s.destroy().await,
+            #[cfg(target_os = "linux")]
+            BackendSession::Gvisor(s) => s.destroy(settings, session_id).await,
+        }
+    }
+
+    /// What suspends and resumes this session, when its backend can
+    /// (gVisor); `None` elsewhere.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn suspender(&self) -> Option<Arc<microvm::gvisor::Shared>> {
+        match self {
+            BackendSession::Gvisor(s) => Some(s.shared().clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether the session is checkpointed to disk.
+    pub(crate) fn is_suspended(&self) -> bool {
+        match self {
+            #[cfg(target_os = "linux")]
+            BackendSession::Gvisor(s) => s.shared().is_suspended(),
+            _ => false,
         }
     }
 

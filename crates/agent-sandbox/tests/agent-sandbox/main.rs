@@ -26,6 +26,8 @@ mod broker;
 mod commands;
 #[cfg(target_os = "linux")]
 mod landlock;
+#[cfg(target_os = "linux")]
+mod microvm;
 #[cfg(unix)]
 mod native;
 #[cfg(unix)]

@@ -179,7 +179,7 @@ pub(super) async fn run(
 }
 
 /// A one-shot HTTP origin on 127.0.0.1 that answers every request with a body.
-fn origin() -> u16 {
+pub(super) fn origin() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     std::thread::spawn(move || {

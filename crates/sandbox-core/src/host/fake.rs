@@ -33,6 +33,9 @@ pub struct FakeHost {
     /// What a Landlock trial gives (`Err` unless told otherwise, so a
     /// described host offers Landlock only when a test says so).
     landlock_try: Result<(), String>,
+    /// What a trial gVisor sandbox gives: the release (`20221219` unless
+    /// told otherwise).
+    gvisor_try: Result<String, String>,
 }
 
 impl FakeHost {
@@ -51,6 +54,7 @@ impl FakeHost {
             contents: BTreeMap::new(),
             bubblewrap_try: Ok(()),
             landlock_try: Err("no Landlock on this described host".to_owned()),
+            gvisor_try: Ok("20221219".to_owned()),
         }
     }
 
@@ -93,6 +97,18 @@ impl FakeHost {
     /// says where it cannot make namespaces).
     pub fn bubblewrap_fails(&mut self, error: impl Into<String>) -> &mut FakeHost {
         self.bubblewrap_try = Err(error.into());
+        self
+    }
+
+    /// Makes a trial gVisor sandbox fail with `error` (what runsc says).
+    pub fn gvisor_fails(&mut self, error: impl Into<String>) -> &mut FakeHost {
+        self.gvisor_try = Err(error.into());
+        self
+    }
+
+    /// Makes a trial gVisor sandbox report release `version`.
+    pub fn gvisor_release(&mut self, version: impl Into<String>) -> &mut FakeHost {
+        self.gvisor_try = Ok(version.into());
         self
     }
 
@@ -226,6 +242,14 @@ impl HostView for FakeHost {
 
     fn try_landlock(&self) -> Result<(), String> {
         self.landlock_try.clone()
+    }
+
+    fn try_gvisor(&self, runsc: &Path) -> Result<String, String> {
+        if self.is_executable_file(runsc) {
+            self.gvisor_try.clone()
+        } else {
+            Err(format!("{} is not an executable file", runsc.display()))
+        }
     }
 
     fn is_dir(&self, path: &Path) -> bool {

@@ -103,6 +103,10 @@ impl<H: HostView + ?Sized> HostView for RememberingHost<'_, H> {
     fn try_landlock(&self) -> Result<(), String> {
         self.host.try_landlock()
     }
+
+    fn try_gvisor(&self, runsc: &Path) -> Result<String, String> {
+        self.host.try_gvisor(runsc)
+    }
 }
 
 #[cfg(test)]

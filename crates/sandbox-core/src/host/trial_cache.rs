@@ -21,6 +21,8 @@ pub(crate) const TRIAL_TTL: Duration = Duration::from_secs(3600);
 
 /// The record's file name in the runtime directory.
 const RECORD: &str = "agent-sandbox-bwrap-trial";
+/// The gVisor trial's record's file name in the runtime directory.
+pub(crate) const GVISOR_RECORD: &str = "agent-sandbox-gvisor-trial";
 
 /// The sysctls that decide whether an unprivileged user may make
 /// namespaces.
@@ -118,7 +120,12 @@ pub(crate) fn key(bwrap: &Path) -> Option<String> {
 
 /// Whether `dir` remembers a success for `key` younger than `ttl`.
 pub(crate) fn remembered(dir: &Path, key: &str, ttl: Duration) -> bool {
-    let path = dir.join(RECORD);
+    remembered_as(dir, RECORD, key, ttl)
+}
+
+/// [`remembered`] for the record named `record`.
+pub(crate) fn remembered_as(dir: &Path, record: &str, key: &str, ttl: Duration) -> bool {
+    let path = dir.join(record);
     let Ok(meta) = std::fs::symlink_metadata(&path) else {
         return false;
     };
@@ -137,8 +144,13 @@ pub(crate) fn remembered(dir: &Path, key: &str, ttl: Duration) -> bool {
 /// place). A failure to write is not an error: the next process tries
 /// bubblewrap again.
 pub(crate) fn remember(dir: &Path, key: &str) {
-    let tmp = dir.join(format!("{RECORD}.{}", std::process::id()));
-    if std::fs::write(&tmp, key).is_ok() && std::fs::rename(&tmp, dir.join(RECORD)).is_err() {
+    remember_as(dir, RECORD, key)
+}
+
+/// [`remember`] for the record named `record`.
+pub(crate) fn remember_as(dir: &Path, record: &str, key: &str) {
+    let tmp = dir.join(format!("{record}.{}", std::process::id()));
+    if std::fs::write(&tmp, key).is_ok() && std::fs::rename(&tmp, dir.join(record)).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
 }

@@ -59,6 +59,22 @@ impl SandboxPort for EchoPort {
     async fn destroy(&self, handle: &mut SandboxHandle) -> Result<(), Error> {
         handle.transition(SandboxState::Destroyed)
     }
+
+    async fn suspend(&self, _handle: &mut SandboxHandle) -> Result<(), Error> {
+        Err(ErrorKind::SuspendUnsupported {
+            operation: "suspend",
+            backend: "echo".into(),
+        }
+        .into())
+    }
+
+    async fn resume(&self, _handle: &mut SandboxHandle) -> Result<(), Error> {
+        Err(ErrorKind::SuspendUnsupported {
+            operation: "resume",
+            backend: "echo".into(),
+        }
+        .into())
+    }
 }
 
 fn block_on<F: Future>(f: F) -> F::Output {

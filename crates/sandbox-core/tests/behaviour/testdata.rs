@@ -98,6 +98,8 @@ struct HostDesc {
     /// Whether a Landlock trial succeeds (no by default).
     #[serde(default)]
     landlock: bool,
+    /// What runsc says when the probe's trial sandbox fails.
+    gvisor_fails: Option<String>,
 }
 
 fn fake_host(d: &HostDesc) -> FakeHost {
@@ -122,6 +124,9 @@ fn fake_host(d: &HostDesc) -> FakeHost {
     }
     if d.landlock {
         host.landlock_works();
+    }
+    if let Some(e) = &d.gvisor_fails {
+        host.gvisor_fails(e.clone());
     }
     host
 }
@@ -164,6 +169,8 @@ struct ProbeCase {
     hint: Option<String>,
     platform: Option<String>,
     microvm: Option<bool>,
+    /// The microvm note when available, or a part of the reason when not.
+    microvm_says: Option<String>,
     filename_rules: Option<String>,
     /// The mechanism offered (`bubblewrap`, `landlock`, `seatbelt`).
     mechanism: Option<String>,
@@ -205,6 +212,21 @@ fn probe_table() {
         if let Some(m) = c.microvm {
             assert_eq!(r.microvm.available, m, "{i}");
         }
+        if let Some(says) = &c.microvm_says {
+            let got = match (&r.microvm.note, &r.microvm.reason) {
+                (Some(note), _) => note.clone(),
+                (None, Some(reason)) => reason.clone(),
+                (None, None) => String::new(),
+            };
+            assert!(got.contains(says.as_str()), "{i}: {got:?}");
+        }
+        // Nothing but a hardware VM is called one.
+        assert!(!r.microvm.is_hardware_vm(), "{i}: no fake host has one");
+        assert_eq!(
+            r.microvm.available,
+            r.microvm.note.is_some() && r.microvm.reason.is_none(),
+            "{i}: note iff available"
+        );
         if let Some(f) = &c.filename_rules {
             let got = match &r.native.filename_rules {
                 FilenameRuleSupport::NameGuard => "name-guard",
@@ -286,6 +308,16 @@ fn named_host(name: &str) -> FakeHost {
             dev_kvm: true,
             ..HostDesc::default()
         },
+        "gvisor" => HostDesc {
+            os: "linux".into(),
+            path: Some("/usr/bin".into()),
+            executables: vec![
+                "/usr/bin/bwrap".into(),
+                "/usr/bin/socat".into(),
+                "/usr/bin/runsc".into(),
+            ],
+            ..HostDesc::default()
+        },
         "windows" => HostDesc {
             os: "windows".into(),
             ..HostDesc::default()
@@ -318,7 +350,18 @@ fn selection_table() {
         ) {
             (Ok(sel), None) => {
                 assert_eq!(sel.backend.as_str(), c.expected, "{i}");
-                assert_eq!(sel.label, backend_label(sel.backend), "{i}");
+                let label = match (sel.backend, report.microvm.kind) {
+                    (SandboxBackend::Microvm, Some(kind)) => microvm_label(kind),
+                    (b, _) => backend_label(b),
+                };
+                assert_eq!(sel.label, label, "{i}");
+                if sel.backend == SandboxBackend::Microvm && !report.microvm.is_hardware_vm() {
+                    assert!(
+                        sel.label.contains("not a hardware VM"),
+                        "{i}: {}",
+                        sel.label
+                    );
+                }
                 if let Some(want) = &c.log_contains {
                     let log = sel.log_line.unwrap_or_default();
                     assert!(log.contains(want.as_str()), "{i}: log {log:?}");

@@ -5,7 +5,7 @@ use agent_sandbox_examples::{EventsTo, env_name, header_template, port};
 use clap::Parser;
 use connect_proxy::Cidr;
 use cred_broker::HeaderTemplate;
-use sandbox_core::{Access, Limits, Mode, NativeMechanism, SandboxBackend};
+use sandbox_core::{Access, Limits, MicrovmRuntimeKind, Mode, NativeMechanism, SandboxBackend};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,6 +14,8 @@ use std::time::Duration;
 #[derive(Debug)]
 pub(crate) struct Options {
     pub(crate) mechanism: Option<NativeMechanism>,
+    pub(crate) microvm_runtime: Option<MicrovmRuntimeKind>,
+    pub(crate) require_hardware_vm: bool,
     pub(crate) allow: Vec<String>,
     pub(crate) deny: Vec<String>,
     pub(crate) no_baseline: bool,
@@ -160,6 +162,15 @@ struct Cli {
     /// here is an error.
     #[arg(long, value_name = "bubblewrap|landlock", value_parser = mechanism)]
     mechanism: Option<NativeMechanism>,
+
+    /// With --backend microvm, the runtime: gvisor (a user-space kernel,
+    /// not a hardware VM). One that does not work here is an error.
+    #[arg(long, value_name = "gvisor", value_parser = microvm_runtime)]
+    microvm_runtime: Option<MicrovmRuntimeKind>,
+
+    /// Refuse anything that is not a hardware VM (gVisor is not one).
+    #[arg(long)]
+    require_hardware_vm: bool,
 
     /// The dispatch mode: chat keeps mounts writable; review, plan and
     /// orchestrate make every mount read-only.
@@ -361,6 +372,8 @@ fn options(c: Cli) -> Result<Options, String> {
     );
     Ok(Options {
         mechanism: c.mechanism,
+        microvm_runtime: c.microvm_runtime,
+        require_hardware_vm: c.require_hardware_vm,
         allow: c.allow,
         deny: c.deny,
         no_baseline: c.no_baseline,
@@ -416,6 +429,13 @@ fn mechanism(v: &str) -> Result<NativeMechanism, String> {
         "bubblewrap" => Ok(NativeMechanism::Bubblewrap),
         "landlock" => Ok(NativeMechanism::Landlock),
         _ => Err("give bubblewrap or landlock".into()),
+    }
+}
+
+fn microvm_runtime(v: &str) -> Result<MicrovmRuntimeKind, String> {
+    match MicrovmRuntimeKind::from_name(v) {
+        Some(MicrovmRuntimeKind::Gvisor) => Ok(MicrovmRuntimeKind::Gvisor),
+        _ => Err("give gvisor".into()),
     }
 }
 

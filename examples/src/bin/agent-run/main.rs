@@ -27,6 +27,9 @@
 //! argument, where it becomes `name-guard-exec`. `--no-name-guard`
 //! leaves the guard out (a launch with writable mounts is then refused), and
 //! `--no-filename-rules` is the explicit opt-out that drops those rules.
+//! `--backend microvm` runs the command in a gVisor sandbox (the probe's
+//! runtime; `--microvm-runtime gvisor` asks for it by name), a kernel
+//! boundary that is not a hardware VM: `--require-hardware-vm` refuses it.
 //!
 //! On a host without a native sandbox it refuses to run CMD, naming the
 //! packages to install; `--backend none` or `--sandbox off` is the explicit
@@ -307,6 +310,12 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
     }
     if let Some(m) = o.mechanism {
         builder.native_mechanism(m);
+    }
+    if let Some(k) = o.microvm_runtime {
+        builder.microvm_runtime(k);
+    }
+    if o.require_hardware_vm {
+        builder.require_hardware_vm(agent_sandbox::VmRequirement::HardwareVm);
     }
     for d in &o.deny {
         builder.deny(d.clone());

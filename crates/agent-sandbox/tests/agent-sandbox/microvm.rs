@@ -1,0 +1,366 @@
+//! The `microvm` backend on gVisor, for real: the native escape tests that
+//! apply, behind a kernel that is not the host's, and suspend/resume.
+
+use super::native::{Run, Tree, origin, run};
+use agent_sandbox::{ErrorKind, FilenameRules, ManagerBuilder, SandboxManager, VmRequirement};
+use connect_proxy::IpPolicy;
+use sandbox_core::{
+    Access, BackendRequest, KillReason, Mode, SandboxBackend, SandboxCommand, SandboxEvent,
+    SandboxState, Surface, probe_ambient,
+};
+use std::time::{Duration, Instant};
+
+/// gVisor works here, or the test fails with the install line.
+fn gvisor_available() -> bool {
+    let m = &probe_ambient().microvm;
+    test_support::require(
+        m.available,
+        &format!(
+            "gVisor's runsc for the microvm backend ({})",
+            m.reason.clone().unwrap_or_default()
+        ),
+        "apt-get install runsc",
+    )
+}
+
+fn builder(t: &Tree, rules: Option<FilenameRules>, origin_port: Option<u16>) -> ManagerBuilder {
+    let mut ip = IpPolicy::new();
+    if origin_port.is_some() {
+        ip.allow_cidr("127.0.0.1/32".parse().unwrap());
+    }
+    let mut b = ManagerBuilder::from_ambient();
+    b.request(
+        BackendRequest::Explicit(SandboxBackend::Microvm),
+        Surface::Dispatch,
+    )
+    .home(t.p("home"))
+    .temp_dir(t.p("sockets"))
+    .ip_policy(ip)
+    .base_env(vec![
+        ("PATH".into(), "/usr/bin:/bin".into()),
+        ("GITHUB_TOKEN".into(), "ghp_must_not_pass".into()),
+    ]);
+    if let Some(r) = rules {
+        b.filename_rules(r);
+    }
+    if origin_port.is_some() {
+        b.allow("localhost");
+    }
+    b
+}
+
+fn manager(t: &Tree, origin_port: Option<u16>) -> SandboxManager {
+    builder(t, Some(FilenameRules::DropFilenameGlobDenies), origin_port)
+        .build()
+        .unwrap()
+}
+
+/// The host's first non-loopback IPv4 address, if it has one.
+fn host_address() -> Option<std::net::Ipv4Addr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("192.0.2.1:9").ok()?;
+    match s.local_addr().ok()?.ip() {
+        std::net::IpAddr::V4(a) if !a.is_loopback() && !a.is_unspecified() => Some(a),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn a_default_launch_needing_filename_rules_is_refused_with_the_reason() {
+    if !gvisor_available() {
+        return;
+    }
+    let t = Tree::new("gv-refuse");
+    let m = builder(&t, None, None).build().unwrap();
+    let err = m.launch(t.spec("gv-refuse")).await.unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::MicrovmFilenameRules { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("--no-filename-rules"), "{err}");
+    // Asking the name guard to enforce them cannot be honoured: an error.
+    let err = builder(&t, Some(FilenameRules::EnforcedByNameGuard), None)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::NameGuardUnavailable { .. }),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_hardware_vm_required_refuses_gvisor() {
+    if !gvisor_available() {
+        return;
+    }
+    let t = Tree::new("gv-hw");
+    let err = builder(&t, Some(FilenameRules::DropFilenameGlobDenies), None)
+        .require_hardware_vm(VmRequirement::HardwareVm)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::HardwareVmRequired { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("not a hardware VM"), "{err}");
+}
+
+#[tokio::test]
+async fn the_escape_tests_hold_behind_gvisor() {
+    if !gvisor_available() {
+        return;
+    }
+    let t = Tree::new("gv-escape");
+    let port = origin();
+    let m = manager(&t, Some(port));
+    assert!(m.selection().label.contains("not a hardware VM"));
+    let mut h = m.launch(t.spec("gv-escape")).await.unwrap();
+    assert_eq!(h.backend, SandboxBackend::Microvm);
+    assert_eq!(h.details["runtime"], "gvisor");
+    assert_eq!(h.details["hardwareVm"], "no");
+    let host_release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let udp = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let addr = host_address()
+        .map(|a| a.to_string())
+        .unwrap_or("10.0.0.1".into());
+    let r = run(
+        &m,
+        &h,
+        &format!(
+            "cat ~/.ssh/id_rsa; echo x > .git/hooks/pre-commit && echo HOOK; echo x > ~/.bashrc && echo BASHRC; \
+             echo ok > ws-file && echo WS-WRITABLE; \
+             echo RELEASE=$(uname -r); env | sort; \
+             echo PIDS=$(ls /proc | grep -c '^[0-9]'); \
+             curl -sS -m 10 http://localhost:{port}/ ; echo; \
+             curl -sS -m 10 --socks5-hostname 127.0.0.1:1080 http://localhost:{port}/ ; echo; \
+             curl -s -m 10 -o /dev/null -w 'denied=%{{http_code}}\\n' http://blocked.example.test/ ; \
+             curl -s -m 5 --noproxy '*' http://127.0.0.1:{port}/ && echo LOOPBACK-REACHED; \
+             python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b\"leak\", (\"{addr}\", {udp_port}))' 2>/dev/null; \
+             exit 7"
+        ),
+    )
+    .await;
+    let out = &r.stdout;
+    assert_eq!(r.exit, Some(7), "{}", r.stderr);
+    assert!(
+        !out.contains("SECRET-KEY"),
+        "the secret set is unreadable: {out}"
+    );
+    assert!(
+        !out.contains("HOOK") && !out.contains("BASHRC"),
+        "write denies hold: {out}"
+    );
+    assert!(
+        out.contains("WS-WRITABLE"),
+        "chat mode's mount is writable: {out}"
+    );
+    assert!(!out.contains("ghp_must_not_pass"), "{out}");
+    assert!(out.contains("HTTP_PROXY=http://127.0.0.1:3128"), "{out}");
+    let release = out
+        .lines()
+        .find_map(|l| l.strip_prefix("RELEASE="))
+        .unwrap_or_default();
+    assert!(
+        !release.is_empty() && release != host_release.trim(),
+        "uname -r inside: {release:?}"
+    );
+    let pids: usize = out
+        .lines()
+        .find_map(|l| l.strip_prefix("PIDS="))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(usize::MAX);
+    assert!(
+        pids <= 12,
+        "/proc shows only the session's processes: {pids}\n{out}"
+    );
+    assert_eq!(
+        out.matches("origin-hello").count(),
+        2,
+        "{out}\n{}",
+        r.stderr
+    );
+    assert!(out.contains("denied=403"), "{out}");
+    assert!(
+        !out.contains("LOOPBACK-REACHED"),
+        "host loopback unreachable: {out}"
+    );
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| v == "network-outbound blocked.example.test:80"),
+        "{:?}",
+        r.violations
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let mut buf = [0u8; 16];
+    assert!(
+        udp.recv_from(&mut buf).is_err(),
+        "a UDP datagram reached the host"
+    );
+    assert!(std::path::Path::new(&t.p("ws/ws-file")).exists());
+    let dir = std::path::PathBuf::from(h.details["sessionDir"].as_str().unwrap());
+    m.destroy(&mut h).await.unwrap();
+    assert!(!dir.exists(), "the runtime's state is removed");
+}
+
+#[tokio::test]
+async fn review_mode_and_protected_paths_are_read_only() {
+    if !gvisor_available() {
+        return;
+    }
+    let t = Tree::new("gv-ro");
+    std::fs::create_dir_all(t.p("orig")).unwrap();
+    std::fs::write(t.p("orig/f"), "keep").unwrap();
+    let m = manager(&t, None);
+    let mut spec = t.spec("gv-ro");
+    spec.mode = Mode::Review;
+    spec.bind_mounts
+        .push(sandbox_core::SandboxBindMount::new(t.p("orig"), Access::ReadWrite).unwrap());
+    spec.protected_paths.push(t.p("orig"));
+    let mut h = m.launch(spec).await.unwrap();
+    let r = run(
+        &m,
+        &h,
+        &format!(
+            "echo x > {ws}/new && echo WROTE; echo x > {o}/f && echo PROT; cat {o}/f",
+            ws = t.p("ws"),
+            o = t.p("orig")
+        ),
+    )
+    .await;
+    assert!(
+        !r.stdout.contains("WROTE") && !r.stdout.contains("PROT"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("keep"), "{} {}", r.stdout, r.stderr);
+    m.destroy(&mut h).await.unwrap();
+    assert_eq!(std::fs::read_to_string(t.p("orig/f")).unwrap(), "keep");
+}
+
+/// Runs `script` and returns its output, for the lifecycle tests.
+async fn out(m: &SandboxManager, h: &sandbox_core::SandboxHandle, script: &str) -> Run {
+    run(m, h, script).await
+}
+
+#[tokio::test]
+async fn background_processes_stay_and_suspend_resume_keeps_them_counting() {
+    if !gvisor_available() {
+        return;
+    }
+    let t = Tree::new("gv-suspend");
+    let m = manager(&t, None);
+    let mut h = m.launch(t.spec("gv-suspend")).await.unwrap();
+    let r = out(
+        &m,
+        &h,
+        "(i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.05; done) >/dev/null 2>&1 & echo started",
+    )
+    .await;
+    assert!(r.stdout.contains("started"), "{}", r.stderr);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let before: u64 = out(&m, &h, "cat /tmp/count")
+        .await
+        .stdout
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(before > 0, "the loop runs between commands");
+
+    let started = Instant::now();
+    m.suspend(&mut h).await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(h.state, SandboxState::Suspended);
+    assert_eq!(m.state(&h), Some(SandboxState::Suspended));
+    let bytes = m.checkpoint_bytes(&h).unwrap();
+    eprintln!("suspend took {took:?}, checkpoint {bytes} bytes");
+    assert!(bytes > 0);
+    let err = m.exec(&h, SandboxCommand::new("true")).await.unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Suspended { .. }), "{err}");
+    assert!(m.suspend(&mut h).await.is_err(), "suspended twice");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let started = Instant::now();
+    m.resume(&mut h).await.unwrap();
+    eprintln!("resume took {:?}", started.elapsed());
+    assert_eq!(h.state, SandboxState::Warm);
+    let err = m.resume(&mut h).await.unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::NotSuspended { .. }),
+        "{err}"
+    );
+    let at_resume: u64 = out(&m, &h, "cat /tmp/count")
+        .await
+        .stdout
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        at_resume >= before,
+        "the counter went on from where it was: {before} -> {at_resume}"
+    );
+    assert!(
+        at_resume < before + 20,
+        "no counting while suspended: {before} -> {at_resume}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let later: u64 = out(&m, &h, "cat /tmp/count")
+        .await
+        .stdout
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        later > at_resume,
+        "and keeps counting: {at_resume} -> {later}"
+    );
+
+    // Destroying a suspended session works too.
+    m.suspend(&mut h).await.unwrap();
+    m.destroy(&mut h).await.unwrap();
+    assert_eq!(h.state, SandboxState::Destroyed);
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_command_inside() {
+    if !gvisor_available() {
+        return;
+    }
+    let t = Tree::new("gv-timeout");
+    let m = manager(&t, None);
+    let mut h = m.launch(t.spec("gv-timeout")).await.unwrap();
+    let mut cmd = SandboxCommand::new("/bin/sh");
+    cmd.arg("-c")
+        .arg("echo go; sleep 60")
+        .timeout(Duration::from_millis(500));
+    let started = Instant::now();
+    let mut events = m.exec(&h, cmd).await.unwrap();
+    let mut last = None;
+    while let Some(ev) = agent_sandbox::next_event(&mut events).await {
+        last = Some(ev);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        matches!(
+            last,
+            Some(SandboxEvent::Killed {
+                reason: Some(KillReason::Timeout),
+                ..
+            })
+        ),
+        "{last:?}"
+    );
+    let r = out(&m, &h, "ps -e -o comm= 2>/dev/null | grep -c sleep || true").await;
+    assert!(
+        r.stdout.trim().parse::<u32>().unwrap_or(9) <= 1,
+        "{}",
+        r.stdout
+    );
+    m.destroy(&mut h).await.unwrap();
+}
