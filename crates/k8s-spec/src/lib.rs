@@ -12,7 +12,8 @@
 //! - **The agent pod**, as a plain `Pod`, an agent-sandbox `Sandbox`
 //!   (`agents.x-k8s.io/v1beta1`, `operatingMode: Suspended` for a suspended
 //!   session) or a `SandboxTemplate` with `networkPolicyManagement:
-//!   Unmanaged` and its `SandboxClaim`. It meets the restricted Pod
+//!   Unmanaged`, an empty `SandboxWarmPool` of it and a `SandboxClaim` on
+//!   the pool. It meets the restricted Pod
 //!   Security Standard in full: non-root numeric user, no privilege
 //!   escalation, every capability dropped, `RuntimeDefault` seccomp,
 //!   read-only root filesystem; `automountServiceAccountToken: false`; no

@@ -105,8 +105,9 @@ pub enum Placement {
     /// pod template.
     Sandbox,
     /// An agent-sandbox `SandboxTemplate` with its network policy
-    /// unmanaged, and a `SandboxClaim` of it
-    /// (`extensions.agents.x-k8s.io/v1beta1`).
+    /// unmanaged, a `SandboxWarmPool` of it without warm sandboxes, and a
+    /// `SandboxClaim` on the pool, which creates the sandbox from the
+    /// template (`extensions.agents.x-k8s.io/v1beta1`).
     SandboxTemplate,
 }
 

@@ -61,7 +61,8 @@ fn metadata(name: &str, profile: &ClusterProfile, base: &str, role: &str) -> Val
 /// Renders one run as Kubernetes objects, in the order to apply them: the
 /// proxy `Secret`, the egress `Service`, the two `NetworkPolicy` objects,
 /// the egress `Pod`, then the agent as a `Pod`, a `Sandbox`, or a
-/// `SandboxTemplate` and its `SandboxClaim` (per the profile's
+/// `SandboxTemplate`, an empty `SandboxWarmPool` of it and a `SandboxClaim`
+/// on the pool (per the profile's
 /// [`Placement`]).
 ///
 /// Refused, never rendered weaker: an invalid spec, a mount without a
@@ -160,11 +161,20 @@ pub fn render(
                 // ours, and policies add up.
                 "spec": {"networkPolicyManagement": "Unmanaged", "podTemplate": template},
             }));
+            // No warm sandboxes: the claim creates the one it needs from
+            // the template, and the pool never starts a second agent pod
+            // with this session's labels.
+            out.push(json!({
+                "apiVersion": EXTENSIONS_API,
+                "kind": "SandboxWarmPool",
+                "metadata": meta.clone(),
+                "spec": {"replicas": 0, "sandboxTemplateRef": {"name": names.agent}},
+            }));
             out.push(json!({
                 "apiVersion": EXTENSIONS_API,
                 "kind": "SandboxClaim",
                 "metadata": meta,
-                "spec": {"sandboxTemplateRef": {"name": names.agent}},
+                "spec": {"warmPoolRef": {"name": names.agent}},
             }));
         }
     }
