@@ -17,6 +17,8 @@ mod broker_proxy_push;
 #[cfg(unix)]
 mod cli;
 #[cfg(unix)]
+mod k8s_render;
+#[cfg(unix)]
 mod sandbox_probe;
 #[cfg(unix)]
 mod srt_settings;
