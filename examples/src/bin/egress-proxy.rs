@@ -1,23 +1,29 @@
 //! `egress-proxy [--allow ENTRY]... [--deny ENTRY]... [--allow-cidr CIDR]...
-//! [--no-baseline] [--network on|off] [--copy-buffer BYTES] [--no-proxy-auth]`
+//! [--no-baseline] [--network on|off] [--copy-buffer BYTES] [--no-proxy-auth]
+//! [--listen ADDR] [--http-port PORT] [--socks-port PORT]
+//! [--proxy-secret-file FILE]`
 //!
-//! Starts one HTTP + SOCKS5 proxy pair on 127.0.0.1 with the host's
+//! Starts one HTTP + SOCKS5 proxy pair on 127.0.0.1 (or `--listen ADDR`,
+//! on fixed ports when given, as in a cluster's egress pod) with the host's
 //! resolver, prints `{"http":"127.0.0.1:P","socks":"127.0.0.1:Q",
 //! "httpUrl":"http://session:SECRET@...","socksUrl":"socks5h://..."}` on
 //! stdout, logs each decision on stderr, and exits cleanly on SIGINT,
 //! SIGTERM (Ctrl-C on Windows) or when stdin closes.
 //!
 //! Any local process can connect to a loopback port, so the proxies require
-//! a fresh per-run secret (in the printed URLs); `--no-proxy-auth` is the
+//! a fresh per-run secret (in the printed URLs), or the one in
+//! `--proxy-secret-file` (user `session`); `--no-proxy-auth` is the
 //! explicit opt-out that serves every local client.
 
-use agent_sandbox_examples::{ArgError, checked, cidr, host_pattern};
+use agent_sandbox_examples::{ArgError, checked, cidr, host_pattern, port};
 use clap::Parser;
 use connect_proxy::{
-    AllowList, Baseline, Cidr, IpPolicy, Network, ProxyConfig, ProxyCredentials, ProxyPair,
-    SystemResolver,
+    AllowList, Baseline, Cidr, IpPolicy, Network, ProxyConfig, ProxyCredentials, ProxyKind,
+    ProxyPair, ProxyService, SystemResolver,
 };
 use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 #[cfg(unix)]
@@ -34,8 +40,12 @@ everything else is refused. Addresses are limited to public unicast ones unless 
 --allow-cidr block grants more.
 
 Any local process can connect to a loopback port, so the proxies require a fresh per-run \
-secret (in the printed URLs); --no-proxy-auth is the explicit opt-out that serves every local \
-client.";
+secret (in the printed URLs), or the one in --proxy-secret-file; --no-proxy-auth is the \
+explicit opt-out that serves every local client.
+
+--listen with --http-port and --socks-port serves other addresses on fixed ports, as the \
+egress pod of a cluster does (with the session's secret from a file): whoever reaches them \
+can use the proxies, so keep them behind the secret and a network policy.";
 
 const AFTER_HELP: &str = "Runs until SIGINT, SIGTERM (Ctrl-C on Windows) or stdin closes.";
 
@@ -73,8 +83,32 @@ struct Cli {
     #[arg(long, value_name = "BYTES", value_parser = checked(copy_buffer))]
     copy_buffer: Option<usize>,
     /// Serve every local client, without the per-run secret the proxies otherwise require.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "proxy_secret_file")]
     no_proxy_auth: bool,
+    /// The address to listen on (default 127.0.0.1), such as 0.0.0.0 in a cluster's egress pod.
+    #[arg(long, value_name = "ADDR", value_parser = checked(listen))]
+    listen: Option<IpAddr>,
+    /// The HTTP proxy's port (default: any free one).
+    #[arg(long, value_name = "PORT", value_parser = checked(|v| port("--http-port", v)))]
+    http_port: Option<u16>,
+    /// The SOCKS5 proxy's port (default: any free one).
+    #[arg(long, value_name = "PORT", value_parser = checked(|v| port("--socks-port", v)))]
+    socks_port: Option<u16>,
+    /// Require the secret in this file (user session; one line of [A-Za-z0-9._~-]) instead of a
+    /// fresh one.
+    #[arg(long, value_name = "FILE")]
+    proxy_secret_file: Option<PathBuf>,
+}
+
+/// A numeric IP address to listen on.
+fn listen(value: &str) -> Result<IpAddr, ArgError> {
+    value.parse().map_err(|_| {
+        ArgError::bad_value(
+            "--listen",
+            value,
+            "a numeric IP address, such as 127.0.0.1 or 0.0.0.0",
+        )
+    })
 }
 
 /// `on` or `off`, in any case.
@@ -104,11 +138,24 @@ fn copy_buffer(value: &str) -> Result<usize, ArgError> {
         .map_err(|_| bad())
 }
 
+/// Whether the proxies require credentials, and which.
+enum Auth {
+    /// A fresh secret for this run.
+    Fresh,
+    /// The secret in a file.
+    File(PathBuf),
+    /// None (`--no-proxy-auth`).
+    Off,
+}
+
 struct Args {
     list: AllowList,
     ip: IpPolicy,
     copy_buffer: Option<usize>,
-    auth: bool,
+    auth: Auth,
+    listen: IpAddr,
+    http_port: u16,
+    socks_port: u16,
 }
 
 impl Cli {
@@ -130,7 +177,14 @@ impl Cli {
             list: list.build().map_err(|e| e.to_string())?,
             ip,
             copy_buffer: self.copy_buffer,
-            auth: !self.no_proxy_auth,
+            auth: match (self.no_proxy_auth, self.proxy_secret_file) {
+                (true, _) => Auth::Off,
+                (false, Some(file)) => Auth::File(file),
+                (false, None) => Auth::Fresh,
+            },
+            listen: self.listen.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            http_port: self.http_port.unwrap_or(0),
+            socks_port: self.socks_port.unwrap_or(0),
         })
     }
 }
@@ -168,15 +222,16 @@ async fn run(args: Args) -> Result<(), String> {
     if let Some(n) = args.copy_buffer {
         config.copy_buffer_bytes(n);
     }
-    let credentials = if args.auth {
-        let c = ProxyCredentials::generate_from_os_rng().map_err(|e| e.to_string())?;
-        config.require_credentials(c.clone());
-        Some(c)
-    } else {
-        None
+    let credentials = match &args.auth {
+        Auth::Fresh => Some(ProxyCredentials::generate_from_os_rng().map_err(|e| e.to_string())?),
+        Auth::File(path) => Some(secret_from_file(path)?),
+        Auth::Off => None,
     };
+    if let Some(c) = &credentials {
+        config.require_credentials(c.clone());
+    }
     let config = config.build().map_err(|e| e.to_string())?;
-    let pair = ProxyPair::start(config).await.map_err(|e| e.to_string())?;
+    let pair = Served::start(config, args.listen, args.http_port, args.socks_port).await?;
 
     let mut decisions = pair.subscribe_decisions();
     let logger = tokio::spawn(async move {
@@ -237,6 +292,100 @@ async fn run(args: Args) -> Result<(), String> {
     Ok(())
 }
 
+/// Longest proxy secret file read.
+const MAX_SECRET_FILE: u64 = 4096;
+
+/// The credentials `session:SECRET`, the secret being the file's one line.
+fn secret_from_file(path: &std::path::Path) -> Result<ProxyCredentials, String> {
+    let shown = path.display();
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("--proxy-secret-file {shown}: {e}"))?;
+    let mut text = String::new();
+    file.take(MAX_SECRET_FILE + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("--proxy-secret-file {shown}: {e}"))?;
+    if text.len() as u64 > MAX_SECRET_FILE {
+        return Err(format!(
+            "--proxy-secret-file {shown}: longer than {MAX_SECRET_FILE} bytes"
+        ));
+    }
+    let secret = text.strip_suffix('\n').unwrap_or(&text);
+    ProxyCredentials::new(connect_proxy::SESSION_PROXY_USER, secret)
+        .map_err(|e| format!("--proxy-secret-file {shown}: {e}"))
+}
+
+/// The proxies on loopback ports of their own, or on the listeners the
+/// flags name.
+enum Served {
+    Pair(ProxyPair),
+    Listeners {
+        service: ProxyService,
+        http: SocketAddr,
+        socks: SocketAddr,
+    },
+}
+
+impl Served {
+    async fn start(
+        config: ProxyConfig,
+        listen: IpAddr,
+        http_port: u16,
+        socks_port: u16,
+    ) -> Result<Served, String> {
+        if listen == IpAddr::V4(Ipv4Addr::LOCALHOST) && http_port == 0 && socks_port == 0 {
+            return ProxyPair::start(config)
+                .await
+                .map(Served::Pair)
+                .map_err(|e| e.to_string());
+        }
+        let bind = |port: u16| async move {
+            let addr = SocketAddr::new(listen, port);
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("cannot listen on {addr}: {e}"))
+        };
+        let (http_l, socks_l) = (bind(http_port).await?, bind(socks_port).await?);
+        let http = http_l.local_addr().map_err(|e| e.to_string())?;
+        let socks = socks_l.local_addr().map_err(|e| e.to_string())?;
+        let service = ProxyService::start(config);
+        let _ = service.serve_tcp(ProxyKind::Http, http_l);
+        let _ = service.serve_tcp(ProxyKind::Socks5, socks_l);
+        Ok(Served::Listeners {
+            service,
+            http,
+            socks,
+        })
+    }
+
+    fn http_addr(&self) -> SocketAddr {
+        match self {
+            Served::Pair(p) => p.http_addr(),
+            Served::Listeners { http, .. } => *http,
+        }
+    }
+
+    fn socks_addr(&self) -> SocketAddr {
+        match self {
+            Served::Pair(p) => p.socks_addr(),
+            Served::Listeners { socks, .. } => *socks,
+        }
+    }
+
+    fn subscribe_decisions(&self) -> connect_proxy::Subscription<connect_proxy::Decision> {
+        match self {
+            Served::Pair(p) => p.subscribe_decisions(),
+            Served::Listeners { service, .. } => service.subscribe_decisions(),
+        }
+    }
+
+    async fn shutdown(self) {
+        match self {
+            Served::Pair(p) => p.shutdown().await,
+            Served::Listeners { service, .. } => service.shutdown().await,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,6 +409,10 @@ mod tests {
             network: Network::Enabled,
             copy_buffer: None,
             no_proxy_auth: false,
+            listen: None,
+            http_port: None,
+            socks_port: None,
+            proxy_secret_file: None,
         }
     }
 
@@ -332,6 +485,50 @@ mod tests {
                 "--no-proxy-auth",
                 &["--no-proxy-auth"],
                 Parsed(|c| c.no_proxy_auth = true),
+            ),
+            (
+                "--listen, --http-port, --socks-port and --proxy-secret-file, for a cluster's egress pod",
+                &[
+                    "--listen",
+                    "0.0.0.0",
+                    "--http-port=3128",
+                    "--socks-port",
+                    "1080",
+                    "--proxy-secret-file",
+                    "/run/s",
+                ],
+                Parsed(|c| {
+                    c.listen = Some("0.0.0.0".parse().unwrap());
+                    c.http_port = Some(3128);
+                    c.socks_port = Some(1080);
+                    c.proxy_secret_file = Some("/run/s".into());
+                }),
+            ),
+            (
+                "--listen takes a numeric address",
+                &["--listen", "localhost"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &[
+                        "--listen takes a numeric IP address, such as 127.0.0.1 or 0.0.0.0, not \"localhost\"",
+                    ],
+                ),
+            ),
+            (
+                "--http-port refuses port 0",
+                &["--http-port", "0"],
+                Refused(
+                    ErrorKind::ValueValidation,
+                    &["--http-port takes a port number from 1 to 65535"],
+                ),
+            ),
+            (
+                "--no-proxy-auth and --proxy-secret-file contradict each other",
+                &["--no-proxy-auth", "--proxy-secret-file", "/run/s"],
+                Refused(
+                    ErrorKind::ArgumentConflict,
+                    &["--no-proxy-auth", "--proxy-secret-file"],
+                ),
             ),
             (
                 "--allow refuses a URL",
@@ -455,8 +652,12 @@ mod tests {
             a.list.decide_str("example.com", 443),
             Verdict::Deny(DenyReason::NotAllowed)
         );
-        assert!(a.auth);
+        assert!(matches!(a.auth, Auth::Fresh));
         assert_eq!(a.copy_buffer, None);
+        assert_eq!(
+            (a.listen.to_string(), a.http_port, a.socks_port),
+            ("127.0.0.1".into(), 0, 0)
+        );
         let a = args(&[
             "--no-baseline",
             "--allow",
@@ -476,8 +677,22 @@ mod tests {
             a.list.decide_str("api.anthropic.com", 443),
             Verdict::Deny(DenyReason::NotAllowed)
         );
-        assert!(!a.auth);
+        assert!(matches!(a.auth, Auth::Off));
         assert_eq!(a.copy_buffer, Some(65536));
+        let a = args(&[
+            "--listen",
+            "0.0.0.0",
+            "--http-port",
+            "3128",
+            "--socks-port=1080",
+            "--proxy-secret-file",
+            "/run/s",
+        ]);
+        assert!(matches!(&a.auth, Auth::File(p) if p.as_os_str() == "/run/s"));
+        assert_eq!(
+            (a.listen.to_string(), a.http_port, a.socks_port),
+            ("0.0.0.0".into(), 3128, 1080)
+        );
         let a = args(&["--network", "off", "--allow", "example.com"]);
         assert_eq!(
             a.list.decide_str("example.com", 443),

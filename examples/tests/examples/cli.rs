@@ -3,12 +3,13 @@
 
 use std::process::{Command, Stdio};
 
-const BINS: [(&str, &str); 7] = [
+const BINS: [(&str, &str); 8] = [
     ("broker-proxy", env!("CARGO_BIN_EXE_broker-proxy")),
     ("docker-argv", env!("CARGO_BIN_EXE_docker-argv")),
     ("egress-proxy", env!("CARGO_BIN_EXE_egress-proxy")),
     ("env-scrub", env!("CARGO_BIN_EXE_env-scrub")),
     ("graphql-classify", env!("CARGO_BIN_EXE_graphql-classify")),
+    ("k8s-render", env!("CARGO_BIN_EXE_k8s-render")),
     ("sandbox-probe", env!("CARGO_BIN_EXE_sandbox-probe")),
     ("seatbelt-render", env!("CARGO_BIN_EXE_seatbelt-render")),
 ];

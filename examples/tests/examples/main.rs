@@ -16,6 +16,10 @@ mod broker_proxy;
 mod broker_proxy_push;
 #[cfg(unix)]
 mod cli;
+#[cfg(target_os = "linux")]
+mod egress_netns;
+#[cfg(unix)]
+mod k8s_render;
 #[cfg(unix)]
 mod sandbox_probe;
 #[cfg(unix)]
