@@ -27,7 +27,7 @@ if smoke; then N=200 RUNS=${RUNS:-1}; else N=4000 RUNS=${RUNS:-10}; fi
 need bwrap tar git
 GUARD=${NAME_GUARD_EXEC:-}
 if [ -z "$GUARD" ]; then
-    cargo build --release --locked -q -p name-guard --bin name-guard-exec
+    cargo build --release --locked -q -p asbx-name-guard --bin name-guard-exec
     GUARD="$PWD/target/release/name-guard-exec"
 fi
 GUARD=$(realpath "$GUARD")
