@@ -44,7 +44,7 @@ if smoke; then profile=dev dir=debug; else profile=release dir=release; fi
 # name-guard-exec beside agent-run: agent-run starts it as the guard.
 cargo build --locked -q --profile "$profile" -p agent-sandbox-examples -p asbx-name-guard \
     --bin agent-run --bin name-guard-exec
-AGENT_RUN="$PWD/target/$dir/agent-run"
+AGENT_RUN="$TARGET_DIR/$dir/agent-run"
 
 work=$(mktemp -d)
 # Outside $work, which is the other runs' working directory.

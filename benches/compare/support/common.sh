@@ -8,6 +8,8 @@
 # and `finish` then exits non-zero after the results are printed.
 
 SMOKE=${SMOKE:-0}
+# Where cargo puts what it builds (the scripts run from the workspace root).
+TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 SRT_PREFIX=${SRT_PREFIX:-/tmp/srt-prefix}
 FAILED=()
 
