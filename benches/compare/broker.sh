@@ -25,7 +25,7 @@ SECS=${SECS:-$(smoke && echo 1 || echo 3)}
 ROUNDS=${ROUNDS:-$(smoke && echo 1 || echo 5)}
 
 need mitmdump python3
-LOAD=$(bench_helper agent-sandbox broker_load)
+LOAD=$(bench_helper asbx-agent-sandbox broker_load)
 
 WORK=$(mktemp -d)
 PIDS=()

@@ -15,7 +15,7 @@ if smoke; then
 else
     args=(--warm-up-time 1 --measurement-time "${1:-5}")
 fi
-BENCH=$(bench_helper graphql-classifier classify)
+BENCH=$(bench_helper asbx-graphql-classifier classify)
 out="$(mktemp)"
 err="$(mktemp)"
 trap 'rm -f "$out" "$err"' EXIT

@@ -17,7 +17,8 @@
 #   NAME_GUARD_EXEC=/path/to/name-guard-exec RUNS=10 WORKLOADS="tar git" bash benches/compare/name-guard.sh
 #   SMOKE=1 bash benches/compare/name-guard.sh   (200 files, one counted pair, nothing timed asserted)
 #
-# Without NAME_GUARD_EXEC the launcher is built with the release profile.
+# Without NAME_GUARD_EXEC the launcher is built with the release profile
+# (the dev profile in smoke mode).
 # Needs bubblewrap, tar and git. Exits non-zero when a run fails or leaves
 # fewer files than it should, or when the guard lets a *.key file be created.
 set -euo pipefail
@@ -27,8 +28,10 @@ if smoke; then N=200 RUNS=${RUNS:-1}; else N=4000 RUNS=${RUNS:-10}; fi
 need bwrap tar git
 GUARD=${NAME_GUARD_EXEC:-}
 if [ -z "$GUARD" ]; then
-    cargo build --release --locked -q -p name-guard --bin name-guard-exec
-    GUARD="$PWD/target/release/name-guard-exec"
+    # Smoke mode times nothing: the dev build the tests made serves.
+    if smoke; then profile=dev dir=debug; else profile=release dir=release; fi
+    cargo build --locked -q --profile "$profile" -p asbx-name-guard --bin name-guard-exec
+    GUARD="$TARGET_DIR/$dir/name-guard-exec"
 fi
 GUARD=$(realpath "$GUARD")
 

@@ -41,7 +41,7 @@ ROUNDS=${ROUNDS:-$(smoke && echo 1 || echo 5)}
 
 need curl tinyproxy microsocks cc python3
 echo "building the load helper (release)" >&2
-LOAD=$(bench_helper connect-proxy proxy_load)
+LOAD=$(bench_helper asbx-connect-proxy proxy_load)
 
 WORK=$(mktemp -d)
 PIDS=()

@@ -19,5 +19,8 @@ if smoke; then
 else
     args=("${ROUNDS:-11}" "${ITERATIONS:-200}") profile=(--release)
 fi
+# The workspace's target directory: aws-lc's C, built there for cred-broker's
+# aws-lc-rs feature, is built once for both (the two lock files pin the same
+# aws-lc-rs).
 cargo run --locked -q "${profile[@]}" --manifest-path benches/tls-providers/Cargo.toml \
-    --target-dir target/tls-providers -- "${args[@]}"
+    --target-dir "$TARGET_DIR" -- "${args[@]}"

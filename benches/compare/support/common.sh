@@ -8,6 +8,8 @@
 # and `finish` then exits non-zero after the results are printed.
 
 SMOKE=${SMOKE:-0}
+# Where cargo puts what it builds (the scripts run from the workspace root).
+TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 SRT_PREFIX=${SRT_PREFIX:-/tmp/srt-prefix}
 FAILED=()
 
@@ -36,11 +38,20 @@ need() {
 # built already: nothing is timed there) and prints the path of its
 # executable. BENCH_FEATURES, when set, is passed as --features (for
 # example cred-broker/aws-lc-rs).
+#
+# In smoke mode without BENCH_FEATURES the bench is picked from the whole
+# workspace (bench names are unique there): its dependencies then get the
+# features `cargo test --workspace` gave them and are not built again, as
+# they are with `-p PACKAGE`'s own feature resolution.
 bench_helper() {
-    local exe profile=() features=()
+    local exe profile=() features=() select=(-p "$1")
     if smoke; then profile=(--profile dev); fi
-    if [ -n "${BENCH_FEATURES:-}" ]; then features=(--features "$BENCH_FEATURES"); fi
-    exe=$(cargo bench --locked -q "${profile[@]}" "${features[@]}" -p "$1" --bench "$2" --no-run --message-format=json-render-diagnostics |
+    if [ -n "${BENCH_FEATURES:-}" ]; then
+        features=(--features "$BENCH_FEATURES")
+    elif smoke; then
+        select=(--workspace)
+    fi
+    exe=$(cargo bench --locked -q "${profile[@]}" "${features[@]}" "${select[@]}" --bench "$2" --no-run --message-format=json-render-diagnostics |
         sed -n "s/.*\"executable\":\"\([^\"]*\/$2-[^\"]*\)\".*/\1/p" | tail -1)
     [ -x "$exe" ] || die "could not build the $2 bench of $1"
     echo "$exe"
