@@ -275,6 +275,11 @@ mod syscalls;
 #[cfg(target_os = "linux")]
 mod tree;
 
+/// Entry points for the fuzz targets; not a stable API.
+#[cfg(target_os = "linux")]
+#[doc(hidden)]
+pub mod fuzzing;
+
 pub use error::{Error, ErrorKind};
 pub use host::HostRules;
 pub use invocation::{Invocation, MAX_COMMAND_ARGS};

@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 const END_DEADLINE: Duration = Duration::from_secs(5);
 /// Most processes read from `/proc` in one pass.
 const MAX_PROCESSES: usize = 1 << 20;
+/// Longest `/proc/PID/stat` read: the kernel writes some 300 bytes (the
+/// name at most 64); a longer one is not a stat line.
+pub(crate) const MAX_STAT_LEN: usize = 4096;
 
 /// One process as `/proc/PID/stat` shows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +27,9 @@ pub(crate) struct Proc {
 /// sits in parentheses and may hold any byte, so the fields are read after
 /// the last `)`.
 pub(crate) fn parse_stat(pid: i32, stat: &[u8]) -> Option<Proc> {
+    if stat.len() > MAX_STAT_LEN {
+        return None;
+    }
     let close = stat.iter().rposition(|b| *b == b')')?;
     let rest = std::str::from_utf8(stat.get(close + 1..)?).ok()?;
     let mut fields = rest.split_ascii_whitespace();
@@ -144,6 +150,8 @@ mod tests {
         assert_eq!(p("7 (x) S"), None);
         assert_eq!(p("7 (x) S notanumber"), None);
         assert_eq!(p(""), None);
+        let long = format!("7 (x) S 3 {}", "0 ".repeat(MAX_STAT_LEN));
+        assert_eq!(p(&long), None, "longer than any stat line");
     }
 
     #[test]

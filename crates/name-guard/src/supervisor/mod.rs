@@ -16,7 +16,7 @@ mod open;
 mod reports;
 mod resolve;
 mod sockaddr;
-mod target;
+pub(crate) mod target;
 
 use crate::Stats;
 use crate::report::DeniedCall;

@@ -222,7 +222,7 @@ impl Target<'_> {
 /// The thread group id and umask from the start of a status file; only
 /// whole lines count. A missing umask line (kernels before 4.7) reads as
 /// the usual 022.
-fn parse_status(text: &[u8]) -> Option<(u32, u32)> {
+pub(crate) fn parse_status(text: &[u8]) -> Option<(u32, u32)> {
     let (mut tgid, mut umask) = (None, None);
     let whole = &text[..text.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1)];
     for line in whole.split(|&c| c == b'\n') {

@@ -112,3 +112,54 @@ proptest! {
         let _ = Invocation::parse(args);
     }
 }
+
+/// A process name as the kernel shows it: up to 16 bytes of anything but
+/// NUL, parentheses, spaces and newlines included.
+fn comm() -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(
+        prop_oneof![
+            Just(b')'),
+            Just(b'('),
+            Just(b' '),
+            Just(b'\n'),
+            Just(b'Z'),
+            1u8..=255
+        ],
+        0..16,
+    )
+}
+
+proptest! {
+    /// Whatever a process names itself, its stat line gives its real
+    /// parent and state.
+    #[test]
+    fn a_stat_line_reads_the_same_whatever_the_name(
+        name in comm(),
+        ppid in 0i32..i32::MAX,
+        zombie in any::<bool>(),
+    ) {
+        let mut line = b"7 (".to_vec();
+        line.extend_from_slice(&name);
+        let state = if zombie { "Z" } else { "S" };
+        line.extend_from_slice(format!(") {state} {ppid} 7 7 0 -1 4194560 0").as_bytes());
+        prop_assert_eq!(name_guard::fuzzing::proc_stat(&line), Some((ppid, zombie)));
+    }
+
+    /// Arbitrary bytes never panic either reader.
+    #[test]
+    fn proc_text_readers_take_any_bytes(data in proptest::collection::vec(any::<u8>(), 0..600)) {
+        let _ = name_guard::fuzzing::proc_stat(&data);
+        let _ = name_guard::fuzzing::proc_status(&data);
+    }
+
+    /// A status file whose name line holds a forged `Tgid:` reads the
+    /// real one: only whole lines that start with it count.
+    #[test]
+    fn a_status_file_is_not_fooled_by_the_name(name in comm(), tgid in 1u32..4_000_000) {
+        let name: Vec<u8> = name.into_iter().filter(|&b| b != b'\n').collect();
+        let mut text = b"Name:\t".to_vec();
+        text.extend_from_slice(&name);
+        text.extend_from_slice(format!("\nUmask:\t0027\nState:\tS (sleeping)\nTgid:\t{tgid}\n").as_bytes());
+        prop_assert_eq!(name_guard::fuzzing::proc_status(&text), Some((tgid, 0o027)));
+    }
+}
