@@ -10,7 +10,10 @@ use crate::tree::{MAX_STAT_LEN, parse_stat};
 /// that follows the last `)`.
 pub fn proc_stat(data: &[u8]) -> Option<(i32, bool)> {
     let got = parse_stat(7, data)?;
-    assert!(data.len() <= MAX_STAT_LEN, "read a stat line past its limit");
+    assert!(
+        data.len() <= MAX_STAT_LEN,
+        "read a stat line past its limit"
+    );
     assert_eq!(got.pid, 7);
     let close = data.iter().rposition(|&b| b == b')');
     assert!(close.is_some(), "parsed a line without the name's end");
