@@ -21,7 +21,10 @@
 //! can be neither read nor, for a directory, listed: the supervisor
 //! performs every listing and refuses those).
 
-use super::bubblewrap::ReportPipe;
+use super::common::host_repos::{
+    ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
+};
+use super::common::name_guard_reports::ReportPipe;
 use super::{BackendSession, CommandTask, ExecRequest, Launched};
 use crate::builder::Settings;
 use crate::egress::Egress;
@@ -48,7 +51,7 @@ pub(crate) struct Session {
     invocation: NameGuardInvocation,
     egress: Egress,
     writable: Vec<String>,
-    repos_at_launch: super::bubblewrap::ReposAtLaunch,
+    repos_at_launch: ReposAtLaunch,
 }
 
 /// The handle detail that says what this mechanism does not do.
@@ -66,12 +69,8 @@ pub(crate) async fn launch(
         .into());
     }
     let host = &*settings.host;
-    let writable: Vec<String> = spec
-        .mount_accesses()
-        .filter(|(_, a)| *a == sandbox_core::Access::ReadWrite)
-        .map(|(m, _)| m.host_path.clone())
-        .collect();
-    let repos = super::bubblewrap::repos_in_writable_roots(settings, &spec.session_id, &writable);
+    let writable = writable_roots(spec);
+    let repos = repos_in_writable_roots(settings, &spec.session_id, &writable);
     let mut builder = BwrapBuilder::new(spec, &settings.home);
     builder
         .nested_repos(repos.repos.clone())
@@ -194,12 +193,7 @@ impl Session {
     }
 
     pub(crate) async fn destroy(self, settings: &Settings, session_id: &str) {
-        super::bubblewrap::log_repos_made_inside(
-            settings,
-            session_id,
-            &self.writable,
-            &self.repos_at_launch,
-        );
+        log_repos_made_inside(settings, session_id, &self.writable, &self.repos_at_launch);
         self.egress.shutdown().await;
     }
 }

@@ -6,7 +6,9 @@
 #[cfg(target_os = "linux")]
 pub(crate) mod bubblewrap;
 #[cfg(target_os = "linux")]
-pub(crate) use bubblewrap::ReportReader;
+pub(crate) mod common;
+#[cfg(target_os = "linux")]
+pub(crate) use common::name_guard_reports::ReportReader;
 #[cfg(target_os = "linux")]
 pub(crate) mod landlock;
 #[cfg(target_os = "linux")]

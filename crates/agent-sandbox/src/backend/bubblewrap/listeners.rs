@@ -7,9 +7,9 @@
 //! installed; else the command fails to start with the install line, never
 //! runs with a weaker way out).
 
-use super::bridges::BRIDGED;
 use super::netns;
 use super::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT};
+use crate::backend::common::bridges::BRIDGED;
 use crate::builder::LogSink;
 use crate::egress::Egress;
 use crate::pty::PtyMaster;

@@ -10,22 +10,23 @@
 //! placeholders and the directory go with the session.
 
 mod args_file;
-mod bridges;
 mod listeners;
-mod name_guard_reports;
 mod netns;
 
+use super::common::bridges::{BRIDGED, bind_private_socket};
+use super::common::host_repos::{
+    ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
+};
+use super::common::name_guard_reports::ReportPipe;
 use super::{BackendSession, CommandTask, ExecRequest, Launched};
 use crate::Error;
 use crate::builder::Settings;
 use crate::egress::{Egress, Listen, plain_env};
 use crate::running::{CommandIo, prepare, run_child};
-use bridges::{BRIDGED, bind_private_socket};
 use bwrap_spec::{
     BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, NameGuardLauncher, PlaceholderFiles,
-    Profile, RepoSearchEnd, RepoSearchRecord, search_git_repos_on_host_since,
+    Profile,
 };
-pub(crate) use name_guard_reports::{ReportPipe, ReportReader};
 use sandbox_core::{SandboxSpec, Surface};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -128,11 +129,7 @@ pub(crate) async fn launch(
         let listener = bind_private_socket(&bridges.host_socket(b))?;
         egress.service().serve_unix(kind, listener, uid);
     }
-    let writable: Vec<String> = spec
-        .mount_accesses()
-        .filter(|(_, a)| *a == sandbox_core::Access::ReadWrite)
-        .map(|(m, _)| m.host_path.clone())
-        .collect();
+    let writable = writable_roots(spec);
     let repos = repos_in_writable_roots(settings, &spec.session_id, &writable);
     let mut builder = BwrapBuilder::new(spec, &settings.home);
     builder
@@ -191,69 +188,6 @@ fn with_steering(mut args: Vec<OsString>, steering: &netns::Steering) -> Vec<OsS
     args.extend(steering.bwrap_args().into_iter().map(OsString::from));
     args.push("--".into());
     args
-}
-
-/// The git repositories found in the writable roots at launch, and the
-/// record of that search, so that the search at the end reads again only
-/// the directories that changed.
-#[derive(Debug, Default)]
-pub(crate) struct ReposAtLaunch {
-    pub(crate) repos: Vec<String>,
-    record: Arc<RepoSearchRecord>,
-}
-
-/// The git repositories in the writable roots at launch, whose config and
-/// hooks get denies of their own. Logs when the search stopped at its
-/// directory limit: a repository among the directories it left unread is
-/// protected only where a root's own denies reach. The search reads again
-/// only the directories that changed since the manager's latest search of
-/// the same roots, and becomes the latest.
-pub(crate) fn repos_in_writable_roots(
-    settings: &Settings,
-    session_id: &str,
-    writable: &[String],
-) -> ReposAtLaunch {
-    let earlier = settings.repo_records.get(writable);
-    let (search, record) = search_git_repos_on_host_since(writable, &earlier);
-    let record = Arc::new(record);
-    settings.repo_records.put(writable, record.clone());
-    if let RepoSearchEnd::DirectoryLimit { unread } = search.end {
-        (settings.log)(&format!(
-            "session {session_id}: the search for git repositories nested in the writable roots stopped after {} directories with {unread} more in reach unread; a repository in those gets no denies of its own for its config and hooks",
-            bwrap_spec::REPO_SEARCH_MAX_DIRS
-        ));
-    }
-    ReposAtLaunch {
-        repos: search.repos,
-        record,
-    }
-}
-
-/// Logs the git repositories that appeared in the writable roots during a
-/// session: each has the config and hooks the sandboxed process wrote, and
-/// a parent's `git status` on the host may run them (a populated gitlink is
-/// recursed into). The search reads again only the directories that
-/// changed since the launch's search, and becomes the manager's latest.
-pub(crate) fn log_repos_made_inside(
-    settings: &Settings,
-    session_id: &str,
-    writable: &[String],
-    at_launch: &ReposAtLaunch,
-) {
-    let (search, record) = search_git_repos_on_host_since(writable, &at_launch.record);
-    settings.repo_records.put(writable, Arc::new(record));
-    let now = search.repos;
-    let new: Vec<&str> = now
-        .iter()
-        .filter(|r| !at_launch.repos.contains(r))
-        .map(|r| r.as_str())
-        .collect();
-    if !new.is_empty() {
-        (settings.log)(&format!(
-            "session {session_id}: git repositories created inside the sandbox (their config and hooks came from the sandboxed run; review before running git there on the host): {}",
-            new.join(" ")
-        ));
-    }
 }
 
 /// A bubblewrap plan's refusal as the host should read it: when the

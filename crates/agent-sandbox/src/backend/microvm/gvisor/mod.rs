@@ -39,6 +39,8 @@
 mod oci;
 mod runsc;
 
+use super::super::common::bridges::{BRIDGED, bind_private_socket};
+use super::super::common::host_repos::{repos_in_writable_roots, writable_roots};
 use super::super::{BackendSession, CommandTask, ExecRequest, Launched};
 use crate::builder::Settings;
 use crate::egress::{Egress, Listen};
@@ -46,7 +48,7 @@ use crate::inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT};
 use crate::running::{CommandIo, prepare, run_child};
 use crate::session_dir::SessionDir;
 use crate::{Error, ErrorKind};
-use bwrap_spec::{BridgePlan, BwrapBuilder, FilenameRules, PlaceholderFiles, RepoSearchEnd};
+use bwrap_spec::{BridgePlan, BwrapBuilder, FilenameRules, PlaceholderFiles};
 use runsc::Runsc;
 use sandbox_core::{SandboxSpec, Surface};
 use std::ffi::OsString;
@@ -185,19 +187,12 @@ async fn launch_with(
         .add("http", GUEST_HTTP_PORT)?
         .add("socks", GUEST_SOCKS_PORT)?;
     let uid = rustix::process::geteuid().as_raw();
-    for (b, kind) in bridges.bridges().iter().zip([
-        connect_proxy::ProxyKind::Http,
-        connect_proxy::ProxyKind::Socks5,
-    ]) {
+    for (b, kind) in bridges.bridges().iter().zip(BRIDGED) {
         let listener = bind_private_socket(&bridges.host_socket(b))?;
         egress.service().serve_unix(kind, listener, uid);
     }
-    let writable: Vec<String> = spec
-        .mount_accesses()
-        .filter(|(_, a)| *a == sandbox_core::Access::ReadWrite)
-        .map(|(m, _)| m.host_path.clone())
-        .collect();
-    let repos = nested_repos(settings, &spec.session_id, &writable);
+    let writable = writable_roots(spec);
+    let repos = repos_in_writable_roots(settings, &spec.session_id, &writable).repos;
     let mut builder = BwrapBuilder::new(spec, &settings.home);
     builder
         .nested_repos(repos.clone())
@@ -286,32 +281,6 @@ fn filename_rules_refusal(e: bwrap_spec::Error) -> Error {
         }
         _ => e.into(),
     }
-}
-
-/// Binds a Unix socket only this user may connect to.
-fn bind_private_socket(socket: &Path) -> Result<tokio::net::UnixListener, Error> {
-    use std::os::unix::fs::PermissionsExt;
-    let listener = tokio::net::UnixListener::bind(socket)
-        .map_err(|e| Error::io(format!("binding {}", socket.display()), e))?;
-    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
-        .map_err(|e| Error::io(format!("chmod 0600 {}", socket.display()), e))?;
-    Ok(listener)
-}
-
-/// The git repositories nested in the writable roots, whose config and
-/// hooks get denies of their own (the manager's latest search of the same
-/// roots is read again only where directories changed).
-fn nested_repos(settings: &Settings, session_id: &str, writable: &[String]) -> Vec<String> {
-    let earlier = settings.repo_records.get(writable);
-    let (search, record) = bwrap_spec::search_git_repos_on_host_since(writable, &earlier);
-    settings.repo_records.put(writable, Arc::new(record));
-    if let RepoSearchEnd::DirectoryLimit { unread } = search.end {
-        (settings.log)(&format!(
-            "session {session_id}: the search for git repositories nested in the writable roots stopped after {} directories with {unread} more in reach unread; a repository in those gets no denies of its own for its config and hooks",
-            bwrap_spec::REPO_SEARCH_MAX_DIRS
-        ));
-    }
-    search.repos
 }
 
 /// Writes `bundle/config.json` and the empty root with its directories

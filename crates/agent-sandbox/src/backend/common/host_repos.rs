@@ -1,0 +1,81 @@
+//! The git repositories nested in a session's writable roots, searched on
+//! the host at launch (their config and hooks get denies of their own) and
+//! again at the end (one the sandboxed run created is logged for review).
+//! The manager keeps the latest search of each set of roots, so a search
+//! reads again only the directories that changed.
+
+use crate::builder::Settings;
+use bwrap_spec::{RepoSearchEnd, RepoSearchRecord, search_git_repos_on_host_since};
+use sandbox_core::{Access, SandboxSpec};
+use std::sync::Arc;
+
+/// The host paths of the spec's writable mounts: the roots searched.
+pub(crate) fn writable_roots(spec: &SandboxSpec) -> Vec<String> {
+    spec.mount_accesses()
+        .filter(|(_, a)| *a == Access::ReadWrite)
+        .map(|(m, _)| m.host_path.clone())
+        .collect()
+}
+
+/// The git repositories found in the writable roots at launch, and the
+/// record of that search, so that the search at the end reads again only
+/// the directories that changed.
+#[derive(Debug, Default)]
+pub(crate) struct ReposAtLaunch {
+    pub(crate) repos: Vec<String>,
+    record: Arc<RepoSearchRecord>,
+}
+
+/// The git repositories in the writable roots at launch, whose config and
+/// hooks get denies of their own. Logs when the search stopped at its
+/// directory limit: a repository among the directories it left unread is
+/// protected only where a root's own denies reach. The search reads again
+/// only the directories that changed since the manager's latest search of
+/// the same roots, and becomes the latest.
+pub(crate) fn repos_in_writable_roots(
+    settings: &Settings,
+    session_id: &str,
+    writable: &[String],
+) -> ReposAtLaunch {
+    let earlier = settings.repo_records.get(writable);
+    let (search, record) = search_git_repos_on_host_since(writable, &earlier);
+    let record = Arc::new(record);
+    settings.repo_records.put(writable, record.clone());
+    if let RepoSearchEnd::DirectoryLimit { unread } = search.end {
+        (settings.log)(&format!(
+            "session {session_id}: the search for git repositories nested in the writable roots stopped after {} directories with {unread} more in reach unread; a repository in those gets no denies of its own for its config and hooks",
+            bwrap_spec::REPO_SEARCH_MAX_DIRS
+        ));
+    }
+    ReposAtLaunch {
+        repos: search.repos,
+        record,
+    }
+}
+
+/// Logs the git repositories that appeared in the writable roots during a
+/// session: each has the config and hooks the sandboxed process wrote, and
+/// a parent's `git status` on the host may run them (a populated gitlink is
+/// recursed into). The search reads again only the directories that
+/// changed since the launch's search, and becomes the manager's latest.
+pub(crate) fn log_repos_made_inside(
+    settings: &Settings,
+    session_id: &str,
+    writable: &[String],
+    at_launch: &ReposAtLaunch,
+) {
+    let (search, record) = search_git_repos_on_host_since(writable, &at_launch.record);
+    settings.repo_records.put(writable, Arc::new(record));
+    let now = search.repos;
+    let new: Vec<&str> = now
+        .iter()
+        .filter(|r| !at_launch.repos.contains(r))
+        .map(|r| r.as_str())
+        .collect();
+    if !new.is_empty() {
+        (settings.log)(&format!(
+            "session {session_id}: git repositories created inside the sandbox (their config and hooks came from the sandboxed run; review before running git there on the host): {}",
+            new.join(" ")
+        ));
+    }
+}
