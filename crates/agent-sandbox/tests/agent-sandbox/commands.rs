@@ -268,7 +268,9 @@ async fn signals_reach_every_process_of_the_command() {
         return;
     };
     // Interrupt: the shell's trap runs (its child sleep is interrupted too).
-    let cmd = sh("trap 'echo interrupted; exit 5' INT; echo ready; sleep 30 & wait");
+    // `ready` comes after the fork, so the signal never finds a child that
+    // still holds the shell's trap.
+    let cmd = sh("trap 'echo interrupted; exit 5' INT; sleep 30 & echo ready; wait");
     let mut running = m.exec(&h, cmd).await.unwrap();
     loop {
         match running.next_event().await {
