@@ -99,11 +99,34 @@ pub(super) async fn run(launch: Launch) {
             let spawned = fallback.spawn();
             drop((report_write, fallback_args_file));
             match spawned {
-                Ok(child) => run_child(child, io, violations, Vec::new()).await,
+                Ok(child) => {
+                    if let Some(pid) = child.id() {
+                        follow_sandbox_start(pid, io.control.clone());
+                    }
+                    run_child(child, io, violations, Vec::new()).await
+                }
                 Err(e) => io.failed_to_start("starting bubblewrap", &e).await,
             }
         }
     }
+}
+
+/// Signals go to the sandbox's namespace, as on the main path, once the
+/// fallback's bubblewrap (`pid`, started without `--info-fd`) has made its
+/// first process: a command's interrupt then reaches the command, not
+/// bubblewrap on the host (which would end the sandbox without it). Looked
+/// for every 2 ms for up to 5 s; until then a signal goes to bubblewrap.
+fn follow_sandbox_start(pid: u32, control: std::sync::Arc<crate::control::ControlState>) {
+    tokio::spawn(async move {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        while tokio::time::Instant::now() < deadline {
+            if let Some(init) = netns::first_child(pid) {
+                control.sandbox_started(init);
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    });
 }
 
 /// Reads the sandbox's pid from bubblewrap, binds the proxy listeners in its

@@ -120,6 +120,18 @@ pub(crate) fn read_child_pid(info: OwnedFd) -> io::Result<u32> {
         .map_err(|_| io::Error::other("bubblewrap reported no child pid"))
 }
 
+/// The first child of `pid` (bubblewrap's sandbox process, the first in
+/// its namespaces, when `pid` is bubblewrap started without `--info-fd`),
+/// from `/proc/PID/task/PID/children`; `None` until it exists, or where the
+/// kernel has no such file. At most 4 KiB is read.
+pub(crate) fn first_child(pid: u32) -> Option<u32> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    let mut text = String::new();
+    file.take(4096).read_to_string(&mut text).ok()?;
+    text.split_ascii_whitespace().next()?.parse().ok()
+}
+
 /// Binds one listener per port on 127.0.0.1 inside the network namespace of
 /// process `pid` and returns them, in port order.
 pub(crate) fn bind_in_sandbox(
