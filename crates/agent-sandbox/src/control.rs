@@ -198,6 +198,27 @@ impl ControlState {
         let _ = child.start_kill();
     }
 
+    /// How long [`ControlState::end`] is given before
+    /// [`ControlState::force_end`]: the supervisor's own deadline for ending
+    /// its tree, and a second more.
+    pub(crate) const END_GRACE: std::time::Duration = std::time::Duration::from_secs(6);
+
+    /// The host's last resort, [`ControlState::END_GRACE`] after
+    /// [`ControlState::end`] when the command still has not exited: a
+    /// supervisor that did not end its tree (stopped, or stuck) has every
+    /// process below it killed, then is killed itself; any other child is
+    /// killed again.
+    pub(crate) async fn force_end(&self, child: &mut tokio::process::Child) {
+        #[cfg(target_os = "linux")]
+        {
+            let target = self.target.lock().map(|t| *t).ok();
+            if let Some(Target::Supervisor(pid)) = target {
+                let _ = tokio::task::spawn_blocking(move || name_guard::kill_tree_below(pid)).await;
+            }
+        }
+        let _ = child.start_kill();
+    }
+
     /// The command has exited: nothing more to write to or signal.
     pub(crate) async fn finished(&self) {
         if let Ok(mut t) = self.target.lock() {

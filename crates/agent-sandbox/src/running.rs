@@ -299,6 +299,11 @@ pub(crate) async fn run_child(
         }
     };
     tokio::pin!(deadline);
+    // Armed when the host ends the command: if it has not exited
+    // `END_GRACE` later, it is forced (`force_end`).
+    let forced = tokio::time::sleep(std::time::Duration::ZERO);
+    tokio::pin!(forced);
+    let mut force_armed = false;
     // Until the command has exited and both its output pipes are at end of
     // file. Output is read here, not in tasks of its own, so that the name
     // guard's reports already written are passed on before it.
@@ -356,14 +361,24 @@ pub(crate) async fn run_child(
             // (Windows), their kill is carried out here, on the child.
             () = control.kill_requested(), if killed.is_none() && status.is_none() => {
                 control.end(&mut child);
+                forced.as_mut().reset(tokio::time::Instant::now() + ControlState::END_GRACE);
+                force_armed = true;
             }
             _ = &mut kill_rx, if killed.is_none() && status.is_none() => {
                 killed = Some(KillReason::Destroy);
                 control.end(&mut child);
+                forced.as_mut().reset(tokio::time::Instant::now() + ControlState::END_GRACE);
+                force_armed = true;
             }
             () = &mut deadline, if killed.is_none() && status.is_none() => {
                 killed = Some(KillReason::Timeout);
                 control.end(&mut child);
+                forced.as_mut().reset(tokio::time::Instant::now() + ControlState::END_GRACE);
+                force_armed = true;
+            }
+            () = &mut forced, if force_armed && status.is_none() => {
+                force_armed = false;
+                control.force_end(&mut child).await;
             }
             Some(v) = async {
                 match violations.as_mut() {

@@ -27,6 +27,29 @@ pub fn kernel_release_supported(release: &str) -> bool {
 #[cfg(target_os = "linux")]
 pub const END_TREE_SIGNAL: i32 = libc::SIGUSR1;
 
+/// How long a supervisor takes at most, after [`END_TREE_SIGNAL`] or its
+/// command's exit, to kill and reap every process below it before it exits
+/// itself. A host that waited this long, and a little more, for a
+/// supervisor that has not exited (stopped, or stuck) ends the tree itself
+/// with [`kill_tree_below`] and then kills the supervisor.
+pub const END_TREE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The host's last resort for a supervisor (`supervisor`, its child, not
+/// yet waited for) that did not end its tree: sends `SIGKILL` to every
+/// live process below it, found through `/proc`, until none is left or
+/// [`END_TREE_DEADLINE`] passed. What one forks while it dies is found in
+/// the next pass; what dies stays below the supervisor as a zombie until
+/// the supervisor itself is killed, which is the caller's next step (kill
+/// it first and the tree would be orphaned away from it). Returns whether
+/// nothing was left alive. Reads `/proc`: the ambient machine.
+#[cfg(target_os = "linux")]
+pub fn kill_tree_below(supervisor: u32) -> bool {
+    let Ok(root) = i32::try_from(supervisor) else {
+        return false;
+    };
+    crate::tree::kill_live_below(root, END_TREE_DEADLINE)
+}
+
 /// Counters of what the supervisor did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {

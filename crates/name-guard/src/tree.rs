@@ -8,7 +8,7 @@ use crate::sys;
 use std::time::{Duration, Instant};
 
 /// How long [`end_all`] goes on killing before it gives up.
-const END_DEADLINE: Duration = Duration::from_secs(5);
+const END_DEADLINE: Duration = crate::launch::END_TREE_DEADLINE;
 /// Most processes read from `/proc` in one pass.
 const MAX_PROCESSES: usize = 1 << 20;
 /// Longest `/proc/PID/stat` read: the kernel writes some 300 bytes (the
@@ -85,6 +85,29 @@ pub(crate) fn signal_all(root: i32, sig: i32) {
         if !p.zombie {
             sys::kill(p.pid, sig);
         }
+    }
+}
+
+/// Kills every live process below `root` until none is left or `within`
+/// passed, without reaping (they are not this process's children): for a
+/// host whose supervisor did not end its own tree. Whether none was left.
+pub(crate) fn kill_live_below(root: i32, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        let live: Vec<Proc> = below(root, &processes())
+            .into_iter()
+            .filter(|p| !p.zombie)
+            .collect();
+        if live.is_empty() {
+            return true;
+        }
+        for p in &live {
+            sys::kill(p.pid, libc::SIGKILL);
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

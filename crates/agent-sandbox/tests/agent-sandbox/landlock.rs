@@ -708,3 +708,73 @@ async fn destroy_and_kill_end_everything_a_running_command_started() {
         }
     }
 }
+
+/// The parent pid in `/proc/PID/stat` (the field after the state, which
+/// follows the last `)`).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[tokio::test]
+async fn a_stopped_supervisor_does_not_keep_the_tree_alive() {
+    if !landlock_available() {
+        return;
+    }
+    let t = Tree::new("stopped");
+    let m = manager(&t, None);
+    let mut h = m.launch(t.spec("ll-stopped")).await.unwrap();
+    let (bg, fg) = (marker(5, 1), marker(5, 2));
+    let mut cmd = sandbox_core::SandboxCommand::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(format!("sleep {bg} >/dev/null 2>&1 & exec sleep {fg}"));
+    cmd.timeout = Some(std::time::Duration::from_secs(1));
+    let mut running = m.exec(&h, cmd).await.unwrap();
+    // Both sleeps run; the foreground one's parent is the supervisor.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while (carrying(&bg).is_empty() || carrying(&fg).is_empty())
+        && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let sleeper = *carrying(&fg).first().expect("the command runs");
+    let supervisor = parent_of(sleeper).expect("its parent");
+    assert_ne!(
+        supervisor,
+        std::process::id(),
+        "the supervisor sits between"
+    );
+    // Stopped, it cannot act on the host's end signal at the timeout.
+    let stopped = Command::new("kill")
+        .args(["-STOP", &supervisor.to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let started = std::time::Instant::now();
+    let mut ended = None;
+    while let Ok(Some(ev)) =
+        tokio::time::timeout(std::time::Duration::from_secs(20), running.next_event()).await
+    {
+        if let sandbox_core::SandboxEvent::Killed { reason, .. } = ev {
+            ended = Some(reason);
+        }
+    }
+    let took = started.elapsed();
+    let left = left_after_wait(&[bg.clone(), fg.clone()]);
+    kill_all(&left);
+    let _ = Command::new("kill")
+        .args(["-KILL", &supervisor.to_string()])
+        .status();
+    assert_eq!(
+        ended,
+        Some(Some(sandbox_core::KillReason::Timeout)),
+        "the host ended it itself"
+    );
+    assert!(left.is_empty(), "outlived a stopped supervisor: {left:?}");
+    assert!(
+        took < std::time::Duration::from_secs(15),
+        "ended within the grace: {took:?}"
+    );
+    m.destroy(&mut h).await.unwrap();
+}
