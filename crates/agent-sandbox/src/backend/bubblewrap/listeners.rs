@@ -148,20 +148,9 @@ async fn bind_listeners(
     *sandbox_pid = Some(pid);
     // bubblewrap reports the pid while the sandbox may still be setting up
     // its namespaces (`--disable-userns` adds one); joining them in that
-    // window is refused (`EPERM` from setns), so try again until a deadline
-    // before falling back. The window lasted past 3 s on a loaded machine
-    // (an unprivileged user's terminal then failed in the fallback), so
-    // `EPERM` is tried for 10 s; any other refusal (`EACCES`: the namespace
-    // files cannot be opened, which does not pass) for 3 s.
-    let started = tokio::time::Instant::now();
-    let deadline_for = |e: &std::io::Error| {
-        started
-            + std::time::Duration::from_secs(if e.raw_os_error() == Some(libc::EPERM) {
-                10
-            } else {
-                3
-            })
-    };
+    // window is refused, so try again until a deadline (generous: on a
+    // loaded machine that window lasts longer) before falling back.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(3);
     let listeners = loop {
         let bound = tokio::task::spawn_blocking(move || {
             netns::bind_in_sandbox(pid, &[GUEST_HTTP_PORT, GUEST_SOCKS_PORT])
@@ -172,7 +161,7 @@ async fn bind_listeners(
             Ok(l) => break l,
             Err(e)
                 if e.kind() == std::io::ErrorKind::PermissionDenied
-                    && tokio::time::Instant::now() < deadline_for(&e) =>
+                    && tokio::time::Instant::now() < deadline =>
             {
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             }
