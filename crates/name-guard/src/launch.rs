@@ -32,6 +32,7 @@ pub const END_TREE_SIGNAL: i32 = libc::SIGUSR1;
 /// itself. A host that waited this long, and a little more, for a
 /// supervisor that has not exited (stopped, or stuck) ends the tree itself
 /// with [`kill_tree_below`] and then kills the supervisor.
+#[cfg(target_os = "linux")]
 pub const END_TREE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The host's last resort for a supervisor (`supervisor`, its child, not
