@@ -46,6 +46,22 @@ pub enum Denial {
 }
 
 impl Denial {
+    /// True when the policy allowed the target and the network then failed
+    /// it (no such name, a lookup or connect timeout, refused,
+    /// unreachable). Reported as `network-outbound` events too, with the
+    /// reason in `raw`, so the host learns why an allowed host was not
+    /// reached.
+    pub fn is_upstream_failure(&self) -> bool {
+        matches!(
+            self,
+            Denial::NotFound
+                | Denial::DnsTimeout
+                | Denial::ConnectTimeout
+                | Denial::Refused
+                | Denial::Unreachable(_)
+        )
+    }
+
     /// True for refusals by policy (name, address or malformed target), which
     /// are reported as `network-outbound` violations.
     pub fn is_violation(&self) -> bool {

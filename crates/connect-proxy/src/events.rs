@@ -123,23 +123,33 @@ impl Events {
         }
     }
 
-    /// Records a decision, and a violation when it is a policy refusal.
+    /// Records a decision, and a `network-outbound` event when it is a
+    /// policy refusal or an allowed target the network failed (its `raw`
+    /// then says `allowed, but the upstream failed: ...`).
     ///
-    /// `target` is written out only when something reads it (a violation,
+    /// `target` is written out only when something reads it (an event,
     /// or a decision subscriber): a connection nobody watches formats
     /// nothing.
     pub(crate) fn report(&self, protocol: Protocol, target: impl ToString, outcome: Outcome) {
-        let violation = matches!(&outcome, Outcome::Refused(d) if d.is_violation());
+        let event = matches!(
+            &outcome,
+            Outcome::Refused(d) if d.is_violation() || d.is_upstream_failure()
+        );
         let watched = self.decisions.receiver_count() > 0;
-        if !violation && !watched {
+        if !event && !watched {
             return;
         }
         let target = target.to_string();
         if let Outcome::Refused(d) = &outcome
-            && violation
+            && event
         {
+            let raw = if d.is_violation() {
+                format!("{protocol} {target}: {d}")
+            } else {
+                format!("{protocol} {target}: allowed, but the upstream failed: {d}")
+            };
             let v = SandboxViolation::new(SandboxViolation::NETWORK_OUTBOUND, target.clone())
-                .with_raw(format!("{protocol} {target}: {d}"));
+                .with_raw(raw);
             // No subscriber is not an error.
             let _ = self.violations.send(v);
         }

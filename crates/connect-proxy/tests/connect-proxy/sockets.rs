@@ -269,19 +269,30 @@ async fn http_denials_with_codes_and_violations() {
             "error=http_request_error",
             Some("bad%host:443"),
         ),
-        ("nxdomain.test:443".into(), "502", "error=dns_error", None),
-        ("stall.test:443".into(), "504", "error=dns_timeout", None),
+        // Allowed, then failed by the network: reported too, saying so.
+        (
+            "nxdomain.test:443".into(),
+            "502",
+            "error=dns_error",
+            Some("nxdomain.test:443"),
+        ),
+        (
+            "stall.test:443".into(),
+            "504",
+            "error=dns_timeout",
+            Some("stall.test:443"),
+        ),
         (
             format!("origin.test:{closed_port}"),
             "502",
             "error=connection_refused",
-            None,
+            Some("origin.test:CLOSED"),
         ),
         (
             format!("origin.test:{}", hung.port()),
             "504",
             "error=connection_timeout",
-            None,
+            Some("origin.test:HUNG"),
         ),
     ];
     for (authority, status, proxy_status, violation) in cases {
@@ -302,15 +313,21 @@ async fn http_denials_with_codes_and_violations() {
                 .await
                 .unwrap()
                 .unwrap();
-            let target = target.replace("PROXY", &http_port.to_string());
+            let target = target
+                .replace("PROXY", &http_port.to_string())
+                .replace("CLOSED", &closed_port.to_string())
+                .replace("HUNG", &hung.port().to_string());
             assert_eq!(v.action, SandboxViolation::NETWORK_OUTBOUND);
             assert_eq!(v.target, target, "{authority}");
+            let raw = v.raw.unwrap_or_default();
+            assert_eq!(
+                raw.contains("allowed, but the upstream failed: "),
+                status.starts_with('5'),
+                "{authority}: {raw}"
+            );
         }
     }
-    assert!(
-        violations.try_recv().is_none(),
-        "network failures are not violations"
-    );
+    assert!(violations.try_recv().is_none(), "one event per connection");
     // Denied names were never looked up.
     let looked = f.resolver.looked_up();
     assert!(
@@ -352,11 +369,14 @@ async fn socks_denials_with_codes() {
     while let Some(v) = violations.try_recv() {
         targets.push(v.target);
     }
+    let closed = format!("origin.test:{closed_port}");
     assert_eq!(
         targets,
         [
             "denied.test:443",
             "sneaky.test:80",
+            "nxdomain.test:443",
+            closed.as_str(),
             "bad?host.test",
             "bad?host"
         ]
