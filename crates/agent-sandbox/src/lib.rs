@@ -173,6 +173,43 @@
 //! code, or killed with the reason), [`RunningCommand::output`] that and
 //! its stdout, stderr and violations, each capped ([`OutputLimit`]).
 //!
+//! # What is reported, and what cannot be
+//!
+//! Every refusal the host can learn of is a `violation` event of the
+//! command that caused it:
+//!
+//! - **The proxies** (every backend): a target the policy refuses is
+//!   `network-outbound` `host:port` with the reason in `raw`; an allowed
+//!   target the network then failed (no such name, timed out, refused,
+//!   unreachable) is `network-outbound` too, its `raw` saying
+//!   `allowed, but the upstream failed: ...`.
+//! - **The name guard** (bubblewrap and Landlock): creating a denied name is
+//!   `file-write-create` with the path; a refused Unix-socket connect is
+//!   `network-outbound` with the socket's path.
+//! - **Under Landlock**, the guard's supervisor performs every write-open,
+//!   rename, link and removal of a protected path and every listing of a
+//!   secret directory, so each refusal of those is a violation too.
+//! - **Under bubblewrap** a write to a path bound read-only (a read-only
+//!   mount, a protected path, an existing entry of the mandatory set such as
+//!   `.git/hooks`) fails inside with "Read-only file system" and makes no
+//!   event: the kernel's mount layer refuses it, where nothing of ours
+//!   runs. Likewise a secret reads as empty (it is masked, not refused),
+//!   and a connection to anything but the proxies fails inside (the
+//!   sandbox has no other network). The `microvm` backend is the same.
+//!
+//! # Linked git worktrees
+//!
+//! Agents usually work in one worktree per task (`git worktree add`). Git
+//! inside needs the repository's common directory too:
+//! [`SandboxBindMount::linked_worktree`] (or `..._from_ambient`) gives both
+//! mounts. A writable common directory is protected as a git directory:
+//! its hooks, config, `commondir`, `config.worktree`, the main worktree's
+//! `HEAD` and `index`, its submodules' git directories and every linked
+//! worktree's `commondir` and `config.worktree` stay unwritable, nothing is
+//! placed inside it, and it is not taken for a repository made inside at
+//! the end. `git status` and `git commit` work; a commit lands on the
+//! worktree's branch on the host.
+//!
 //! # Log lines
 //!
 //! The probe's start-up line (also [`SandboxManager::startup_line`]),

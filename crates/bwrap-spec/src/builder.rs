@@ -10,9 +10,7 @@ use crate::plan::{
     ArgvDelivery, BwrapPlan, FilenameRules, MAX_ARGS_FD_BYTES, MAX_ARGV_BYTES, Profile,
 };
 use crate::{Error, ErrorKind};
-use sandbox_core::defaults::{
-    FILENAME_GLOB_DENY, mandatory_write_deny_paths, secret_read_deny_entries,
-};
+use sandbox_core::defaults::{FILENAME_GLOB_DENY, secret_read_deny_entries};
 use sandbox_core::{Access, HostView, PathSet, SandboxSpec};
 use std::path::{Path, PathBuf};
 
@@ -331,14 +329,9 @@ impl BwrapBuilder {
             )
             .collect();
         if !terminal {
-            for a in &anchors {
-                for p in sandbox_core::linked_git_dir_entries(a, host) {
-                    if !write_entries.contains(&p) {
-                        write_entries.push(p);
-                    }
-                }
-            }
-            write_entries.extend(mandatory_write_deny_paths(home, anchors));
+            write_entries.extend(sandbox_core::git::write_denies_at_roots(
+                home, anchors, host,
+            ));
         }
         let write_deny = PathSet::resolve(&write_entries, home, host)?;
         let state_dirs = if guard_globs.is_empty() {

@@ -69,11 +69,15 @@ pub(crate) fn write_denies<H: HostView + ?Sized>(
             // same opt-out.
             let git_at = p.find("/.git/");
             let in_git = git_at.is_some_and(|i| host.is_dir(Path::new(&p[..i + "/.git".len()])));
+            // A git directory mounted as a root of its own (a linked
+            // worktree's common directory) gets nothing placed in it: the
+            // host's repository holds nothing of ours, during or after.
+            let root_is_git_dir = sandbox_core::git::is_git_dir(Path::new(root), host);
             let in_home = path.starts_with(home) && git_at.is_none();
             // An empty `.git/commondir` makes every git command fail:
             // never a placeholder, always a creation-time rule.
             let placeholder_breaks_git = NO_PLACEHOLDER.iter().any(|e| p.ends_with(e));
-            if !(in_git || in_home) || placeholder_breaks_git {
+            if !(in_git || in_home) || placeholder_breaks_git || root_is_git_dir {
                 if !unenforced.contains(&p) {
                     unenforced.push(p);
                 }

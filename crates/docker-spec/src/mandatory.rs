@@ -31,7 +31,7 @@
 //! entries are reported, not hidden.
 
 use crate::mount::check_path;
-use sandbox_core::defaults::mandatory_write_deny_paths;
+use sandbox_core::git::write_denies_at_roots;
 use sandbox_core::{Access, HostView};
 use std::path::{Component, Path, PathBuf};
 
@@ -66,7 +66,9 @@ pub(crate) struct Protection {
 /// Plans the mandatory write denies for `mounts` (source, target, access):
 /// anchored at `home`, at every writable bind, and at every repository of
 /// `nested_repos` inside one; plus, for each anchor whose `.git` is a file,
-/// that file and the hooks and config of the git directory it names.
+/// that file and the hooks and config of the git directory it names; an
+/// anchor that is a git directory itself (a linked worktree's common
+/// directory) gets the git directory's own set instead of the mandatory one.
 pub(crate) fn plan<H: HostView + ?Sized>(
     mounts: &[(String, String, Access)],
     home: &Path,
@@ -99,15 +101,7 @@ pub(crate) fn plan<H: HostView + ?Sized>(
             push_unique(&mut anchors, repo.as_str());
         }
     }
-    let mut entries: Vec<String> = Vec::new();
-    for e in mandatory_write_deny_paths(home, anchors.iter().copied()) {
-        push_unique(&mut entries, e);
-    }
-    for a in &anchors {
-        for e in sandbox_core::linked_git_dir_entries(a, host) {
-            push_unique(&mut entries, e);
-        }
-    }
+    let entries = write_denies_at_roots(home, anchors.iter().copied(), host);
 
     let mut out = Protection::default();
     for entry in &entries {

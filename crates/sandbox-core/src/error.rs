@@ -71,6 +71,18 @@ pub enum ErrorKind {
         /// Which directory, or which limit.
         reason: String,
     },
+    /// [`crate::SandboxBindMount::linked_worktree`] was given a directory
+    /// that is not a linked git worktree.
+    #[error(
+        "{path:?} is not a linked git worktree ({reason}); mount a plain checkout with \
+         SandboxBindMount::new"
+    )]
+    NotALinkedWorktree {
+        /// The directory as given.
+        path: String,
+        /// What was found instead.
+        reason: &'static str,
+    },
     /// The `--sandbox` / `CC_SERVER_SANDBOX` value is neither `on` nor `off`.
     #[error("invalid sandbox switch {value:?}: accepted values are \"on\" and \"off\" (any case)")]
     InvalidSwitch {

@@ -129,6 +129,7 @@ mod spec;
 pub mod srt;
 mod state;
 mod switch;
+mod worktree_mount;
 
 mod backend;
 mod command;

@@ -5,7 +5,7 @@
 //! JSON-RPC session over stdio (`acp`), the command tests again as an unprivileged
 //! user (`unprivileged`), and the Landlock mechanism's escape tests as root,
 //! as root without namespaces or capabilities and as uid 65534
-//! (`landlock`).
+//! (`landlock`), and a linked git worktree under both (`worktree`).
 //!
 //! They run Unix programs (`/bin/sh`, `cat`, python3, bubblewrap, setpriv),
 //! so they are built on Unix only; elsewhere this binary has no tests.
@@ -32,3 +32,5 @@ mod microvm;
 mod native;
 #[cfg(unix)]
 mod unprivileged;
+#[cfg(target_os = "linux")]
+mod worktree;
