@@ -267,10 +267,13 @@ impl SandboxPort for SandboxManager {
             }
         };
         let env = crate::env::with_command_env(&session.env, &command.env)?;
+        // The command's own, else the spec's, else the first mount (the
+        // worktree a host mounts first), else the home.
         let workdir = command
             .workdir
             .clone()
             .or_else(|| session.spec.guest_workdir.clone())
+            .or_else(|| session.spec.bind_mounts.first().map(|m| m.guest_path.clone()))
             .unwrap_or_else(|| self.inner.settings.home.display().to_string());
         let mut argv: Vec<OsString> = vec![command.program.clone()];
         argv.extend(command.args.iter().cloned());

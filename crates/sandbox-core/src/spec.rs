@@ -40,7 +40,9 @@ pub struct SandboxSpec {
     pub network_enabled: bool,
     /// Extra allowed domains, in the allowlist's pattern forms.
     pub egress_allowlist: Vec<String>,
-    /// Default working directory inside the sandbox.
+    /// Default working directory inside the sandbox; when absent, commands
+    /// start in the first bind mount's guest path (the home directory when
+    /// there is no mount).
     pub guest_workdir: Option<String>,
     /// Dispatch mode; decides whether bind mounts are writable.
     pub mode: Mode,

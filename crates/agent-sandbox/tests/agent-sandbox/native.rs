@@ -1372,3 +1372,18 @@ async fn without_the_baseline_only_the_listed_hosts_pass_the_proxy() {
     );
     m.destroy(&mut h).await.unwrap();
 }
+
+#[tokio::test]
+async fn without_a_workdir_commands_start_in_the_first_mount() {
+    if !native_available() {
+        return;
+    }
+    let t = Tree::new("workdir");
+    let (m, _) = logging_manager(&t);
+    let mut spec = t.spec("workdir");
+    spec.guest_workdir = None;
+    let mut h = m.launch(spec).await.unwrap();
+    let r = run(&m, &h, "pwd").await;
+    assert_eq!(r.stdout, format!("{}\n", t.p("ws")), "{}", r.stderr);
+    m.destroy(&mut h).await.unwrap();
+}
