@@ -14,12 +14,3 @@ impl Stream for ReceiverStream {
         self.0.poll_recv(cx)
     }
 }
-
-/// Reads the next event from an event stream (a small helper so callers do
-/// not need a stream utility crate).
-pub async fn next_event<S>(stream: &mut S) -> Option<SandboxEvent>
-where
-    S: Stream<Item = SandboxEvent> + Unpin + ?Sized,
-{
-    std::future::poll_fn(|cx| Pin::new(&mut *stream).poll_next(cx)).await
-}

@@ -264,7 +264,6 @@ pub use cgroup::Cgroups;
 pub use connect_proxy::Baseline;
 pub use env::sanitized_env;
 pub use error::{Error, ErrorKind};
-pub use events::next_event;
 pub use inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT, InnerBridge};
 pub use launcher::{NAME_GUARD_MARKER, run_name_guard_if_launched};
 pub use manager::SandboxManager;

@@ -273,7 +273,13 @@ impl SandboxPort for SandboxManager {
             .workdir
             .clone()
             .or_else(|| session.spec.guest_workdir.clone())
-            .or_else(|| session.spec.bind_mounts.first().map(|m| m.guest_path.clone()))
+            .or_else(|| {
+                session
+                    .spec
+                    .bind_mounts
+                    .first()
+                    .map(|m| m.guest_path.clone())
+            })
             .unwrap_or_else(|| self.inner.settings.home.display().to_string());
         let mut argv: Vec<OsString> = vec![command.program.clone()];
         argv.extend(command.args.iter().cloned());

@@ -3,7 +3,7 @@
 //! the origin sees the real token and only it; the sandbox sees only the
 //! phantom token; a write is refused; after destroy the lease is revoked.
 
-use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder, next_event};
+use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder};
 use connect_proxy::{IpPolicy, StaticResolver};
 use cred_broker::{Credential, HeaderTemplate, RuleEngine, RuleFile, Secret, UpstreamRoots};
 use sandbox_core::{
@@ -84,7 +84,7 @@ async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
     cmd.arg("-c").arg(&script);
     let mut events = m.exec(&h, cmd).await.unwrap();
     let (mut out, mut err, mut violations) = (String::new(), String::new(), Vec::new());
-    while let Some(ev) = next_event(&mut events).await {
+    while let Some(ev) = events.next_event().await {
         match ev {
             SandboxEvent::Stdout { data } => out.push_str(&String::from_utf8_lossy(&data)),
             SandboxEvent::Stderr { data } => err.push_str(&String::from_utf8_lossy(&data)),

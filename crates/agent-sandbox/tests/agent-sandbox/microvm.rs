@@ -338,7 +338,7 @@ async fn a_timeout_kills_the_command_inside() {
     let started = Instant::now();
     let mut events = m.exec(&h, cmd).await.unwrap();
     let mut last = None;
-    while let Some(ev) = agent_sandbox::next_event(&mut events).await {
+    while let Some(ev) = events.next_event().await {
         last = Some(ev);
     }
     assert!(

@@ -2,7 +2,6 @@
 
 use agent_sandbox::{
     ErrorKind, FilenameRules, InnerBridge, ManagerBuilder, SandboxManager, SharedHostView,
-    next_event,
 };
 use connect_proxy::IpPolicy;
 use sandbox_core::{
@@ -162,7 +161,7 @@ pub(super) async fn run(
         exit: None,
         lifecycle: Vec::new(),
     };
-    while let Some(ev) = next_event(&mut events).await {
+    while let Some(ev) = events.next_event().await {
         match ev {
             SandboxEvent::Stdout { data } => r.stdout.push_str(&String::from_utf8_lossy(&data)),
             SandboxEvent::Stderr { data } => r.stderr.push_str(&String::from_utf8_lossy(&data)),
@@ -370,7 +369,7 @@ async fn destroy_kills_a_running_command() {
     m.destroy(&mut h).await.unwrap();
     assert_eq!(m.state(&h), None, "destroyed");
     let mut last = None;
-    while let Some(ev) = next_event(&mut events).await {
+    while let Some(ev) = events.next_event().await {
         last = Some(ev);
     }
     assert!(

@@ -39,7 +39,7 @@ mod cli;
 
 use cli::Options;
 
-use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder, NameGuardLauncher, next_event};
+use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder, NameGuardLauncher};
 use agent_sandbox_examples::{EventLog, EventsTo, ViolationTally};
 use connect_proxy::IpPolicy;
 use sandbox_core::{
@@ -444,7 +444,7 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
     let mut err = std::io::stderr();
     let mut log = log;
     let mut tally = ViolationTally::default();
-    while let Some(ev) = next_event(&mut events).await {
+    while let Some(ev) = events.next_event().await {
         write_event(&mut log, &ev);
         match ev {
             SandboxEvent::Stdout { data } => {
