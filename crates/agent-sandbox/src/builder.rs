@@ -310,7 +310,10 @@ impl ManagerBuilder {
     }
     /// Where session directories (sockets, CA bundle, temp dir) are
     /// created. Required for a native backend;
-    /// [`ManagerBuilder::from_ambient`] sets the system temp dir.
+    /// [`ManagerBuilder::from_ambient`] sets the system temp dir. On Linux,
+    /// `build` removes the session directories there that a host process
+    /// killed before its teardown left behind (its own uid's, whose owner,
+    /// by pid and start time, no longer runs), and logs them.
     pub fn temp_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
         self.temp_dir = Some(dir.into());
         self
@@ -403,6 +406,17 @@ impl ManagerBuilder {
         let name_guard = self.launcher()?;
         let startup = probe.startup_line(self.switch);
         log(&startup);
+        if let Some(dir) = &self.temp_dir {
+            let removed = crate::session_dir::remove_left_behind_in(dir);
+            if !removed.is_empty() {
+                let names: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
+                log(&format!(
+                    "removed {} session directories left by host processes that are gone: {}",
+                    removed.len(),
+                    names.join(" ")
+                ));
+            }
+        }
         let selection = select_backend(self.request, self.switch, self.surface, probe)?;
         if let Some(line) = decide::selection_line(&startup, self.surface, &selection) {
             log(&line);

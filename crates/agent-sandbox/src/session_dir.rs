@@ -2,15 +2,29 @@
 //! sockets (bubblewrap), the CA bundle, the temp dir (Seatbelt). Removed
 //! with everything in it when the session ends.
 //!
+//! A host process killed with `SIGKILL` cannot remove it. So each one
+//! records its owner (`owner`: the process's pid and start time, written
+//! before anything else), and [`remove_left_behind_in`] (run when a
+//! manager is built) removes the directories of owners that are gone: ours
+//! by uid and mode, with an owner record that names a process that no
+//! longer runs, never by name alone. On Linux only (elsewhere no start time
+//! can be read, and nothing is removed).
+//!
 //! On Windows there is no POSIX mode: the directory is created under the
 //! temp dir given (the user's own by default) and keeps the access that
 //! directory gives its new children.
 
 use crate::Error;
+use sandbox_core::ProcessStamp;
 #[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What a session directory's name starts with.
+const PREFIX: &str = "agent-sandbox-";
+/// The file in a session directory that names its owner.
+const OWNER_FILE: &str = "owner";
 
 /// A private directory for one session, removed on drop.
 #[derive(Debug)]
@@ -37,7 +51,13 @@ impl SessionDir {
         #[cfg(unix)]
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))
             .map_err(|e| Error::io(format!("chmod 0700 {}", path.display()), e))?;
-        Ok(SessionDir { path })
+        let dir = SessionDir { path };
+        if let Some(me) = ProcessStamp::current_from_ambient() {
+            let owner = dir.path.join(OWNER_FILE);
+            std::fs::write(&owner, format!("{me}\n"))
+                .map_err(|e| Error::io(format!("writing {}", owner.display()), e))?;
+        }
+        Ok(dir)
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -48,5 +68,135 @@ impl SessionDir {
 impl Drop for SessionDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Removes the session directories in `base` whose owning process is gone
+/// (killed before it could remove them), and returns them. A directory is
+/// removed only when all of these hold: its name starts with
+/// `agent-sandbox-`, it is a directory (not a link to one), it is this
+/// user's and mode 0700, its `owner` record reads as a [`ProcessStamp`],
+/// and that process no longer runs (its pid is free, or held by a process
+/// that started at another time). One still being made (no record yet) or
+/// from another user is left alone. Reads and changes the ambient file
+/// system; does nothing elsewhere than Linux.
+pub(crate) fn remove_left_behind_in(base: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    if !cfg!(target_os = "linux") {
+        return removed;
+    }
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return removed;
+    };
+    // A bound on the work one build does in a crowded temp dir.
+    for entry in entries.flatten().take(100_000) {
+        let name = entry.file_name();
+        if !name.to_string_lossy().starts_with(PREFIX) {
+            continue;
+        }
+        let path = entry.path();
+        if is_left_behind(&path) && std::fs::remove_dir_all(&path).is_ok() {
+            removed.push(path);
+        }
+    }
+    removed
+}
+
+#[cfg(unix)]
+fn is_left_behind(path: &Path) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    if !meta.is_dir()
+        || meta.uid() != rustix::process::geteuid().as_raw()
+        || meta.mode() & 0o777 != 0o700
+    {
+        return false;
+    }
+    let Ok(f) = std::fs::File::open(path.join(OWNER_FILE)) else {
+        return false;
+    };
+    let mut text = Vec::new();
+    if f.take(sandbox_core::MAX_STAMP_LEN as u64 + 1)
+        .read_to_end(&mut text)
+        .is_err()
+    {
+        return false;
+    }
+    ProcessStamp::parse(&text)
+        .is_some_and(|owner| owner.pid != std::process::id() && owner.is_gone_from_ambient())
+}
+
+#[cfg(not(unix))]
+fn is_left_behind(_path: &Path) -> bool {
+    false
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        reason = "test code: a failed unwrap is a failed test"
+    )]
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn dir_with_owner(base: &Path, name: &str, owner: Option<&str>, mode: u32) -> PathBuf {
+        let d = base.join(name);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("sock"), "").unwrap();
+        if let Some(o) = owner {
+            std::fs::write(d.join(OWNER_FILE), o).unwrap();
+        }
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode)).unwrap();
+        d
+    }
+
+    #[test]
+    fn only_directories_of_owners_that_are_gone_are_removed() {
+        let base = std::env::temp_dir().join(format!("session-dirs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir(&base).unwrap();
+        let me = ProcessStamp::current_from_ambient().unwrap();
+        let init = ProcessStamp::of_pid_from_ambient(1).unwrap();
+        let gone = format!("{} 1\n", u32::MAX - 1);
+        let reused = format!("{} {}\n", init.pid, init.start_time + 1);
+        let live = format!("{init}\n");
+        let mine = format!("{me}\n");
+        let removed_ones = [
+            dir_with_owner(&base, "agent-sandbox-1-0-a", Some(&gone), 0o700),
+            dir_with_owner(&base, "agent-sandbox-1-0-b", Some(&reused), 0o700),
+        ];
+        let kept = [
+            dir_with_owner(&base, "agent-sandbox-2-0-a", Some(&live), 0o700),
+            dir_with_owner(&base, "agent-sandbox-2-0-b", Some(&mine), 0o700),
+            dir_with_owner(&base, "agent-sandbox-2-0-c", None, 0o700),
+            dir_with_owner(&base, "agent-sandbox-2-0-d", Some("junk"), 0o700),
+            dir_with_owner(&base, "agent-sandbox-2-0-e", Some(&gone), 0o755),
+            dir_with_owner(&base, "something-else", Some(&gone), 0o700),
+        ];
+        let target = dir_with_owner(&base, "target", Some(&gone), 0o700);
+        std::os::unix::fs::symlink(&target, base.join("agent-sandbox-link")).unwrap();
+        let mut removed = remove_left_behind_in(&base);
+        removed.sort();
+        assert_eq!(removed, removed_ones);
+        for d in &removed_ones {
+            assert!(!d.exists(), "{}", d.display());
+        }
+        for d in kept.iter().chain([&target]) {
+            assert!(d.join("sock").exists(), "{}", d.display());
+        }
+        assert!(base.join("agent-sandbox-link").exists());
+        // A new session directory records its owner: this process.
+        let fresh = SessionDir::create_in(&base).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(fresh.path().join(OWNER_FILE)).unwrap(),
+            mine
+        );
+        assert!(remove_left_behind_in(&base).is_empty());
+        drop(fresh);
+        std::fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -124,6 +124,7 @@ mod name_guard_invocation;
 mod paths;
 mod port;
 pub mod probe;
+mod process_stamp;
 mod select;
 mod spec;
 pub mod srt;
@@ -164,6 +165,7 @@ pub use probe::{
     NAME_GUARD_MIN_KERNEL, NOTE_LANDLOCK, NativeMechanism, NativeProbe, Platform, ProbeCache,
     ProbeOptions, ProbeReport, kernel_runs_name_guard, kernel_version, probe_ambient,
 };
+pub use process_stamp::{MAX_STAMP_LEN, MAX_STAT_LEN as MAX_PROC_STAT_LEN, ProcessStamp};
 pub use running::{
     CommandControl, CommandSignal, ControlError, ControlFuture, NoControl, RunningCommand,
 };

@@ -456,9 +456,12 @@ fn landlock_run_leaves_nothing(tag: u32, user: Option<&str>) {
     let d = scratch(&format!("leaves-{tag}"));
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
     let home = d.join("home");
+    // Where agent-run makes its session directories (its TMPDIR).
+    let sessions = d.join("sessions");
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::create_dir_all(&sessions).unwrap();
     std::fs::write(home.join(".ssh/id_ed25519"), "KEY").unwrap();
-    for p in [&home, &home.join(".ssh")] {
+    for p in [&home, &home.join(".ssh"), &sessions] {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
     }
     let command = |script: &str| {
@@ -478,8 +481,17 @@ fn landlock_run_leaves_nothing(tag: u32, user: Option<&str>) {
         c.args(["--mechanism", "landlock", "--", "sh", "-c", script])
             .current_dir(&d)
             .env_remove("CC_SERVER_SANDBOX")
-            .env("HOME", &home);
+            .env("HOME", &home)
+            .env("TMPDIR", &sessions);
         c
+    };
+    let session_dirs = || {
+        std::fs::read_dir(&sessions)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("agent-sandbox-"))
+            .collect::<Vec<_>>()
     };
     let m = |n: u32| format!("{}.{}{n}", 4300 + tag, std::process::id());
     // The key's directory, and a run that leaves a background job.
@@ -542,6 +554,18 @@ fn landlock_run_leaves_nothing(tag: u32, user: Option<&str>) {
         gone,
         "outlived a kill -9 of agent-run: {left:?} {supervisor:?}"
     );
+    // Its session directory was left behind; the next run removes it
+    // (its owner is gone) and says so.
+    let left_behind = session_dirs();
+    assert_eq!(left_behind.len(), 1, "{left_behind:?}");
+    let o = command("true").output().unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(
+        err(&o).contains("removed 1 session directories left by host processes that are gone"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(session_dirs(), Vec::<String>::new());
     std::fs::remove_dir_all(&d).unwrap();
 }
 
