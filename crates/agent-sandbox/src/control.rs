@@ -41,6 +41,10 @@ pub(crate) struct ControlState {
     /// `Kill`, for the runner task to carry out on the child.
     #[cfg(not(unix))]
     kill_request: tokio::sync::Notify,
+    /// The host's `Kill` went to a supervisor as its end signal: the runner
+    /// task gives it [`ControlState::END_GRACE`], then forces the end.
+    #[cfg(unix)]
+    supervisor_ending: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -106,7 +110,20 @@ impl ControlState {
             killed: AtomicBool::new(false),
             #[cfg(not(unix))]
             kill_request: tokio::sync::Notify::new(),
+            #[cfg(unix)]
+            supervisor_ending: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Ready once the host's `Kill` was sent to a supervisor as its end
+    /// signal, which a stopped or stuck supervisor would never act on: the
+    /// runner task then forces the end after [`ControlState::END_GRACE`]
+    /// as it does for a timeout. Never elsewhere than Unix.
+    pub(crate) async fn supervisor_ending(&self) {
+        #[cfg(unix)]
+        self.supervisor_ending.notified().await;
+        #[cfg(not(unix))]
+        std::future::pending::<()>().await;
     }
 
     /// Ready once the host's `Kill` is for the runner task to carry out
@@ -388,6 +405,7 @@ fn deliver(
         Target::Supervisor(pid) if sig == rustix::process::Signal::KILL => {
             state.killed.store(true, Ordering::SeqCst);
             send(pid, END_TREE);
+            state.supervisor_ending.notify_one();
             Ok(())
         }
         Target::Supervisor(pid) => {

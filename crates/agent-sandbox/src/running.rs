@@ -376,6 +376,12 @@ pub(crate) async fn run_child(
                 forced.as_mut().reset(tokio::time::Instant::now() + ControlState::END_GRACE);
                 force_armed = true;
             }
+            // The host's kill went to a supervisor, which ends the tree
+            // itself unless it is stopped or stuck.
+            () = control.supervisor_ending(), if !force_armed && status.is_none() => {
+                forced.as_mut().reset(tokio::time::Instant::now() + ControlState::END_GRACE);
+                force_armed = true;
+            }
             () = &mut forced, if force_armed && status.is_none() => {
                 force_armed = false;
                 control.force_end(&mut child).await;

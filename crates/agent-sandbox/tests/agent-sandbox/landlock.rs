@@ -719,17 +719,34 @@ fn parent_of(pid: u32) -> Option<u32> {
 
 #[tokio::test]
 async fn a_stopped_supervisor_does_not_keep_the_tree_alive() {
+    stopped_supervisor_case(sandbox_core::KillReason::Timeout, 5).await;
+}
+
+#[tokio::test]
+async fn a_stopped_supervisor_does_not_keep_the_tree_alive_after_the_hosts_kill() {
+    stopped_supervisor_case(sandbox_core::KillReason::Manual, 6).await;
+}
+
+/// A command whose supervisor is stopped (it cannot act on the end
+/// signal) is ended by the host anyway, at its timeout or at the host's
+/// own `Kill`, with nothing of its tree left.
+async fn stopped_supervisor_case(how: sandbox_core::KillReason, tag: u32) {
     if !landlock_available() {
         return;
     }
-    let t = Tree::new("stopped");
+    let t = Tree::new(&format!("stopped-{tag}"));
     let m = manager(&t, None);
-    let mut h = m.launch(t.spec("ll-stopped")).await.unwrap();
-    let (bg, fg) = (marker(5, 1), marker(5, 2));
+    let mut h = m
+        .launch(t.spec(&format!("ll-stopped-{tag}")))
+        .await
+        .unwrap();
+    let (bg, fg) = (marker(tag, 1), marker(tag, 2));
     let mut cmd = sandbox_core::SandboxCommand::new("/bin/sh");
     cmd.arg("-c")
         .arg(format!("sleep {bg} >/dev/null 2>&1 & exec sleep {fg}"));
-    cmd.timeout = Some(std::time::Duration::from_secs(1));
+    if how == sandbox_core::KillReason::Timeout {
+        cmd.timeout = Some(std::time::Duration::from_secs(1));
+    }
     let mut running = m.exec(&h, cmd).await.unwrap();
     // Both sleeps run; the foreground one's parent is the supervisor.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
@@ -752,6 +769,12 @@ async fn a_stopped_supervisor_does_not_keep_the_tree_alive() {
         .unwrap();
     assert!(stopped.success());
     let started = std::time::Instant::now();
+    if how == sandbox_core::KillReason::Manual {
+        running
+            .control()
+            .signal(sandbox_core::CommandSignal::Kill)
+            .unwrap();
+    }
     let mut ended = None;
     while let Ok(Some(ev)) =
         tokio::time::timeout(std::time::Duration::from_secs(20), running.next_event()).await
@@ -766,11 +789,7 @@ async fn a_stopped_supervisor_does_not_keep_the_tree_alive() {
     let _ = Command::new("kill")
         .args(["-KILL", &supervisor.to_string()])
         .status();
-    assert_eq!(
-        ended,
-        Some(Some(sandbox_core::KillReason::Timeout)),
-        "the host ended it itself"
-    );
+    assert_eq!(ended, Some(Some(how)), "the host ended it itself");
     assert!(left.is_empty(), "outlived a stopped supervisor: {left:?}");
     assert!(
         took < std::time::Duration::from_secs(15),
