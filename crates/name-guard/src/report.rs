@@ -52,9 +52,12 @@ pub enum DeniedCall {
     Unlink,
     /// On the host: `truncate` of a protected file.
     Truncate,
+    /// On the host: `getdents` listing a read-denied directory (or one
+    /// below it).
+    List,
 }
 
-const CALLS: [DeniedCall; 11] = [
+const CALLS: [DeniedCall; 12] = [
     DeniedCall::Open,
     DeniedCall::Creat,
     DeniedCall::Mknod,
@@ -66,6 +69,7 @@ const CALLS: [DeniedCall; 11] = [
     DeniedCall::Connect,
     DeniedCall::Unlink,
     DeniedCall::Truncate,
+    DeniedCall::List,
 ];
 
 impl DeniedCall {
@@ -83,15 +87,18 @@ impl DeniedCall {
             DeniedCall::Connect => "connect",
             DeniedCall::Unlink => "unlink",
             DeniedCall::Truncate => "truncate",
+            DeniedCall::List => "list",
         }
     }
 
     /// The name of the violation this denial stands for: a refused
-    /// connect is `network-outbound` (its target the socket's path), every
-    /// other refusal [`VIOLATION_ACTION`] (`file-write-create`).
+    /// connect is `network-outbound` (its target the socket's path), a
+    /// refused listing `file-read-data` (the directory), every other
+    /// refusal [`VIOLATION_ACTION`] (`file-write-create`).
     pub fn violation_action(self) -> &'static str {
         match self {
             DeniedCall::Connect => "network-outbound",
+            DeniedCall::List => "file-read-data",
             _ => VIOLATION_ACTION,
         }
     }

@@ -569,6 +569,24 @@ async fn a_denied_directory_is_neither_readable_nor_listable() {
     for good in ["SIBLING-READ", "WS-LISTED", "HOME-LISTED", ".ssh"] {
         assert!(r.stdout.contains(good), "{good}: {} {}", r.stdout, r.stderr);
     }
+    // Each refused listing is a violation naming the directory; nothing
+    // listable is reported (the one other refusal: the link the script
+    // tries to make inside the secret directory it moved into).
+    for dir in [format!("{home}/.ssh"), format!("{home}/.aws")] {
+        assert!(
+            r.violations.contains(&format!("file-read-data {dir}")),
+            "{dir}: {:?}",
+            r.violations
+        );
+    }
+    for v in &r.violations {
+        assert!(
+            (v.starts_with("file-read-data ") || v.starts_with("file-write-create "))
+                && (v.contains(&format!("{home}/.ssh")) || v.contains(&format!("{home}/.aws"))),
+            "{v}: {:?}",
+            r.violations
+        );
+    }
     m.destroy(&mut h).await.unwrap();
 }
 

@@ -225,7 +225,7 @@ impl Supervisor<'_> {
             Err(_) => true,
         };
         if hidden {
-            return Err(super::DENIED);
+            return Err(self.refuse_path(DeniedCall::List, &dir));
         }
         let count = usize::try_from(count)
             .unwrap_or(usize::MAX)
