@@ -191,3 +191,112 @@ fn what_cannot_hold_its_meaning_is_refused_with_exit_2() {
     assert_eq!(code, Some(0), "{err}");
     assert!(items(&out)[5]["spec"]["runtimeClassName"].is_null());
 }
+
+/// `kubernetes-validate` (the Python package: the Kubernetes schemas it
+/// bundles, offline) over `files`, strict (unknown fields refused), for
+/// Kubernetes 1.33: its status and output.
+fn kubernetes_validate(
+    validator: &std::path::Path,
+    files: &[std::path::PathBuf],
+) -> (bool, String) {
+    let o = Command::new(validator)
+        .args(["--strict", "-k", "1.33.0"])
+        .args(files)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.success(), text)
+}
+
+#[test]
+fn every_rendered_core_object_passes_the_kubernetes_schemas() {
+    let Some(validator) = test_support::tool(
+        "kubernetes-validate",
+        "pip3 install kubernetes-validate (scripts/test does)",
+    ) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("k8s-validate-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let runs: [&[&str]; 6] = [
+        &[],
+        &["--placement", "sandbox", "--suspended"],
+        &["--placement", "template"],
+        &[
+            "--mode",
+            "chat",
+            "--runtime",
+            "kata",
+            "--mount",
+            "/w",
+            "--mount",
+            "/data:ro",
+            "--memory",
+            "1073741824",
+            "--pids",
+            "100",
+            "--node-pids-limit",
+            "100",
+            "--cpus",
+            "2",
+            "--allow",
+            "example.com",
+            "--workdir",
+            "/w",
+            "--",
+            "sh",
+            "-c",
+            "echo hi",
+        ],
+        &["--network", "off", "--namespace", "agents"],
+        &[
+            "--mode",
+            "chat",
+            "--no-filename-rules",
+            "--mount",
+            "/w",
+            "--claim",
+            "/w=shared",
+        ],
+    ];
+    let mut files = Vec::new();
+    let mut core = 0;
+    for (r, args) in runs.iter().enumerate() {
+        let (code, out, err) = k8s_render(args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        for (i, item) in items(&out).iter().enumerate() {
+            let api = item["apiVersion"].as_str().unwrap();
+            if !api.contains("agents.x-k8s.io") {
+                core += 1;
+            }
+            let f = dir.join(format!("run{r}-{i}.json"));
+            std::fs::write(&f, serde_json::to_vec(item).unwrap()).unwrap();
+            files.push(f);
+        }
+    }
+    let (ok, text) = kubernetes_validate(&validator, &files);
+    assert!(ok, "{text}");
+    // Every core object was checked and passed; only agent-sandbox's own
+    // kinds have no schema there (its CRD schemas check them in k8s-spec).
+    assert_eq!(
+        text.matches(" passed for resource ").count(),
+        core,
+        "{text}"
+    );
+    for line in text.lines().filter(|l| l.contains("Couldn't find schema")) {
+        assert!(line.contains("agents.x-k8s.io"), "{line}");
+    }
+    // The check is real: a pod with a field the schema does not have fails.
+    let bad = dir.join("bad.json");
+    let mut pod = items(&k8s_render(&[]).1)[5].clone();
+    pod["spec"]["containers"][0]["notAField"] = Value::Bool(true);
+    std::fs::write(&bad, serde_json::to_vec(&pod).unwrap()).unwrap();
+    let (ok, text) = kubernetes_validate(&validator, &[bad]);
+    assert!(!ok, "an unknown field passed: {text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
