@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The microvm backend (gVisor) against bare runsc and our native backend, in
+# one run:
+#   - ours, microvm: a session through the facade (proxies, the OCI bundle
+#     of the spec, the relays inside), timed from launch to a warm handle;
+#     EXECS sequential `/bin/true` commands, each from exec to its last
+#     event (p50, p99); suspend (checkpoint to the session's directory) and
+#     resume (restore); destroy. The driver is the facade's example
+#     `microvm_bench`.
+#   - bare runsc with the same global options (`--network=none
+#     --host-uds=open`, a state directory of its own), root `/` read-only,
+#     `sleep infinity` as the first process: `run --detach`, EXECS
+#     `exec /bin/true`, `checkpoint`, `restore --detach`, `kill` and
+#     `delete`, each timed around the runsc process.
+#   - ours, native (bubblewrap): the same driver, a new sandbox per command
+#     (what a native exec costs today), for scale.
+# Prints each figure's median over ROUNDS rounds and the ratios; targets:
+# launch and exec p50 at most 1.2x bare runsc. SMOKE=1: a dev build, one
+# round of 10 execs, nothing timed asserted. Needs runsc (gVisor) and
+# bubblewrap. Exits non-zero when a run fails.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. benches/compare/support/common.sh
+if smoke; then
+    EXECS=${EXECS:-10} ROUNDS=${ROUNDS:-1} profile=dev dir=debug
+else
+    EXECS=${EXECS:-300} ROUNDS=${ROUNDS:-3} profile=release dir=release
+fi
+need runsc bwrap python3
+RUNSC=$(command -v runsc)
+cargo build --locked -q --profile "$profile" -p asbx-agent-sandbox --example microvm_bench
+DRIVER="$TARGET_DIR/$dir/examples/microvm_bench"
+[ -x "$DRIVER" ] || die "could not build the microvm_bench example"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# bare ROUND: bare runsc's figures as name=milliseconds pairs.
+bare() {
+    python3 - "$RUNSC" "$EXECS" "$work/bare-$1" <<'PY'
+import json, os, subprocess, sys, time
+
+runsc, execs, d = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+bundle, image = os.path.join(d, "bundle"), os.path.join(d, "image")
+os.makedirs(bundle)
+os.makedirs(image)
+cid = "bare-bench-%d" % os.getpid()
+glob = ["--root=" + os.path.join(d, "state"), "--network=none", "--host-uds=open"]
+if os.geteuid() != 0:
+    glob.append("--rootless")
+config = {
+    "ociVersion": "1.0.0",
+    "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "cwd": "/",
+                "args": ["/bin/sleep", "infinity"], "env": ["PATH=/usr/bin:/bin"]},
+    "root": {"path": "/", "readonly": True},
+    "hostname": "bench",
+    "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
+               {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs"},
+               {"destination": "/dev", "type": "tmpfs", "source": "tmpfs"}],
+    "linux": {"namespaces": [{"type": t} for t in ("pid", "ipc", "uts", "mount", "network")]},
+}
+with open(os.path.join(bundle, "config.json"), "w") as f:
+    json.dump(config, f)
+log = open(os.path.join(d, "log"), "ab")
+
+def timed(*args):
+    t = time.perf_counter()
+    r = subprocess.run([runsc, *glob, *args], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    ms = (time.perf_counter() - t) * 1000
+    if r.returncode != 0:
+        log.flush()
+        sys.stderr.write(open(os.path.join(d, "log")).read()[-2000:])
+        sys.exit("runsc %s failed (%d)" % (args[0], r.returncode))
+    return ms
+
+out = {"launch": timed("run", "--detach", "--bundle", bundle, cid)}
+times = sorted(timed("exec", cid, "/bin/true") for _ in range(execs))
+pick = lambda p: times[round((len(times) - 1) * p)]
+out["exec_p50"], out["exec_p99"] = pick(0.5), pick(0.99)
+out["suspend"] = timed("checkpoint", "--image-path=" + image, cid) + timed("delete", cid)
+out["resume"] = timed("restore", "--detach", "--image-path=" + image, "--bundle", bundle, cid)
+t = timed("kill", cid, "KILL")
+out["destroy"] = t + timed("delete", "--force", cid)
+print(" ".join("%s=%.2f" % kv for kv in out.items()))
+PY
+}
+
+declare -A ALL
+add() { # add TOOL LINE: appends each name=value of LINE to ALL[TOOL.name]
+    local kv
+    for kv in $2; do
+        case $kv in backend=*) continue ;; esac
+        ALL[$1.${kv%%=*}]+="${kv#*=} "
+    done
+}
+for round in $(seq "$ROUNDS"); do
+    line=$("$DRIVER" --backend microvm --execs "$EXECS") || die "ours (microvm) failed"
+    echo "round $round ours-microvm: $line"
+    add ours "$line"
+    line=$(bare "$round") || die "bare runsc failed"
+    echo "round $round bare-runsc:   $line"
+    add bare "$line"
+    line=$("$DRIVER" --backend native --execs "$EXECS") || die "ours (native) failed"
+    echo "round $round ours-native:  $line"
+    add native "$line"
+done
+
+median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else print v[int((NR + 1) / 2)] }'; }
+declare -A MED
+for key in "${!ALL[@]}"; do MED[$key]=$(echo "${ALL[$key]}" | median); done
+
+echo
+echo "microvm: median of $ROUNDS round(s), $EXECS execs each, milliseconds"
+printf '  %-10s %12s %12s %12s %14s\n' figure ours-microvm bare-runsc ours/bare ours-native
+for f in launch exec_p50 exec_p99 suspend resume destroy; do
+    printf '  %-10s %12s %12s %12s %14s\n' "$f" "${MED[ours.$f]:--}" "${MED[bare.$f]:--}" \
+        "$(awk -v a="${MED[ours.$f]:-0}" -v b="${MED[bare.$f]:-0}" 'BEGIN { if (b > 0) printf "%.3fx", a / b; else print "n/a" }')" \
+        "${MED[native.$f]:--}"
+done
+echo
+target "launch, ours / bare runsc" "${MED[ours.launch]:-}" "${MED[bare.launch]:-}" "<=" 1.2
+target "exec p50, ours / bare runsc" "${MED[ours.exec_p50]:-}" "${MED[bare.exec_p50]:-}" "<=" 1.2
+finish
