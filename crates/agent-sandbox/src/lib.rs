@@ -119,7 +119,10 @@
 //! `sandbox_core::ErrorKind::SuspendUnsupported`). This gVisor release
 //! cannot run the name guard, so a launch needing filename rules is
 //! refused ([`ErrorKind::MicrovmFilenameRules`]) unless they are dropped
-//! explicitly; terminals and per-command limits are refused.
+//! explicitly; per-command limits are refused. A command may run on a
+//! terminal (made on the host, given to gVisor as the command's own:
+//! job control, resizes, Ctrl-C), and `uname -r` there names gVisor's
+//! kernel, not the host's.
 //!
 //! With `none` nothing is confined, but the command still starts with the
 //! sanitised environment (R-DISPATCH-2).

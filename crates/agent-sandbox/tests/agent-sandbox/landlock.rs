@@ -483,7 +483,11 @@ fn landlock_holds_as_an_unprivileged_user() {
 }
 
 /// Reads the command's output until `want` shows (at most 10 s).
-async fn expect(running: &mut sandbox_core::RunningCommand, seen: &mut String, want: &str) {
+pub(super) async fn expect(
+    running: &mut sandbox_core::RunningCommand,
+    seen: &mut String,
+    want: &str,
+) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while !seen.contains(want) {
         let left = deadline.saturating_duration_since(std::time::Instant::now());

@@ -364,3 +364,51 @@ async fn a_timeout_kills_the_command_inside() {
     );
     m.destroy(&mut h).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_command_on_a_terminal_behind_gvisor_follows_resizes_and_ctrl_c() {
+    if !gvisor_available() {
+        return;
+    }
+    let t = Tree::new("gv-pty");
+    let m = manager(&t, None);
+    let mut h = m.launch(t.spec("gv-pty")).await.unwrap();
+    let mut cmd = SandboxCommand::new("/bin/sh");
+    cmd.arg("-c").arg(
+        "stty size; echo READY; read x; stty size; trap 'echo TRAPPED' INT; \
+         echo SLEEPING; sleep 100; echo AFTER-INT; uname -r; echo DONE",
+    );
+    cmd.pty(sandbox_core::PtySize::new(24, 80).unwrap());
+    let mut running = m.exec(&h, cmd).await.unwrap();
+    let mut seen = String::new();
+    super::landlock::expect(&mut running, &mut seen, "READY").await;
+    assert!(seen.contains("24 80\r\n"), "{seen:?}");
+    running
+        .resize(sandbox_core::PtySize::new(30, 100).unwrap())
+        .unwrap();
+    running.write_stdin(b"\n").await.unwrap();
+    super::landlock::expect(&mut running, &mut seen, "SLEEPING").await;
+    assert!(seen.contains("30 100\r\n"), "{seen:?}");
+    // Ctrl-C reaches the foreground job inside: sleep ends, the trap runs.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    running
+        .control()
+        .signal(sandbox_core::CommandSignal::Interrupt)
+        .unwrap();
+    super::landlock::expect(&mut running, &mut seen, "DONE").await;
+    assert!(
+        seen.contains("TRAPPED") && seen.contains("AFTER-INT"),
+        "{seen:?}"
+    );
+    // gVisor's kernel, not the host's.
+    let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert!(!seen.contains(host.trim()), "{seen:?}");
+    let mut exit = None;
+    while let Some(ev) = running.next_event().await {
+        if let SandboxEvent::Exit { exit_code } = ev {
+            exit = Some(exit_code);
+        }
+    }
+    assert_eq!(exit, Some(0), "{seen:?}");
+    m.destroy(&mut h).await.unwrap();
+}

@@ -31,7 +31,8 @@
 //! What this release of gVisor cannot do, refused rather than weakened:
 //! the name guard cannot install its filter inside it, so a launch whose
 //! policy needs filename rules is refused unless they were dropped
-//! explicitly; a terminal and per-command limits are refused. A Unix
+//! explicitly; per-command limits are refused. A command on a terminal
+//! gets one made on the host, handed to gVisor as runsc's stdio. A Unix
 //! socket that a host process makes inside a writable mount can be
 //! connected to from inside (`--host-uds=open` is what reaches the
 //! proxies): said in the handle's `weaker` detail.
@@ -336,14 +337,8 @@ impl Session {
     pub(crate) fn exec(
         &self,
         request: ExecRequest<'_>,
-        io: CommandIo,
+        mut io: CommandIo,
     ) -> Result<CommandTask, Error> {
-        if request.terminal.is_some() {
-            return Err(ErrorKind::NotSupported {
-                what: "a terminal under the microvm backend (gVisor)",
-            }
-            .into());
-        }
         if !request.cgroup_procs.is_empty() {
             return Err(ErrorKind::LimitUnavailable {
                 limit: "memory, process or CPU",
@@ -372,7 +367,13 @@ impl Session {
                 oci::utf8(&kv, "the command's environment")
             })
             .collect::<Result<_, _>>()?;
-        let process = oci::process_json(&argv, &env, &request.workdir, shared.ids, false);
+        let process = oci::process_json(
+            &argv,
+            &env,
+            &request.workdir,
+            shared.ids,
+            request.terminal.is_some(),
+        );
         write_private(&process_file, process.to_string().as_bytes())?;
         let mut c = shared.runsc.command();
         prepare(&mut c, &request);
@@ -380,6 +381,16 @@ impl Session {
         c.env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .current_dir("/");
+        if let Some(size) = request.terminal {
+            // A terminal made on the host becomes runsc's stdio and
+            // controlling terminal; with `terminal` in the process spec,
+            // gVisor gives it to the command as its own terminal (the
+            // sandbox's kernel runs its line discipline calls against it),
+            // and runsc passes the terminal's signals (a resize's SIGWINCH)
+            // on to the command. Only the terminal crosses: no host
+            // descriptor but these three.
+            io.terminal = Some(crate::running::attach_host_terminal(&mut c, size)?);
+        }
         let process_arg = format!("--process={}", process_file.display());
         let pid_arg = format!("--internal-pid-file={}", pid_file.display());
         c.args(["exec", &process_arg, &pid_arg, &shared.runsc.id]);
