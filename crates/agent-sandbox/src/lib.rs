@@ -116,7 +116,11 @@
 //! the background is there for the next; `destroy` deletes the sandbox and
 //! its state. `suspend` checkpoints it into the session's directory and
 //! `resume` restores it (other backends answer
-//! `sandbox_core::ErrorKind::SuspendUnsupported`). This gVisor release
+//! `sandbox_core::ErrorKind::SuspendUnsupported`). Without root it runs
+//! `runsc --rootless` (the commands run as the sandbox's root, which is
+//! the caller on the host, with no capability); `suspend` is then refused
+//! ([`ErrorKind::NotSupported`]), as this runsc cannot restore a rootless
+//! sandbox. This gVisor release
 //! cannot run the name guard, so a launch needing filename rules is
 //! refused ([`ErrorKind::MicrovmFilenameRules`]) unless they are dropped
 //! explicitly; per-command limits are refused. A command may run on a

@@ -1,6 +1,7 @@
-//! The command tests (`commands`, `acp`) once more as an unprivileged user:
-//! this test binary runs itself again under `setpriv` as uid 65534, with
-//! only those tests selected, and requires every one of them to pass.
+//! The command tests (`commands`, `acp`) and the gVisor tests (`microvm`,
+//! with `runsc --rootless`) once more as an unprivileged user: this test
+//! binary runs itself again under `setpriv` as uid 65534, with only those
+//! tests selected, and requires every one of them to pass.
 //! (The limit tests then meet a cgroup tree they cannot write and check
 //! that their limits are refused, never silently dropped.)
 
@@ -51,4 +52,38 @@ fn the_command_tests_pass_as_an_unprivileged_user() {
         "only {passed} tests ran as uid 65534:\n{stdout}"
     );
     assert!(stdout.contains(" 0 failed"), "{stdout}");
+}
+
+#[test]
+fn the_microvm_tests_pass_as_an_unprivileged_user() {
+    if std::env::var_os(RERUN).is_some() {
+        return;
+    }
+    if !test_support::require(
+        sandbox_core::probe_ambient().microvm.available,
+        "gVisor's runsc for the microvm backend",
+        "apt-get install runsc",
+    ) || !test_support::require_root()
+        || test_support::tool("setpriv", "apt-get install util-linux").is_none()
+    {
+        return;
+    }
+    let me = std::env::current_exe().unwrap();
+    let out = Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&me)
+        .args(["microvm::", "--test-threads=2"])
+        .env(RERUN, "1")
+        .env("TMPDIR", "/tmp")
+        .env("HOME", "/tmp")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "as uid 65534:\n{stdout}\n{stderr}");
+    let passed = tests_passed(&stdout);
+    assert!(
+        passed >= 7,
+        "only {passed} tests ran as uid 65534:\n{stdout}"
+    );
 }

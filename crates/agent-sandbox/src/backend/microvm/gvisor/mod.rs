@@ -127,6 +127,20 @@ fn caller_ids() -> (u32, u32) {
     )
 }
 
+/// Whether this process may read or write `path`, or search it when it
+/// is a directory (the real uid's permissions: `access(2)`). Anything but
+/// a refusal of each (a path gone, say) counts as reachable.
+fn caller_reaches(path: &str) -> bool {
+    use rustix::fs::{Access, access};
+    let mut asked = vec![Access::READ_OK, Access::WRITE_OK];
+    if std::path::Path::new(path).is_dir() {
+        asked.push(Access::EXEC_OK);
+    }
+    asked
+        .into_iter()
+        .any(|a| !matches!(access(path, a), Err(rustix::io::Errno::ACCESS)))
+}
+
 pub(crate) async fn launch(
     config: &Config,
     settings: &Settings,
@@ -218,7 +232,11 @@ async fn launch_with(
                 .join(" ")
         ));
     }
-    let layout = oci::layout_from_bwrap_args(plan.args(), |p| host.exists(Path::new(p)))?;
+    let mut layout = oci::layout_from_bwrap_args(plan.args(), |p| host.exists(Path::new(p)))?;
+    let rootless = caller_ids().0 != 0;
+    if rootless {
+        oci::without_unreachable_masks(&mut layout, caller_reaches);
+    }
     let placeholders = PlaceholderFiles::create_on_host(plan.placeholders())?;
     let guest = |port| std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let env = egress.env(
@@ -235,10 +253,13 @@ async fn launch_with(
             binary: config.runsc.clone(),
             state_dir: dir.path().join("state"),
             id: runsc::container_id(SESSIONS.fetch_add(1, Ordering::Relaxed)),
-            rootless: caller_ids().0 != 0,
+            rootless,
         },
         dir,
-        ids: caller_ids(),
+        // Without root, runsc maps the caller to root inside and nothing
+        // else: the caller's files are root's there, so the commands run as
+        // that root (with no capability), which is the caller on the host.
+        ids: if rootless { (0, 0) } else { caller_ids() },
         suspended: AtomicBool::new(false),
         step: tokio::sync::Mutex::new(()),
         execs: AtomicU64::new(0),
@@ -483,6 +504,15 @@ impl Shared {
     /// Checkpoints the sandbox into the session's directory; the sandbox
     /// and its memory are gone from the host afterwards.
     pub(crate) async fn suspend(&self, session_id: &str) -> Result<(), Error> {
+        if self.runsc.rootless {
+            // Refused before the checkpoint, which would end the sandbox
+            // for a restore that cannot happen.
+            return Err(ErrorKind::NotSupported {
+                what: "suspend without root under gVisor (this runsc cannot restore a rootless \
+                       sandbox, so the session could never be resumed)",
+            }
+            .into());
+        }
         let _step = self.step.lock().await;
         if self.is_suspended() {
             return Err(ErrorKind::Suspended {

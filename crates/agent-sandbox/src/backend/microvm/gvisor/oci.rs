@@ -150,6 +150,25 @@ pub(crate) fn layout_from_bwrap_args(
     Ok(out)
 }
 
+/// Leaves out the masks (`/dev/null` bound read-only over a file, a
+/// read-only tmpfs over a directory) whose host path `reachable` says the
+/// caller can neither read nor write nor, for a directory, search. Without
+/// root, gVisor opens each mount's destination as the caller, so such a
+/// mask (`/etc/shadow` for an unprivileged user) fails the launch; and it
+/// hides nothing, since what the sandbox reaches it reaches as the caller,
+/// who cannot open that path at all.
+pub(crate) fn without_unreachable_masks(layout: &mut Layout, reachable: impl Fn(&str) -> bool) {
+    layout.mounts.retain(|m| {
+        let mask = m.access == sandbox_core::Access::ReadOnly
+            && match &m.kind {
+                MountKind::Bind(src) => src == "/dev/null",
+                MountKind::Tmpfs => true,
+                _ => false,
+            };
+        !mask || reachable(&m.destination)
+    });
+}
+
 /// A path made in the root itself must not lie under a mount (it would be
 /// made on the host, under the mounted path).
 fn in_root(layout: &Layout, path: &str) -> Result<(), Error> {
@@ -418,5 +437,34 @@ mod tests {
         assert_eq!(c["root"]["readonly"], true);
         assert_eq!(c["process"]["user"]["uid"], 1);
         assert_eq!(c["process"]["capabilities"]["bounding"], json!([]));
+    }
+
+    #[test]
+    fn only_masks_over_paths_the_caller_cannot_reach_are_left_out() {
+        let mut layout = Layout::default();
+        let m = |d: &str, kind, access| Mount {
+            destination: d.into(),
+            kind,
+            access,
+        };
+        layout.mounts = vec![
+            m("/etc", MountKind::Bind("/etc".into()), ReadOnly),
+            m("/etc/shadow", MountKind::Bind("/dev/null".into()), ReadOnly),
+            m("/h/.netrc", MountKind::Bind("/dev/null".into()), ReadOnly),
+            m("/root/.ssh", MountKind::Tmpfs, ReadOnly),
+            m("/h/.ssh", MountKind::Tmpfs, ReadOnly),
+            m("/tmp", MountKind::Tmpfs, ReadWrite),
+            m("/secret", MountKind::Bind("/secret".into()), ReadOnly),
+        ];
+        let unreachable = ["/etc/shadow", "/root/.ssh", "/tmp", "/secret"];
+        without_unreachable_masks(&mut layout, |p| !unreachable.contains(&p));
+        let left: Vec<&str> = layout
+            .mounts
+            .iter()
+            .map(|m| m.destination.as_str())
+            .collect();
+        // The caller's own secrets stay masked; a writable tmpfs and a
+        // plain bind are never masks.
+        assert_eq!(left, ["/etc", "/h/.netrc", "/h/.ssh", "/tmp", "/secret"]);
     }
 }

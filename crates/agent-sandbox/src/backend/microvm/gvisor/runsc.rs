@@ -2,7 +2,8 @@
 //! session's own state directory (`--root`, under the session's private
 //! directory, so nothing is left in `/var/run`), no network but loopback
 //! (`--network=none`) and host Unix sockets reachable by connect only
-//! (`--host-uds=open`, for the proxies' sockets).
+//! (`--host-uds=open`, for the proxies' sockets); without root,
+//! `--rootless --ignore-cgroups`.
 
 use crate::{Error, ErrorKind};
 use std::path::{Path, PathBuf};
@@ -36,7 +37,11 @@ impl Runsc {
             "--host-uds=open".to_owned(),
         ];
         if self.rootless {
+            // Without root runsc cannot write the host's cgroup tree (its
+            // run fails there); nothing of the session uses runsc's cgroups
+            // (per-command limits are refused under gVisor).
             a.push("--rootless".to_owned());
+            a.push("--ignore-cgroups".to_owned());
         }
         a
     }
@@ -147,6 +152,7 @@ mod tests {
             ..r
         };
         assert!(r.global_args().contains(&"--rootless".to_owned()));
+        assert!(r.global_args().contains(&"--ignore-cgroups".to_owned()));
         assert!(
             r.id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'),
             "{}",
