@@ -126,7 +126,11 @@
 //! explicitly; per-command limits are refused. A command may run on a
 //! terminal (made on the host, given to gVisor as the command's own:
 //! job control, resizes, Ctrl-C), and `uname -r` there names gVisor's
-//! kernel, not the host's.
+//! kernel, not the host's. The terminal surface runs there too: the
+//! fixed terminal profile of the same spec (the host's network, as that
+//! profile shares it, no proxies, the terminal's secret directories
+//! hidden) in a gVisor sandbox of its own, the handle's `network` detail
+//! saying `host`.
 //!
 //! With `none` nothing is confined, but the command still starts with the
 //! sanitised environment (R-DISPATCH-2).

@@ -241,6 +241,38 @@ async fn review_mode_and_protected_paths_are_read_only() {
 }
 
 /// Runs `script` and returns its output, for the lifecycle tests.
+/// How many host processes belong to the session's runsc (their command
+/// line names its state directory), and their resident memory in KiB.
+fn session_rss(state_dir: &str) -> (usize, u64) {
+    let needle = format!("--root={state_dir}");
+    let mut procs = 0;
+    let mut rss = 0;
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if !String::from_utf8_lossy(&cmd)
+            .split('\0')
+            .any(|a| a == needle)
+        {
+            continue;
+        }
+        procs += 1;
+        rss += std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            })
+            .unwrap_or(0);
+    }
+    (procs, rss)
+}
+
 async fn out(m: &SandboxManager, h: &sandbox_core::SandboxHandle, script: &str) -> Run {
     run(m, h, script).await
 }
@@ -289,14 +321,29 @@ async fn background_processes_stay_and_suspend_resume_keeps_them_counting() {
         m.destroy(&mut h).await.unwrap();
         return;
     }
+    let state_dir = format!("{}/state", h.details["sessionDir"].as_str().unwrap());
+    let (procs, rss) = session_rss(&state_dir);
+    assert!(
+        procs > 0 && rss > 0,
+        "the sandbox runs on the host: {procs} {rss}"
+    );
     let started = Instant::now();
     m.suspend(&mut h).await.unwrap();
     let took = started.elapsed();
     assert_eq!(h.state, SandboxState::Suspended);
     assert_eq!(m.state(&h), Some(SandboxState::Suspended));
     let bytes = m.checkpoint_bytes(&h).unwrap();
-    eprintln!("suspend took {took:?}, checkpoint {bytes} bytes");
+    let (procs_after, rss_after) = session_rss(&state_dir);
+    eprintln!(
+        "suspend took {took:?}, checkpoint {bytes} bytes; the session's runsc processes: \
+         {procs} with {rss} KiB resident before, {procs_after} with {rss_after} KiB after"
+    );
     assert!(bytes > 0);
+    assert_eq!(
+        (procs_after, rss_after),
+        (0, 0),
+        "suspended, nothing of the sandbox stays in memory"
+    );
     let err = m.exec(&h, SandboxCommand::new("true")).await.unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::Suspended { .. }), "{err}");
     assert!(m.suspend(&mut h).await.is_err(), "suspended twice");
@@ -430,5 +477,68 @@ async fn a_command_on_a_terminal_behind_gvisor_follows_resizes_and_ctrl_c() {
         }
     }
     assert_eq!(exit, Some(0), "{seen:?}");
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_terminal_surface_runs_in_a_gvisor_sandbox_with_the_terminal_profile() {
+    if !gvisor_available() {
+        return;
+    }
+    let t = Tree::new("gv-terminal");
+    let port = origin();
+    let mut b = ManagerBuilder::from_ambient();
+    b.home(t.p("home"))
+        .temp_dir(t.p("sockets"))
+        .request(
+            BackendRequest::Explicit(SandboxBackend::Microvm),
+            Surface::Terminal,
+        )
+        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())]);
+    let m = b.build().unwrap();
+    let mut spec = sandbox_core::SandboxSpec::new("gv-term", "w");
+    spec.guest_workdir = Some(t.p("ws"));
+    let mut h = m.launch(spec).await.unwrap();
+    assert_eq!(h.details["network"], "host");
+    let r = run(
+        &m,
+        &h,
+        &format!(
+            "cat ~/.ssh/id_rsa; ls ~/.ssh; echo note > ~/notes && echo HOME-WRITABLE; \
+             echo x > file && echo WORKDIR-WRITABLE; echo RELEASE=$(uname -r); \
+             curl -sS -m 10 http://127.0.0.1:{port}/"
+        ),
+    )
+    .await;
+    assert!(
+        !r.stdout.contains("SECRET-KEY") && !r.stdout.contains("id_rsa"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("HOME-WRITABLE") && r.stdout.contains("WORKDIR-WRITABLE"),
+        "{} {}",
+        r.stdout,
+        r.stderr
+    );
+    // The host's network, as the terminal profile gives it, behind
+    // gVisor's kernel.
+    assert!(
+        r.stdout.contains("origin-hello"),
+        "{} {}",
+        r.stdout,
+        r.stderr
+    );
+    let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert!(
+        !r.stdout.contains(&format!("RELEASE={}", host.trim())),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("RELEASE="), "{}", r.stdout);
+    assert_eq!(
+        std::fs::read_to_string(t.p("home/notes")).unwrap(),
+        "note\n"
+    );
     m.destroy(&mut h).await.unwrap();
 }

@@ -17,7 +17,9 @@
 //!   127.0.0.1:1080 inside, each forwarding to its proxy's Unix socket. The
 //!   sandbox has loopback only, so the proxies are the only way out.
 //!   runsc's state, the bundle and checkpoints live in a private directory
-//!   of the session's, removed at destroy.
+//!   of the session's, removed at destroy. The terminal surface instead
+//!   gets the terminal profile's plan, the host's network
+//!   (`--network=host`, as that profile shares it) and no proxies.
 //! - `exec` runs `runsc exec` with a process file (argv, the session's
 //!   sanitised environment, working directory, the caller's uid and gid, no
 //!   capabilities): stdin, stdout and stderr are the host pipes, signals
@@ -41,16 +43,18 @@ mod oci;
 mod runsc;
 
 use super::super::common::bridges::{BRIDGED, bind_private_socket};
-use super::super::common::host_repos::{repos_in_writable_roots, writable_roots};
+use super::super::common::host_repos::{
+    ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
+};
 use super::super::{BackendSession, CommandTask, ExecRequest, Launched};
 use crate::builder::Settings;
-use crate::egress::{Egress, Listen};
+use crate::egress::{Egress, Listen, plain_env};
 use crate::inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT};
 use crate::running::{CommandIo, prepare, run_child};
 use crate::session_dir::SessionDir;
 use crate::{Error, ErrorKind};
 use bwrap_spec::{BridgePlan, BwrapBuilder, FilenameRules, PlaceholderFiles};
-use runsc::Runsc;
+use runsc::{Network, Runsc};
 use sandbox_core::{SandboxSpec, Surface};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -83,9 +87,10 @@ const ORPHAN_GRACE: Duration = Duration::from_millis(150);
 /// A gVisor session.
 pub(crate) struct Session {
     shared: Arc<Shared>,
-    egress: Egress,
+    /// A dispatch's proxies (the terminal surface has none).
+    egress: Option<Egress>,
     writable: Vec<String>,
-    repos_at_launch: Vec<String>,
+    repos_at_launch: ReposAtLaunch,
     _placeholders: PlaceholderFiles,
 }
 
@@ -146,13 +151,10 @@ pub(crate) async fn launch(
     settings: &Settings,
     spec: &SandboxSpec,
 ) -> Result<Launched, Error> {
-    if settings.surface == Surface::Terminal {
-        return Err(ErrorKind::NotSupported {
-            what: "the terminal surface under the microvm backend (gVisor)",
-        }
-        .into());
-    }
     let host = &*settings.host;
+    if settings.surface == Surface::Terminal {
+        return launch_terminal(config, settings, spec, host).await;
+    }
     let egress = Egress::start(
         &settings.egress,
         spec,
@@ -165,7 +167,7 @@ pub(crate) async fn launch(
         Ok((shared, placeholders, writable, repos, details, env)) => Ok(Launched {
             session: BackendSession::Gvisor(Box::new(Session {
                 shared,
-                egress,
+                egress: Some(egress),
                 writable,
                 repos_at_launch: repos,
                 _placeholders: placeholders,
@@ -185,7 +187,7 @@ type Made = (
     Arc<Shared>,
     PlaceholderFiles,
     Vec<String>,
-    Vec<String>,
+    ReposAtLaunch,
     Vec<(&'static str, String)>,
     Vec<(OsString, OsString)>,
 );
@@ -207,10 +209,10 @@ async fn launch_with(
         egress.service().serve_unix(kind, listener, uid);
     }
     let writable = writable_roots(spec);
-    let repos = repos_in_writable_roots(settings, &spec.session_id, &writable).repos;
+    let repos = repos_in_writable_roots(settings, &spec.session_id, &writable);
     let mut builder = BwrapBuilder::new(spec, &settings.home);
     builder
-        .nested_repos(repos.clone())
+        .nested_repos(repos.repos.clone())
         .filename_rules(config.filename_rules)
         .argv_delivery(bwrap_spec::ArgvDelivery::ArgsFd)
         .bridges(bridges.clone())
@@ -232,12 +234,6 @@ async fn launch_with(
                 .join(" ")
         ));
     }
-    let mut layout = oci::layout_from_bwrap_args(plan.args(), |p| host.exists(Path::new(p)))?;
-    let rootless = caller_ids().0 != 0;
-    if rootless {
-        oci::without_unreachable_masks(&mut layout, caller_reaches);
-    }
-    let placeholders = PlaceholderFiles::create_on_host(plan.placeholders())?;
     let guest = |port| std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let env = egress.env(
         settings,
@@ -246,35 +242,8 @@ async fn launch_with(
         (guest(GUEST_HTTP_PORT), guest(GUEST_SOCKS_PORT)),
         None,
     )?;
-    let dir = SessionDir::create_in(&config.temp_dir)?;
-    static SESSIONS: AtomicU64 = AtomicU64::new(0);
-    let shared = Arc::new(Shared {
-        runsc: Runsc {
-            binary: config.runsc.clone(),
-            state_dir: dir.path().join("state"),
-            id: runsc::container_id(SESSIONS.fetch_add(1, Ordering::Relaxed)),
-            rootless,
-        },
-        dir,
-        // Without root, runsc maps the caller to root inside and nothing
-        // else: the caller's files are root's there, so the commands run as
-        // that root (with no capability), which is the caller on the host.
-        ids: if rootless { (0, 0) } else { caller_ids() },
-        suspended: AtomicBool::new(false),
-        step: tokio::sync::Mutex::new(()),
-        execs: AtomicU64::new(0),
-    });
-    write_bundle(&shared, &layout, &bridges, &config.socat)?;
-    let bundle = shared.bundle();
-    let bundle = bundle.to_string_lossy();
-    shared
-        .runsc
-        .step(
-            "run",
-            &["run", "--detach", "--bundle", &bundle, &shared.runsc.id],
-            &shared.log(),
-        )
-        .await?;
+    let (shared, placeholders) =
+        start_sandbox(config, &plan, host, Some(&bridges), Network::None).await?;
     let details = vec![
         ("runtime", "gvisor".to_string()),
         ("runtimeVersion", config.version.clone()),
@@ -289,6 +258,101 @@ async fn launch_with(
         ("weaker", WEAKER.to_string()),
     ];
     Ok((shared, placeholders, writable, repos, details, env))
+}
+
+/// The terminal surface in a gVisor sandbox: the fixed terminal profile of
+/// the same spec (the host's network, no proxies, the terminal's secret
+/// directories hidden) behind gVisor's kernel, a shell's commands in the
+/// specification's "station" rather than on the host.
+async fn launch_terminal(
+    config: &Config,
+    settings: &Settings,
+    spec: &SandboxSpec,
+    host: &(dyn sandbox_core::HostView + Send + Sync),
+) -> Result<Launched, Error> {
+    let mut builder = BwrapBuilder::new(spec, &settings.home);
+    builder
+        .profile(bwrap_spec::Profile::Terminal)
+        .read_deny(settings.reads.deny.iter().cloned())
+        .read_reopen(settings.reads.again.iter().cloned());
+    for s in &settings.unix_sockets {
+        builder.allow_unix_socket(s.clone());
+    }
+    let plan = builder.build(host)?;
+    let (shared, placeholders) = start_sandbox(config, &plan, host, None, Network::Host).await?;
+    let details = vec![
+        ("runtime", "gvisor".to_string()),
+        ("runtimeVersion", config.version.clone()),
+        ("hardwareVm", "no".to_string()),
+        (
+            "kernelBoundary",
+            "gVisor user-space kernel (not a hardware VM)".to_string(),
+        ),
+        ("network", "host".to_string()),
+        ("sessionDir", shared.dir.path().display().to_string()),
+        ("weaker", WEAKER.to_string()),
+    ];
+    Ok(Launched {
+        session: BackendSession::Gvisor(Box::new(Session {
+            shared,
+            egress: None,
+            writable: Vec::new(),
+            repos_at_launch: ReposAtLaunch::default(),
+            _placeholders: placeholders,
+        })),
+        env: plain_env(settings)?,
+        details,
+    })
+}
+
+/// Makes the session's directory and bundle from `plan` and starts its
+/// gVisor sandbox (`relays` to the proxies in its first process, when it
+/// has proxies). Without root the masks over paths the caller cannot reach
+/// are left out ([`oci::without_unreachable_masks`]).
+async fn start_sandbox(
+    config: &Config,
+    plan: &bwrap_spec::BwrapPlan,
+    host: &(dyn sandbox_core::HostView + Send + Sync),
+    relays: Option<&BridgePlan>,
+    network: Network,
+) -> Result<(Arc<Shared>, PlaceholderFiles), Error> {
+    let mut layout = oci::layout_from_bwrap_args(plan.args(), |p| host.exists(Path::new(p)))?;
+    let rootless = caller_ids().0 != 0;
+    if rootless {
+        oci::without_unreachable_masks(&mut layout, caller_reaches);
+    }
+    let placeholders = PlaceholderFiles::create_on_host(plan.placeholders())?;
+    let dir = SessionDir::create_in(&config.temp_dir)?;
+    static SESSIONS: AtomicU64 = AtomicU64::new(0);
+    let shared = Arc::new(Shared {
+        runsc: Runsc {
+            binary: config.runsc.clone(),
+            state_dir: dir.path().join("state"),
+            id: runsc::container_id(SESSIONS.fetch_add(1, Ordering::Relaxed)),
+            rootless,
+            network,
+        },
+        dir,
+        // Without root, runsc maps the caller to root inside and nothing
+        // else: the caller's files are root's there, so the commands run as
+        // that root (with no capability), which is the caller on the host.
+        ids: if rootless { (0, 0) } else { caller_ids() },
+        suspended: AtomicBool::new(false),
+        step: tokio::sync::Mutex::new(()),
+        execs: AtomicU64::new(0),
+    });
+    write_bundle(&shared, &layout, relays, &config.socat)?;
+    let bundle = shared.bundle();
+    let bundle = bundle.to_string_lossy();
+    shared
+        .runsc
+        .step(
+            "run",
+            &["run", "--detach", "--bundle", &bundle, &shared.runsc.id],
+            &shared.log(),
+        )
+        .await?;
+    Ok((shared, placeholders))
 }
 
 /// bwrap-spec's refusal of filename rules, in this backend's words.
@@ -310,7 +374,7 @@ fn filename_rules_refusal(e: bwrap_spec::Error) -> Error {
 fn write_bundle(
     shared: &Shared,
     layout: &oci::Layout,
-    bridges: &BridgePlan,
+    relays: Option<&BridgePlan>,
     socat: &Path,
 ) -> Result<(), Error> {
     let io = |what: String| move |e| Error::io(what, e);
@@ -328,12 +392,12 @@ fn write_bundle(
         std::os::unix::fs::symlink(target, &p).map_err(io(format!("linking {}", p.display())))?;
     }
     let socat = oci::utf8(socat.as_os_str(), "the relay program's path")?;
-    let init: Vec<String> = bridges
-        .inner_command(
-            "/bin/sh",
-            &socat,
-            ["/bin/sh", "-c", "while :; do sleep 3600; done"],
-        )
+    let wait = ["/bin/sh", "-c", "while :; do sleep 3600; done"];
+    let init: Vec<OsString> = match relays {
+        Some(bridges) => bridges.inner_command("/bin/sh", &socat, wait),
+        None => wait.iter().map(OsString::from).collect(),
+    };
+    let init: Vec<String> = init
         .iter()
         .map(|a| oci::utf8(a, "the first process's argv"))
         .collect::<Result<_, _>>()?;
@@ -344,7 +408,7 @@ fn write_bundle(
         shared.ids,
         false,
     );
-    let config = oci::config_json(layout, init);
+    let config = oci::config_json(layout, init, shared.runsc.network);
     let path = bundle.join("config.json");
     std::fs::write(&path, config.to_string()).map_err(io(format!("writing {}", path.display())))
 }
@@ -436,7 +500,7 @@ impl Session {
                 done.clone(),
             )))
         });
-        let violations = Some(self.egress.violations(None));
+        let violations = self.egress.as_ref().map(|e| e.violations(None));
         Ok(Box::pin(async move {
             run_child(child, io, violations, Vec::new()).await;
             done.store(true, Ordering::SeqCst);
@@ -471,32 +535,9 @@ impl Session {
             }
         }
         log_repos_made_inside(settings, session_id, &self.writable, &self.repos_at_launch);
-        self.egress.shutdown().await;
-    }
-}
-
-/// Logs the repositories that appeared in the writable roots during the
-/// session (their config and hooks came from inside).
-fn log_repos_made_inside(
-    settings: &Settings,
-    session_id: &str,
-    writable: &[String],
-    at_launch: &[String],
-) {
-    let earlier = settings.repo_records.get(writable);
-    let (search, record) = bwrap_spec::search_git_repos_on_host_since(writable, &earlier);
-    settings.repo_records.put(writable, Arc::new(record));
-    let new: Vec<&str> = search
-        .repos
-        .iter()
-        .filter(|r| !at_launch.contains(r))
-        .map(String::as_str)
-        .collect();
-    if !new.is_empty() {
-        (settings.log)(&format!(
-            "session {session_id}: git repositories created inside the sandbox (their config and hooks came from the sandboxed run; review before running git there on the host): {}",
-            new.join(" ")
-        ));
+        if let Some(e) = &self.egress {
+            e.shutdown().await;
+        }
     }
 }
 

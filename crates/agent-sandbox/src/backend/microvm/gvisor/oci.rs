@@ -7,6 +7,7 @@
 //! The plan's options are read one by one and anything not known is an
 //! error: a plan option dropped here would be a rule silently lost.
 
+use super::runsc::Network;
 use crate::{Error, ErrorKind};
 use serde_json::{Value, json};
 use std::ffi::OsString;
@@ -250,19 +251,25 @@ pub(crate) fn process_json(
 /// The bundle's `config.json`: the read-only root `rootfs` beside it, the
 /// layout's mounts, `init` as the sandbox's first process, no network
 /// namespace of the host's.
-pub(crate) fn config_json(layout: &Layout, init: Value) -> Value {
+pub(crate) fn config_json(layout: &Layout, init: Value, network: Network) -> Value {
+    let mut namespaces = vec![
+        json!({ "type": "pid" }),
+        json!({ "type": "ipc" }),
+        json!({ "type": "uts" }),
+        json!({ "type": "mount" }),
+    ];
+    // The host's network (the terminal surface) is the runtime's own
+    // namespace's: a namespace of its own would leave loopback only.
+    if network == Network::None {
+        namespaces.insert(1, json!({ "type": "network" }));
+    }
     json!({
         "ociVersion": "1.0.0",
         "process": init,
         "root": { "path": "rootfs", "readonly": true },
         "hostname": "sandbox",
         "mounts": mounts_json(layout),
-        "linux": {
-            "namespaces": [
-                { "type": "pid" }, { "type": "network" }, { "type": "ipc" },
-                { "type": "uts" }, { "type": "mount" },
-            ],
-        },
+        "linux": { "namespaces": namespaces },
     })
 }
 
@@ -433,10 +440,23 @@ mod tests {
         let m = mounts_json(&l);
         assert_eq!(m[0]["options"][1], "ro");
         assert_eq!(m[1]["options"][0], "ro");
-        let c = config_json(&l, process_json(&["true".into()], &[], "/", (1, 2), false));
+        let init = || process_json(&["true".into()], &[], "/", (1, 2), false);
+        let c = config_json(&l, init(), Network::None);
         assert_eq!(c["root"]["readonly"], true);
         assert_eq!(c["process"]["user"]["uid"], 1);
         assert_eq!(c["process"]["capabilities"]["bounding"], json!([]));
+        let kinds = |c: &Value| -> Vec<String> {
+            c["linux"]["namespaces"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n["type"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(kinds(&c), ["pid", "network", "ipc", "uts", "mount"]);
+        // The terminal surface: the host's network, no namespace of its own.
+        let c = config_json(&l, init(), Network::Host);
+        assert_eq!(kinds(&c), ["pid", "ipc", "uts", "mount"]);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The `runsc` command lines of one session: every call names the
 //! session's own state directory (`--root`, under the session's private
 //! directory, so nothing is left in `/var/run`), no network but loopback
-//! (`--network=none`) and host Unix sockets reachable by connect only
+//! (`--network=none`; the terminal surface shares the host's) and host Unix sockets reachable by connect only
 //! (`--host-uds=open`, for the proxies' sockets); without root,
 //! `--rootless --ignore-cgroups`.
 
@@ -25,6 +25,18 @@ pub(crate) struct Runsc {
     pub(crate) id: String,
     /// As a user without root: `--rootless`.
     pub(crate) rootless: bool,
+    pub(crate) network: Network,
+}
+
+/// The sandbox's network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Network {
+    /// Loopback only (`--network=none`): a dispatch, whose way out is the
+    /// proxies' relays.
+    None,
+    /// The host's network (`--network=host`): the terminal surface, which
+    /// shares the network as its bubblewrap profile does.
+    Host,
 }
 
 impl Runsc {
@@ -33,7 +45,11 @@ impl Runsc {
     pub(crate) fn global_args(&self) -> Vec<String> {
         let mut a = vec![
             format!("--root={}", self.state_dir.display()),
-            "--network=none".to_owned(),
+            match self.network {
+                Network::None => "--network=none",
+                Network::Host => "--network=host",
+            }
+            .to_owned(),
             "--host-uds=open".to_owned(),
         ];
         if self.rootless {
@@ -142,11 +158,17 @@ mod tests {
             state_dir: "/tmp/s/state".into(),
             id: container_id(3),
             rootless: false,
+            network: Network::None,
         };
         assert_eq!(
             r.global_args(),
             ["--root=/tmp/s/state", "--network=none", "--host-uds=open"]
         );
+        let host = Runsc {
+            network: Network::Host,
+            ..r.clone()
+        };
+        assert!(host.global_args().contains(&"--network=host".to_owned()));
         let r = Runsc {
             rootless: true,
             ..r
