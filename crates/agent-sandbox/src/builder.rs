@@ -5,37 +5,19 @@
 use crate::backend::bubblewrap;
 use crate::backend::{Backend, seatbelt};
 use crate::decide::{self, BackendChoice};
-use crate::egress::EgressSettings;
 use crate::manager::SandboxManager;
+use crate::settings::{EgressSettings, ExtraReads, Settings};
+pub use crate::settings::{LogSink, SharedHostView, log_to_stderr};
 use crate::{BrokerSettings, Cgroups, Error, ErrorKind, InnerBridge};
 use bwrap_spec::{FilenameRules, NameGuardLauncher};
 use connect_proxy::{Baseline, IpPolicy, Resolver};
 use sandbox_core::{
-    AmbientHost, BackendRequest, HostView, MicrovmRuntimeKind, NativeMechanism, ProbeReport,
-    SandboxSwitch, Surface, select_backend,
+    AmbientHost, BackendRequest, MicrovmRuntimeKind, NativeMechanism, ProbeReport, SandboxSwitch,
+    Surface, select_backend,
 };
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-/// A sink for the manager's log lines (the probe line, downgrades, opt-outs,
-/// warnings). Unset, lines go to stderr ([`log_to_stderr`]).
-pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
-
-/// The default [`LogSink`]: each line on stderr, prefixed `agent-sandbox: `
-/// (unless it already is), so warnings and refusals are seen without any
-/// setup. A host with its own logging passes its sink to
-/// [`ManagerBuilder::log`]; one that wants silence passes a sink that
-/// drops lines, explicitly.
-pub fn log_to_stderr() -> LogSink {
-    Arc::new(|line: &str| {
-        if line.starts_with("agent-sandbox: ") {
-            eprintln!("{line}");
-        } else {
-            eprintln!("agent-sandbox: {line}");
-        }
-    })
-}
 
 /// Where the name-guard launcher comes from.
 #[derive(Clone, Debug)]
@@ -44,46 +26,6 @@ enum LauncherSource {
     Given(NameGuardLauncher),
     /// The host program itself, with [`crate::NAME_GUARD_MARKER`].
     CurrentExe,
-}
-
-/// The host as the manager reads it at launch: path resolution for the
-/// bubblewrap plan and the Seatbelt profile.
-pub type SharedHostView = Arc<dyn HostView + Send + Sync>;
-
-/// What every backend of a manager shares.
-pub(crate) struct Settings {
-    pub(crate) surface: Surface,
-    pub(crate) home: PathBuf,
-    pub(crate) base_env: Vec<(OsString, OsString)>,
-    pub(crate) host: SharedHostView,
-    pub(crate) log: LogSink,
-    pub(crate) egress: EgressSettings,
-    pub(crate) cgroups: Cgroups,
-    /// The granted Unix sockets (checked at build).
-    pub(crate) unix_sockets: Vec<String>,
-    /// Paths hidden from reading besides the secret set, and the paths
-    /// read again inside them.
-    pub(crate) reads: ExtraReads,
-    /// The probe's start-up line (R-PROBE-1), as logged at build.
-    pub(crate) startup_line: String,
-    /// The latest search for nested repositories of each set of writable
-    /// roots (searched on Linux only).
-    #[cfg(target_os = "linux")]
-    pub(crate) repo_records: crate::repo_records::RepoRecords,
-}
-
-/// The host's own read denies ([`ManagerBuilder::read_deny`]) and the paths
-/// read again inside them ([`ManagerBuilder::allow_read_within_denies`]).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ExtraReads {
-    pub(crate) deny: Vec<String>,
-    pub(crate) again: Vec<String>,
-}
-
-impl ExtraReads {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.deny.is_empty() && self.again.is_empty()
-    }
 }
 
 /// Builds a [`SandboxManager`]. [`ManagerBuilder::new`] takes the probe
@@ -692,5 +634,14 @@ impl ManagerBuilder {
         probe.native.hint = None;
         probe.native.requires_install = false;
         Ok(Some(probe))
+    }
+}
+
+impl SandboxManager {
+    /// A builder for a host described by `probe` whose paths are resolved
+    /// through `host` ([`ManagerBuilder::new`]); for the machine this
+    /// process runs on, [`ManagerBuilder::from_ambient`].
+    pub fn builder(probe: ProbeReport, host: SharedHostView) -> ManagerBuilder {
+        ManagerBuilder::new(probe, host)
     }
 }

@@ -5,13 +5,13 @@
 //! listeners for bubblewrap, loopback ports with credentials for Seatbelt).
 
 use crate::Error;
-use crate::broker::{BrokerSettings, SessionBroker};
-use crate::builder::{LogSink, Settings};
+use crate::broker::SessionBroker;
 use crate::env::{EnvExtras, sanitized_env_with};
 use crate::session_dir::SessionDir;
+use crate::settings::{EgressSettings, LogSink, Settings};
 use crate::violations::Violations;
 use connect_proxy::{
-    AllowList, IpPolicy, Network, ProxyConfig, ProxyCredentials, ProxyPair, ProxyService, Resolver,
+    AllowList, Network, ProxyConfig, ProxyCredentials, ProxyPair, ProxyService, Resolver,
     SystemResolver,
 };
 use sandbox_core::SandboxSpec;
@@ -19,17 +19,6 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// The manager's egress settings, shared by its sessions.
-#[derive(Clone)]
-pub(crate) struct EgressSettings {
-    pub(crate) ip_policy: IpPolicy,
-    pub(crate) extra_allow: Vec<String>,
-    pub(crate) deny: Vec<String>,
-    pub(crate) baseline: connect_proxy::Baseline,
-    pub(crate) resolver: Option<Arc<dyn Resolver>>,
-    pub(crate) broker: Option<BrokerSettings>,
-}
 
 /// One session's egress. Dropping it revokes the broker lease (a launch
 /// that fails after this point leaves nothing usable) and stops the
@@ -174,7 +163,7 @@ impl Egress {
 
     /// The violation sources of one command: these proxies, the broker, and
     /// the name guard's reports when given.
-    pub(crate) fn violations(&self, guard: Option<crate::backend::ReportReader>) -> Violations {
+    pub(crate) fn violations(&self, guard: Option<crate::seam::ReportReader>) -> Violations {
         Violations {
             proxy: Some(self.service().subscribe_violations()),
             broker: self

@@ -260,7 +260,9 @@ mod pty;
 mod repo_records;
 mod runner;
 mod running;
+mod seam;
 mod session_dir;
+mod settings;
 mod unix_sockets;
 mod violations;
 

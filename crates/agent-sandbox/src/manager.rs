@@ -2,17 +2,18 @@
 //! manager keeps the session table and the states; launching, running and
 //! destroying are the backend's (`crate::backend`).
 
-use crate::backend::{Backend, BackendSession, ExecRequest, process_overhead};
-use crate::builder::{ManagerBuilder, Settings, SharedHostView};
+use crate::backend::{Backend, BackendSession, process_overhead};
 use crate::cgroup::CommandCgroup;
 use crate::control::{Control, ControlState};
 use crate::events::ReceiverStream;
 use crate::runner::Runner;
 use crate::running::CommandIo;
+use crate::seam::ExecRequest;
+use crate::settings::Settings;
 use crate::{Error, ErrorKind};
 use sandbox_core::{
-    ProbeReport, RunningCommand, SandboxCommand, SandboxEvent, SandboxHandle, SandboxPort,
-    SandboxSpec, SandboxState, Selection, Stdin, Stdout, Terminal,
+    RunningCommand, SandboxCommand, SandboxEvent, SandboxHandle, SandboxPort, SandboxSpec,
+    SandboxState, Selection, Stdin, Stdout, Terminal,
 };
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -68,13 +69,6 @@ struct Session {
 }
 
 impl SandboxManager {
-    /// A builder for a host described by `probe` whose paths are resolved
-    /// through `host` ([`ManagerBuilder::new`]); for the machine this
-    /// process runs on, [`ManagerBuilder::from_ambient`].
-    pub fn builder(probe: ProbeReport, host: SharedHostView) -> ManagerBuilder {
-        ManagerBuilder::new(probe, host)
-    }
-
     pub(crate) fn new(
         selection: Selection,
         settings: Settings,

@@ -7,7 +7,7 @@
 //! issued right after the stream ended is never refused as busy, and
 //! [`crate::SandboxManager::state`] says `warm` by then.
 
-use crate::backend::CommandTask;
+use crate::seam::CommandTask;
 use sandbox_core::SandboxEvent;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,10 +2,10 @@
 //! its exit. Every backend spawns through [`prepare`] and hands the child
 //! to [`run_child`].
 
-use crate::backend::ExecRequest;
 use crate::cgroup::CommandCgroup;
 use crate::control::ControlState;
 use crate::pty::PtyMaster;
+use crate::seam::ExecRequest;
 use crate::violations::Violations;
 use sandbox_core::{KillReason, OutputSink, SandboxEvent};
 use std::process::Stdio;

@@ -1,7 +1,7 @@
 //! A command's violation sources, merged: the proxies' denials, the
 //! broker's refusals and the name guard's reports.
 
-use crate::backend::ReportReader;
+use crate::seam::ReportReader;
 use sandbox_core::SandboxViolation;
 
 /// The session's violation sources: the proxies and, when hosts are

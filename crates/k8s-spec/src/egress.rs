@@ -3,13 +3,8 @@
 
 use crate::pod::{container_security, pod_base};
 use crate::profile::ClusterProfile;
+use crate::wire::{SECRET_DIR, SECRET_KEY};
 use serde_json::{Value, json};
-
-/// The key of the proxy secret in the session's `Secret`.
-pub const SECRET_KEY: &str = "proxy-secret";
-
-/// Where the egress pod sees the proxy secret.
-pub const SECRET_DIR: &str = "/run/session-proxy";
 
 /// The egress container's arguments: the real `egress-proxy` binary,
 /// listening on every address of the pod on the profile's ports.

@@ -123,15 +123,15 @@ mod error;
 mod mounts;
 mod names;
 mod pod;
+mod pod_paths;
 mod policy;
 mod profile;
 mod render;
+mod wire;
 mod workload;
 
-pub use egress::{SECRET_DIR, SECRET_KEY};
 pub use error::{Error, ErrorKind};
 pub use names::{MAX_IMAGE_LEN, MAX_SESSION_NAME, MAX_VALUE_LEN};
-pub use pod::{PROXY_SECRET_ENV, PROXY_USER};
 pub use policy::{EXCEPT_V4, EXCEPT_V6};
 pub use profile::{
     ClusterProfile, ClusterProfileBuilder, FilenameRules, KernelBoundary, Placement, Runtime,
@@ -141,4 +141,6 @@ pub use render::{
     EXTENSIONS_API, LABEL_ROLE, LABEL_SESSION, ObjectNames, SANDBOX_API, render, render_list,
     unenforced_write_denies,
 };
+pub use wire::{PROXY_SECRET_ENV, PROXY_USER};
+pub use wire::{SECRET_DIR, SECRET_KEY};
 pub use workload::{LentCredential, OperatingMode, Workload};

@@ -4,29 +4,12 @@
 use crate::mounts::MountPlan;
 use crate::names::{self, literal};
 use crate::profile::{ClusterProfile, FilenameRules};
+use crate::wire::{PROXY_SECRET_ENV, PROXY_USER, SECRET_KEY};
 use crate::workload::Workload;
 use crate::{Error, ErrorKind};
 use sandbox_core::NameGuardInvocation;
 use sandbox_core::defaults::FILENAME_GLOB_DENY;
 use serde_json::{Map, Value, json};
-
-/// The variable that carries the session's proxy secret into the agent
-/// container (from the session's `Secret`); the proxy URLs refer to it.
-pub const PROXY_SECRET_ENV: &str = "SESSION_PROXY_SECRET";
-
-/// The user name the proxies require (with the session's secret).
-pub const PROXY_USER: &str = "session";
-
-/// Variables the renderer writes; a workload may not set them.
-pub(crate) const RESERVED_ENV: &[&str] = &[
-    PROXY_SECRET_ENV,
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "NO_PROXY",
-    "GIT_SSH_COMMAND",
-    "HOME",
-];
 
 /// Size of the memory-backed `/tmp`.
 const TMP_SIZE: &str = "64Mi";
@@ -86,7 +69,7 @@ fn proxy_env(service_host_var: &str, profile: &ClusterProfile, secret_name: &str
     );
     let mut env = vec![json!({
         "name": PROXY_SECRET_ENV,
-        "valueFrom": {"secretKeyRef": {"name": secret_name, "key": crate::egress::SECRET_KEY}},
+        "valueFrom": {"secretKeyRef": {"name": secret_name, "key": SECRET_KEY}},
     })];
     for (name, value) in [
         ("HTTP_PROXY", &http),

@@ -386,7 +386,7 @@ impl ClusterProfileBuilder {
             ("name guard path", &self.name_guard_path),
             ("egress proxy path", &self.egress_proxy_path),
         ] {
-            crate::mounts::guest_path(what, path)?;
+            crate::pod_paths::guest_path(what, path)?;
         }
         if self.home == "/" || self.home == "/tmp" {
             return Err(ErrorKind::ReservedPath {
@@ -429,7 +429,7 @@ impl ClusterProfileBuilder {
 }
 
 fn check_source(host_path: &str, source: &VolumeSource) -> Result<(), Error> {
-    crate::mounts::guest_path("mount host path", host_path)?;
+    crate::pod_paths::guest_path("mount host path", host_path)?;
     match source {
         VolumeSource::PersistentVolumeClaim { claim } => {
             names::dns_subdomain("PersistentVolumeClaim name", claim)
@@ -448,8 +448,8 @@ fn check_source(host_path: &str, source: &VolumeSource) -> Result<(), Error> {
             Ok(())
         }
         VolumeSource::OptOutHostPath { path } => {
-            crate::mounts::guest_path("host path", path)?;
-            crate::mounts::secret_host_path(path)
+            crate::pod_paths::guest_path("host path", path)?;
+            crate::pod_paths::secret_host_path(path)
         }
     }
 }

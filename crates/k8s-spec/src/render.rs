@@ -105,7 +105,7 @@ pub fn render(
             "kind": "Secret",
             "metadata": metadata(&names.secret, profile, &names.base, "egress"),
             "type": "Opaque",
-            "stringData": {egress::SECRET_KEY: workload.proxy_secret},
+            "stringData": {crate::wire::SECRET_KEY: workload.proxy_secret},
         }),
         json!({
             "apiVersion": "v1",

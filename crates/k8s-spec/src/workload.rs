@@ -152,7 +152,7 @@ impl Workload {
         for (i, (name, value)) in self.env.iter().enumerate() {
             names::env_name(name)?;
             names::plain_value("environment value", value)?;
-            if crate::pod::RESERVED_ENV
+            if crate::wire::RESERVED_ENV
                 .iter()
                 .any(|r| r.eq_ignore_ascii_case(name))
                 || self.env[..i].iter().any(|(n, _)| n == name)

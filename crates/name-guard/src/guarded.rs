@@ -2,7 +2,7 @@
 //! with the filter installed, and supervise its notifications until it
 //! exits.
 
-use crate::launch::Outcome;
+use crate::outcome::Outcome;
 use crate::syscalls::{self, Abi};
 use crate::{Error, ErrorKind, Invocation, filter, supervisor, sys};
 use sandbox_core::InvocationProblem;

@@ -27,13 +27,8 @@ pub fn kernel_release_supported(release: &str) -> bool {
 #[cfg(target_os = "linux")]
 pub const END_TREE_SIGNAL: i32 = libc::SIGUSR1;
 
-/// How long a supervisor takes at most, after [`END_TREE_SIGNAL`] or its
-/// command's exit, to kill and reap every process below it before it exits
-/// itself. A host that waited this long, and a little more, for a
-/// supervisor that has not exited (stopped, or stuck) ends the tree itself
-/// with [`kill_tree_below`] and then kills the supervisor.
 #[cfg(target_os = "linux")]
-pub const END_TREE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+pub use crate::tree::END_TREE_DEADLINE;
 
 /// The host's last resort for a supervisor (`supervisor`, its child, not
 /// yet waited for) that did not end its tree: sends `SIGKILL` to every
@@ -51,27 +46,7 @@ pub fn kill_tree_below(supervisor: u32) -> bool {
     crate::tree::kill_live_below(root, END_TREE_DEADLINE)
 }
 
-/// Counters of what the supervisor did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Notifications answered.
-    pub handled: u64,
-    /// Calls refused because a rule matched.
-    pub denied: u64,
-    /// Denial report lines dropped because the report descriptor did not
-    /// accept them without blocking (or failed).
-    pub reports_dropped: u64,
-}
-
-/// What the guarded command did, and what the supervisor did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Outcome {
-    /// The exit code to report: the command's, or `128 + N` when a signal
-    /// `N` ended it.
-    pub exit_code: i32,
-    /// The supervisor's counters.
-    pub stats: Stats,
-}
+pub use crate::outcome::{Outcome, Stats};
 
 /// Run `inv.command` under the guard and supervise it until it exits.
 ///

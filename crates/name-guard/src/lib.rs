@@ -254,6 +254,7 @@ mod host;
 mod invocation;
 mod launch;
 mod limits;
+mod outcome;
 pub mod report;
 mod rules;
 

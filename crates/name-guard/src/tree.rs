@@ -8,7 +8,16 @@ use crate::sys;
 use std::time::{Duration, Instant};
 
 /// How long [`end_all`] goes on killing before it gives up.
-const END_DEADLINE: Duration = crate::launch::END_TREE_DEADLINE;
+const END_DEADLINE: Duration = END_TREE_DEADLINE;
+
+/// How long a supervisor takes at most, after
+/// [`END_TREE_SIGNAL`](crate::END_TREE_SIGNAL) or its command's exit, to
+/// kill and reap every process below it before it exits itself. A host that
+/// waited this long, and a little more, for a supervisor that has not exited
+/// (stopped, or stuck) ends the tree itself with
+/// [`kill_tree_below`](crate::kill_tree_below) and then kills the
+/// supervisor.
+pub const END_TREE_DEADLINE: Duration = Duration::from_secs(5);
 /// Most processes read from `/proc` in one pass.
 const MAX_PROCESSES: usize = 1 << 20;
 /// Longest `/proc/PID/stat` read: the kernel writes some 300 bytes (the

@@ -1,7 +1,7 @@
 //! The guarded run where there is none: the filter and the supervisor are
 //! Linux only.
 
-use crate::launch::Outcome;
+use crate::outcome::Outcome;
 use crate::{Error, ErrorKind, Invocation};
 
 /// See [`crate::run`].

@@ -118,6 +118,7 @@ pub mod defaults;
 mod error;
 pub mod git;
 pub mod glob;
+mod gvisor_version;
 pub mod host;
 mod mode;
 mod name_guard_invocation;

@@ -25,10 +25,10 @@ use super::common::host_repos::{
     ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
 };
 use super::common::name_guard_reports::ReportPipe;
-use super::{BackendSession, CommandTask, ExecRequest, Launched};
-use crate::builder::Settings;
 use crate::egress::Egress;
 use crate::running::{CommandIo, attach_host_terminal, prepare, run_child};
+use crate::seam::{CommandTask, ExecRequest, Launched};
+use crate::settings::Settings;
 use crate::{Error, ErrorKind};
 use bwrap_spec::{BwrapBuilder, FilenameRules, HostPlan, NameGuardLauncher};
 use sandbox_core::{HostConfinement, NameGuardInvocation, SandboxSpec, Surface};
@@ -61,7 +61,7 @@ pub(crate) async fn launch(
     config: &Config,
     settings: &Settings,
     spec: &SandboxSpec,
-) -> Result<Launched, Error> {
+) -> Result<Launched<Session>, Error> {
     if settings.surface == Surface::Terminal {
         return Err(ErrorKind::NotSupported {
             what: "the terminal surface under the Landlock mechanism",
@@ -122,13 +122,13 @@ pub(crate) async fn launch(
         ("weaker", WEAKER.to_string()),
     ];
     Ok(Launched {
-        session: BackendSession::Landlock(Box::new(Session {
+        session: Session {
             launcher: config.launcher.clone(),
             invocation,
             egress,
             writable,
             repos_at_launch: repos,
-        })),
+        },
         env,
         details,
     })

@@ -8,8 +8,6 @@ pub(crate) mod bubblewrap;
 #[cfg(target_os = "linux")]
 pub(crate) mod common;
 #[cfg(target_os = "linux")]
-pub(crate) use common::name_guard_reports::ReportReader;
-#[cfg(target_os = "linux")]
 pub(crate) mod landlock;
 #[cfg(target_os = "linux")]
 pub(crate) mod microvm;
@@ -17,31 +15,14 @@ pub(crate) mod none;
 pub(crate) mod seatbelt;
 pub(crate) mod seatbelt_log;
 
-use crate::builder::Settings;
 use crate::running::CommandIo;
+use crate::seam::{CommandTask, ExecRequest, Launched};
+use crate::settings::Settings;
 use crate::{Error, ErrorKind};
 use sandbox_core::SandboxSpec;
 use std::ffi::OsString;
-use std::future::Future;
-use std::pin::Pin;
 #[cfg(target_os = "linux")]
 use std::sync::Arc;
-
-/// The name guard's reports: it runs only under bubblewrap, so elsewhere
-/// there is never one to read (the type has no value).
-#[cfg(not(target_os = "linux"))]
-pub(crate) enum ReportReader {}
-
-#[cfg(not(target_os = "linux"))]
-impl ReportReader {
-    pub(crate) fn take_ready(&mut self) -> Vec<sandbox_core::SandboxViolation> {
-        match *self {}
-    }
-
-    pub(crate) async fn next(&mut self) -> Option<sandbox_core::SandboxViolation> {
-        match *self {}
-    }
-}
 
 /// The backend every session of a manager gets.
 pub(crate) enum Backend {
@@ -74,34 +55,6 @@ pub(crate) enum BackendSession {
     Gvisor(Box<microvm::gvisor::Session>),
 }
 
-/// What a launch made: the session's state, the environment its commands
-/// start with, and the handle details the host may show.
-pub(crate) struct Launched {
-    pub(crate) session: BackendSession,
-    pub(crate) env: Vec<(OsString, OsString)>,
-    pub(crate) details: Vec<(&'static str, String)>,
-}
-
-/// One command to run in a session.
-pub(crate) struct ExecRequest<'a> {
-    /// The session's environment.
-    pub(crate) env: &'a [(OsString, OsString)],
-    /// Program and arguments.
-    pub(crate) argv: Vec<OsString>,
-    /// The working directory (inside the sandbox).
-    pub(crate) workdir: String,
-    /// Where stdin comes from (`/dev/null` on a terminal).
-    pub(crate) stdin: sandbox_core::Stdin,
-    /// A terminal of this size, when the command runs on one.
-    pub(crate) terminal: Option<sandbox_core::PtySize>,
-    /// The `cgroup.procs` files the command joins before it runs.
-    #[cfg_attr(
-        not(unix),
-        allow(dead_code, reason = "no cgroup is ever made off Linux")
-    )]
-    pub(crate) cgroup_procs: Vec<std::ffi::CString>,
-}
-
 /// Processes a backend runs besides the command, counted by a process
 /// limit (bubblewrap's two and the name guard's supervisor).
 pub(crate) fn process_overhead(session: &BackendSession) -> u32 {
@@ -115,28 +68,31 @@ pub(crate) fn process_overhead(session: &BackendSession) -> u32 {
     }
 }
 
-/// A started command: the task that follows it to its exit.
-pub(crate) type CommandTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
-
 impl Backend {
     /// Launches a session for `spec` (already validated).
     pub(crate) async fn launch(
         &self,
         settings: &Settings,
         spec: &SandboxSpec,
-    ) -> Result<Launched, Error> {
+    ) -> Result<Launched<BackendSession>, Error> {
         match self {
-            Backend::None => none::launch(settings),
+            Backend::None => none::launch(settings).map(|l| l.map(|()| BackendSession::None)),
             #[cfg(target_os = "linux")]
-            Backend::Bubblewrap(config) => bubblewrap::launch(config, settings, spec).await,
+            Backend::Bubblewrap(config) => bubblewrap::launch(config, settings, spec)
+                .await
+                .map(|l| l.map(|s| BackendSession::Bubblewrap(Box::new(s)))),
             #[cfg(target_os = "linux")]
-            Backend::Landlock(config) => landlock::launch(config, settings, spec).await,
-            Backend::Seatbelt(config) => seatbelt::launch(config, settings, spec).await,
+            Backend::Landlock(config) => landlock::launch(config, settings, spec)
+                .await
+                .map(|l| l.map(|s| BackendSession::Landlock(Box::new(s)))),
+            Backend::Seatbelt(config) => seatbelt::launch(config, settings, spec)
+                .await
+                .map(|l| l.map(|s| BackendSession::Seatbelt(Box::new(s)))),
             #[cfg(target_os = "linux")]
             Backend::Microvm(runtime) => match &**runtime {
-                microvm::Runtime::Gvisor(config) => {
-                    microvm::gvisor::launch(config, settings, spec).await
-                }
+                microvm::Runtime::Gvisor(config) => microvm::gvisor::launch(config, settings, spec)
+                    .await
+                    .map(|l| l.map(|s| BackendSession::Gvisor(Box::new(s)))),
             },
             Backend::Unavailable(reason) => Err(Error::from(ErrorKind::Core(
                 sandbox_core::Error::from(sandbox_core::ErrorKind::NativeUnavailable {

@@ -2,16 +2,16 @@
 //! sanitised environment (R-DISPATCH-2). Chosen only explicitly or by a
 //! selection the log names.
 
-use super::{BackendSession, CommandTask, ExecRequest, Launched};
 use crate::Error;
-use crate::builder::Settings;
 use crate::egress::plain_env;
 use crate::running::{CommandIo, run_child, spawn_direct};
+use crate::seam::{CommandTask, ExecRequest, Launched};
+use crate::settings::Settings;
 
 /// A session is only its environment.
-pub(crate) fn launch(settings: &Settings) -> Result<Launched, Error> {
+pub(crate) fn launch(settings: &Settings) -> Result<Launched<()>, Error> {
     Ok(Launched {
-        session: BackendSession::None,
+        session: (),
         env: plain_env(settings)?,
         details: Vec::new(),
     })

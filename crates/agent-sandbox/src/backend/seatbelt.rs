@@ -9,10 +9,10 @@
 //! system log as `violation` events ([`seatbelt_log`]).
 
 use super::seatbelt_log::{self, SystemLog};
-use super::{BackendSession, CommandTask, ExecRequest, Launched};
-use crate::builder::Settings;
 use crate::egress::{Egress, plain_env};
 use crate::running::{CommandIo, run_child, spawn_direct};
+use crate::seam::{CommandTask, ExecRequest, Launched};
+use crate::settings::Settings;
 use crate::violations::Violations;
 use crate::{Error, ErrorKind};
 use sandbox_core::{SandboxSpec, Surface};
@@ -61,7 +61,7 @@ pub(crate) async fn launch(
     config: &Config,
     settings: &Settings,
     spec: &SandboxSpec,
-) -> Result<Launched, Error> {
+) -> Result<Launched<Session>, Error> {
     let home = settings.home.to_string_lossy().into_owned();
     let host = &*settings.host;
     if settings.surface == Surface::Terminal {
@@ -80,11 +80,11 @@ pub(crate) async fn launch(
         }
         let (profile, system_log) = tagged(config, settings, b.build(host))?;
         return Ok(Launched {
-            session: BackendSession::Seatbelt(Box::new(Session {
+            session: Session {
                 profile,
                 egress: None,
                 system_log,
-            })),
+            },
             env: plain_env(settings)?,
             details: Vec::new(),
         });
@@ -116,11 +116,11 @@ pub(crate) async fn launch(
         Some(&credentials),
     )?;
     Ok(Launched {
-        session: BackendSession::Seatbelt(Box::new(Session {
+        session: Session {
             profile,
             egress: Some(egress),
             system_log,
-        })),
+        },
         env,
         details: vec![
             ("httpProxy", http.to_string()),

@@ -9,9 +9,7 @@ use crate::sys;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-pub(super) fn cstring(b: &[u8]) -> Result<CString, i32> {
-    CString::new(b).map_err(|_| libc::EINVAL)
-}
+pub(super) use super::target::cstring;
 
 /// Where a path is resolved from.
 pub(super) enum Base {

@@ -34,7 +34,7 @@ impl StatusFiles {
                 }
             }
         }
-        let path = super::resolve::cstring(format!("/proc/{tid}/status").as_bytes())?;
+        let path = cstring(format!("/proc/{tid}/status").as_bytes())?;
         let fd = sys::openat(libc::AT_FDCWD, &path, libc::O_RDONLY | libc::O_CLOEXEC, 0)?;
         let n = sys::pread_start(fd.as_raw_fd(), buf)?;
         if open.len() >= MAX_STATUS_FILES {
@@ -259,6 +259,11 @@ pub(super) fn read_c_string(tid: u32, addr: u64) -> Result<Vec<u8>, i32> {
         at = at.checked_add(want as u64).ok_or(libc::EFAULT)?;
     }
     Err(libc::ENAMETOOLONG)
+}
+
+/// `b` as a C string; a NUL inside is `EINVAL`.
+pub(super) fn cstring(b: &[u8]) -> Result<std::ffi::CString, i32> {
+    std::ffi::CString::new(b).map_err(|_| libc::EINVAL)
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ pub(crate) fn version(runsc: &Path) -> Result<String, String> {
     .ok_or_else(|| format!("{shown} --version did not answer within 2 s"))?
     .map_err(|e| format!("starting {shown} failed: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
-    crate::probe::gvisor_release(&text).ok_or_else(|| {
+    crate::gvisor_version::gvisor_release(&text).ok_or_else(|| {
         let first: String = text.lines().next().unwrap_or("").chars().take(80).collect();
         format!("{shown} --version does not name a gVisor release: {first:?}")
     })

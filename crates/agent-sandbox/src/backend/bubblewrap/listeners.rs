@@ -10,10 +10,10 @@
 use super::netns;
 use super::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT};
 use crate::backend::common::bridges::BRIDGED;
-use crate::builder::LogSink;
 use crate::egress::Egress;
 use crate::pty::PtyMaster;
 use crate::running::{CommandIo, run_child};
+use crate::settings::LogSink;
 use crate::violations::Violations;
 use connect_proxy::ProxyService;
 use rustix::fd::OwnedFd;

@@ -18,11 +18,11 @@ use super::common::host_repos::{
     ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
 };
 use super::common::name_guard_reports::ReportPipe;
-use super::{BackendSession, CommandTask, ExecRequest, Launched};
 use crate::Error;
-use crate::builder::Settings;
 use crate::egress::{Egress, Listen, plain_env};
 use crate::running::{CommandIo, prepare, run_child};
+use crate::seam::{CommandTask, ExecRequest, Launched};
+use crate::settings::Settings;
 use bwrap_spec::{
     BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, NameGuardLauncher, PlaceholderFiles,
     Profile,
@@ -84,7 +84,7 @@ pub(crate) async fn launch(
     config: &Arc<Config>,
     settings: &Settings,
     spec: &SandboxSpec,
-) -> Result<Launched, Error> {
+) -> Result<Launched<Session>, Error> {
     let host = &*settings.host;
     if settings.surface == Surface::Terminal {
         // The fixed terminal profile: host network, no proxies.
@@ -107,7 +107,7 @@ pub(crate) async fn launch(
             _placeholders: placeholders,
         };
         return Ok(Launched {
-            session: BackendSession::Bubblewrap(Box::new(session)),
+            session,
             env: plain_env(settings)?,
             details: Vec::new(),
         });
@@ -175,7 +175,7 @@ pub(crate) async fn launch(
         _placeholders: placeholders,
     };
     Ok(Launched {
-        session: BackendSession::Bubblewrap(Box::new(session)),
+        session,
         env,
         details,
     })

@@ -4,7 +4,7 @@
 //! The manager keeps the latest search of each set of roots, so a search
 //! reads again only the directories that changed.
 
-use crate::builder::Settings;
+use crate::settings::Settings;
 use bwrap_spec::{RepoSearchEnd, RepoSearchRecord, search_git_repos_on_host_since};
 use sandbox_core::{Access, SandboxSpec};
 use std::sync::Arc;

@@ -42,16 +42,16 @@
 mod oci;
 mod runsc;
 
-use super::super::common::bridges::{BRIDGED, bind_private_socket};
-use super::super::common::host_repos::{
+use crate::backend::common::bridges::{BRIDGED, bind_private_socket};
+use crate::backend::common::host_repos::{
     ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
 };
-use super::super::{BackendSession, CommandTask, ExecRequest, Launched};
-use crate::builder::Settings;
 use crate::egress::{Egress, Listen, plain_env};
 use crate::inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT};
 use crate::running::{CommandIo, prepare, run_child};
+use crate::seam::{CommandTask, ExecRequest, Launched};
 use crate::session_dir::SessionDir;
+use crate::settings::Settings;
 use crate::{Error, ErrorKind};
 use bwrap_spec::{BridgePlan, BwrapBuilder, FilenameRules, PlaceholderFiles};
 use runsc::{Network, Runsc};
@@ -150,7 +150,7 @@ pub(crate) async fn launch(
     config: &Config,
     settings: &Settings,
     spec: &SandboxSpec,
-) -> Result<Launched, Error> {
+) -> Result<Launched<Session>, Error> {
     let host = &*settings.host;
     if settings.surface == Surface::Terminal {
         return launch_terminal(config, settings, spec, host).await;
@@ -165,13 +165,13 @@ pub(crate) async fn launch(
     .await?;
     match launch_with(config, settings, spec, host, &egress).await {
         Ok((shared, placeholders, writable, repos, details, env)) => Ok(Launched {
-            session: BackendSession::Gvisor(Box::new(Session {
+            session: Session {
                 shared,
                 egress: Some(egress),
                 writable,
                 repos_at_launch: repos,
                 _placeholders: placeholders,
-            })),
+            },
             env,
             details,
         }),
@@ -269,7 +269,7 @@ async fn launch_terminal(
     settings: &Settings,
     spec: &SandboxSpec,
     host: &(dyn sandbox_core::HostView + Send + Sync),
-) -> Result<Launched, Error> {
+) -> Result<Launched<Session>, Error> {
     let mut builder = BwrapBuilder::new(spec, &settings.home);
     builder
         .profile(bwrap_spec::Profile::Terminal)
@@ -293,13 +293,13 @@ async fn launch_terminal(
         ("weaker", WEAKER.to_string()),
     ];
     Ok(Launched {
-        session: BackendSession::Gvisor(Box::new(Session {
+        session: Session {
             shared,
             egress: None,
             writable: Vec::new(),
             repos_at_launch: ReposAtLaunch::default(),
             _placeholders: placeholders,
-        })),
+        },
         env: plain_env(settings)?,
         details,
     })

@@ -1,0 +1,69 @@
+//! What the manager and the backends pass each other, below both: a
+//! launch's result, one command's request, the task that follows it, and
+//! the name guard's report reader. No backend imports another, and none
+//! imports the manager or the module that dispatches to them.
+
+use std::ffi::OsString;
+use std::future::Future;
+use std::pin::Pin;
+
+#[cfg(target_os = "linux")]
+pub(crate) use crate::backend::common::name_guard_reports::ReportReader;
+
+/// The name guard's reports: it runs only under bubblewrap, so elsewhere
+/// there is never one to read (the type has no value).
+#[cfg(not(target_os = "linux"))]
+pub(crate) enum ReportReader {}
+
+#[cfg(not(target_os = "linux"))]
+impl ReportReader {
+    pub(crate) fn take_ready(&mut self) -> Vec<sandbox_core::SandboxViolation> {
+        match *self {}
+    }
+
+    pub(crate) async fn next(&mut self) -> Option<sandbox_core::SandboxViolation> {
+        match *self {}
+    }
+}
+
+/// What a launch made: the backend's session state, the environment its commands
+/// start with, and the handle details the host may show.
+pub(crate) struct Launched<S> {
+    pub(crate) session: S,
+    pub(crate) env: Vec<(OsString, OsString)>,
+    pub(crate) details: Vec<(&'static str, String)>,
+}
+
+/// One command to run in a session.
+pub(crate) struct ExecRequest<'a> {
+    /// The session's environment.
+    pub(crate) env: &'a [(OsString, OsString)],
+    /// Program and arguments.
+    pub(crate) argv: Vec<OsString>,
+    /// The working directory (inside the sandbox).
+    pub(crate) workdir: String,
+    /// Where stdin comes from (`/dev/null` on a terminal).
+    pub(crate) stdin: sandbox_core::Stdin,
+    /// A terminal of this size, when the command runs on one.
+    pub(crate) terminal: Option<sandbox_core::PtySize>,
+    /// The `cgroup.procs` files the command joins before it runs.
+    #[cfg_attr(
+        not(unix),
+        allow(dead_code, reason = "no cgroup is ever made off Linux")
+    )]
+    pub(crate) cgroup_procs: Vec<std::ffi::CString>,
+}
+
+impl<S> Launched<S> {
+    /// The same launch with its session state wrapped by `wrap`.
+    pub(crate) fn map<T>(self, wrap: impl FnOnce(S) -> T) -> Launched<T> {
+        Launched {
+            session: wrap(self.session),
+            env: self.env,
+            details: self.details,
+        }
+    }
+}
+
+/// A started command: the task that follows it to its exit.
+pub(crate) type CommandTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;

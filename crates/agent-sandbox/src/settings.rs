@@ -1,0 +1,81 @@
+//! What every backend of a manager shares ([`Settings`], decided once at
+//! build), and the log sink: below the backends and the manager, which
+//! both read it.
+
+use crate::BrokerSettings;
+use crate::Cgroups;
+use connect_proxy::{IpPolicy, Resolver};
+use sandbox_core::{HostView, Surface};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A sink for the manager's log lines (the probe line, downgrades, opt-outs,
+/// warnings). Unset, lines go to stderr ([`log_to_stderr`]).
+pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The default [`LogSink`]: each line on stderr, prefixed `agent-sandbox: `
+/// (unless it already is), so warnings and refusals are seen without any
+/// setup. A host with its own logging passes its sink to
+/// [`ManagerBuilder::log`](crate::ManagerBuilder::log); one that wants silence passes a sink that
+/// drops lines, explicitly.
+pub fn log_to_stderr() -> LogSink {
+    Arc::new(|line: &str| {
+        if line.starts_with("agent-sandbox: ") {
+            eprintln!("{line}");
+        } else {
+            eprintln!("agent-sandbox: {line}");
+        }
+    })
+}
+
+/// The host as the manager reads it at launch: path resolution for the
+/// bubblewrap plan and the Seatbelt profile.
+pub type SharedHostView = Arc<dyn HostView + Send + Sync>;
+
+/// What every backend of a manager shares.
+pub(crate) struct Settings {
+    pub(crate) surface: Surface,
+    pub(crate) home: PathBuf,
+    pub(crate) base_env: Vec<(OsString, OsString)>,
+    pub(crate) host: SharedHostView,
+    pub(crate) log: LogSink,
+    pub(crate) egress: EgressSettings,
+    pub(crate) cgroups: Cgroups,
+    /// The granted Unix sockets (checked at build).
+    pub(crate) unix_sockets: Vec<String>,
+    /// Paths hidden from reading besides the secret set, and the paths
+    /// read again inside them.
+    pub(crate) reads: ExtraReads,
+    /// The probe's start-up line (R-PROBE-1), as logged at build.
+    pub(crate) startup_line: String,
+    /// The latest search for nested repositories of each set of writable
+    /// roots (searched on Linux only).
+    #[cfg(target_os = "linux")]
+    pub(crate) repo_records: crate::repo_records::RepoRecords,
+}
+
+/// The host's own read denies ([`ManagerBuilder::read_deny`](crate::ManagerBuilder::read_deny)) and the paths
+/// read again inside them ([`ManagerBuilder::allow_read_within_denies`](crate::ManagerBuilder::allow_read_within_denies)).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ExtraReads {
+    pub(crate) deny: Vec<String>,
+    pub(crate) again: Vec<String>,
+}
+
+impl ExtraReads {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.deny.is_empty() && self.again.is_empty()
+    }
+}
+
+/// The manager's egress settings, shared by its sessions.
+#[derive(Clone)]
+pub(crate) struct EgressSettings {
+    pub(crate) ip_policy: IpPolicy,
+    pub(crate) extra_allow: Vec<String>,
+    pub(crate) deny: Vec<String>,
+    pub(crate) baseline: connect_proxy::Baseline,
+    pub(crate) resolver: Option<Arc<dyn Resolver>>,
+    pub(crate) broker: Option<BrokerSettings>,
+}
