@@ -573,9 +573,16 @@ impl Shared {
                 &self.log(),
             )
             .await?;
-        // The stopped container's record goes; restore makes it again.
+        // The container's record goes; restore makes it again. runsc may
+        // return from the checkpoint before the container's state says
+        // stopped (a plain delete then failed, once in CI): the checkpoint
+        // is written, so the delete is forced.
         self.runsc
-            .step("delete", &["delete", &self.runsc.id], &self.log())
+            .step(
+                "delete",
+                &["delete", "--force", &self.runsc.id],
+                &self.log(),
+            )
             .await?;
         self.suspended.store(true, Ordering::SeqCst);
         Ok(())
