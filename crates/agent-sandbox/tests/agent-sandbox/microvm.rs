@@ -542,3 +542,22 @@ async fn the_terminal_surface_runs_in_a_gvisor_sandbox_with_the_terminal_profile
     );
     m.destroy(&mut h).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_session_dropped_without_destroy_leaves_no_sandbox_running() {
+    if !gvisor_available() {
+        return;
+    }
+    let t = Tree::new("gv-drop");
+    let m = manager(&t, None);
+    let h = m.launch(t.spec("gv-drop")).await.unwrap();
+    let r = out(&m, &h, "sleep 1000 >/dev/null 2>&1 & echo started").await;
+    assert!(r.stdout.contains("started"), "{}", r.stderr);
+    let state_dir = format!("{}/state", h.details["sessionDir"].as_str().unwrap());
+    assert!(session_rss(&state_dir).0 > 0, "the sandbox runs");
+    // The host forgets to destroy (or panics): the manager goes.
+    drop(m);
+    let (left, _) = session_rss(&state_dir);
+    assert_eq!(left, 0, "a detached sandbox outlived its manager");
+    assert!(!std::path::Path::new(&state_dir).exists());
+}

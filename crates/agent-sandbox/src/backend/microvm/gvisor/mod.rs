@@ -102,6 +102,9 @@ pub(crate) struct Shared {
     dir: SessionDir,
     ids: (u32, u32),
     suspended: AtomicBool,
+    /// `destroy` deleted the sandbox; otherwise dropping the session does
+    /// (a host that drops its manager, or panics, without destroying).
+    deleted: AtomicBool,
     /// One lifecycle step at a time (suspend, resume, destroy).
     step: tokio::sync::Mutex<()>,
     execs: AtomicU64,
@@ -338,6 +341,7 @@ async fn start_sandbox(
         // that root (with no capability), which is the caller on the host.
         ids: if rootless { (0, 0) } else { caller_ids() },
         suspended: AtomicBool::new(false),
+        deleted: AtomicBool::new(false),
         step: tokio::sync::Mutex::new(()),
         execs: AtomicU64::new(0),
     });
@@ -526,17 +530,48 @@ impl Session {
                     .step("kill", &["kill", "--all", &shared.runsc.id, "KILL"], &log)
                     .await;
             }
-            if let Err(e) = shared
+            match shared
                 .runsc
                 .step("delete", &["delete", "--force", &shared.runsc.id], &log)
                 .await
             {
-                (settings.log)(&format!("session {session_id}: {e}"));
+                Ok(()) => shared.deleted.store(true, Ordering::SeqCst),
+                // Tried again when the session is dropped.
+                Err(e) => (settings.log)(&format!("session {session_id}: {e}")),
             }
         }
         log_repos_made_inside(settings, session_id, &self.writable, &self.repos_at_launch);
         if let Some(e) = &self.egress {
             e.shutdown().await;
+        }
+    }
+}
+
+/// A session dropped without `destroy` (the host dropped its manager, or
+/// panicked): its sandbox, started detached, would run on with no owner,
+/// so it is killed and deleted here, blocking (runsc's own steps, bounded
+/// by nothing but runsc), before the session's directory goes with it.
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if self.deleted.load(Ordering::SeqCst) {
+            return;
+        }
+        let id = self.runsc.id.as_str();
+        let mut steps: Vec<Vec<&str>> = vec![vec!["delete", "--force", id]];
+        if !self.is_suspended() {
+            steps.insert(0, vec!["kill", "--all", id, "KILL"]);
+        }
+        for step in steps {
+            let _ = std::process::Command::new(&self.runsc.binary)
+                .args(self.runsc.global_args())
+                .args(step)
+                .env_clear()
+                .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+                .current_dir("/")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
         }
     }
 }
