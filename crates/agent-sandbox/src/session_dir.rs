@@ -25,6 +25,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const PREFIX: &str = "agent-sandbox-";
 /// The file in a session directory that names its owner.
 const OWNER_FILE: &str = "owner";
+/// The directory of a gVisor session's runtime state (runsc's `--root`).
+const RUNTIME_STATE: &str = "state";
 
 /// A private directory for one session, removed on drop.
 #[derive(Debug)]
@@ -75,7 +77,8 @@ impl Drop for SessionDir {
 /// (killed before it could remove them), and returns them. A directory is
 /// removed only when all of these hold: its name starts with
 /// `agent-sandbox-`, it is a directory (not a link to one), it is this
-/// user's and mode 0700, its `owner` record reads as a [`ProcessStamp`],
+/// user's and mode 0700, it holds no gVisor runtime state (`state/`),
+/// its `owner` record reads as a [`ProcessStamp`],
 /// and that process no longer runs (its pid is free, or held by a process
 /// that started at another time). One still being made (no record yet) or
 /// from another user is left alone. Reads and changes the ambient file
@@ -113,6 +116,13 @@ fn is_left_behind(path: &Path) -> bool {
         || meta.uid() != rustix::process::geteuid().as_raw()
         || meta.mode() & 0o777 != 0o700
     {
+        return false;
+    }
+    // A gVisor session's runtime state: its sandbox, started detached, may
+    // still run after its host was killed, and runsc can end it only
+    // through this state. Left for `runsc --root=DIR/state kill`, not
+    // removed from under a running sandbox.
+    if path.join(RUNTIME_STATE).exists() {
         return false;
     }
     let Ok(f) = std::fs::File::open(path.join(OWNER_FILE)) else {
@@ -176,6 +186,11 @@ mod tests {
             dir_with_owner(&base, "agent-sandbox-2-0-d", Some("junk"), 0o700),
             dir_with_owner(&base, "agent-sandbox-2-0-e", Some(&gone), 0o755),
             dir_with_owner(&base, "something-else", Some(&gone), 0o700),
+            {
+                let d = dir_with_owner(&base, "agent-sandbox-2-0-f", Some(&gone), 0o700);
+                std::fs::create_dir(d.join(RUNTIME_STATE)).unwrap();
+                d
+            },
         ];
         let target = dir_with_owner(&base, "target", Some(&gone), 0o700);
         std::os::unix::fs::symlink(&target, base.join("agent-sandbox-link")).unwrap();
