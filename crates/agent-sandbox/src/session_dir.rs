@@ -26,6 +26,7 @@ const PREFIX: &str = "agent-sandbox-";
 /// The file in a session directory that names its owner.
 const OWNER_FILE: &str = "owner";
 /// The directory of a gVisor session's runtime state (runsc's `--root`).
+#[cfg(unix)]
 const RUNTIME_STATE: &str = "state";
 
 /// A private directory for one session, removed on drop.
