@@ -51,6 +51,7 @@ pub struct ManagerBuilder {
     temp_dir: Option<PathBuf>,
     log: Option<LogSink>,
     inner_bridge: InnerBridge,
+    isolation: crate::CommandIsolation,
     seatbelt_log_program: PathBuf,
     unix_sockets: Vec<crate::unix_sockets::Requested>,
     broker: Option<BrokerSettings>,
@@ -105,6 +106,7 @@ impl ManagerBuilder {
             temp_dir: None,
             log: None,
             inner_bridge: InnerBridge::HostSideListeners,
+            isolation: crate::CommandIsolation::SessionSandbox,
             seatbelt_log_program: crate::backend::seatbelt_log::default_program(),
             unix_sockets: Vec::new(),
             broker: None,
@@ -271,6 +273,15 @@ impl ManagerBuilder {
     /// [`InnerBridge::HostSideListeners`]).
     pub fn inner_bridge(&mut self, bridge: InnerBridge) -> &mut Self {
         self.inner_bridge = bridge;
+        self
+    }
+
+    /// How native sessions run their commands (default
+    /// [`crate::CommandIsolation::SessionSandbox`]: one sandbox per session);
+    /// [`crate::CommandIsolation::FreshSandboxPerCommand`] builds a new one
+    /// for every command.
+    pub fn command_isolation(&mut self, isolation: crate::CommandIsolation) -> &mut Self {
+        self.isolation = isolation;
         self
     }
 
@@ -507,6 +518,7 @@ impl ManagerBuilder {
         };
         let settings = Settings {
             surface: self.surface,
+            isolation: self.isolation,
             home,
             base_env: self.base_env.clone(),
             host: self.host.clone(),

@@ -45,7 +45,15 @@ pub(crate) struct ControlState {
     /// task gives it [`ControlState::END_GRACE`], then forces the end.
     #[cfg(unix)]
     supervisor_ending: tokio::sync::Notify,
+    /// A warm session's command: what passes a signal to its init, which
+    /// sends it to the command's process group.
+    #[cfg(target_os = "linux")]
+    remote: std::sync::OnceLock<RemoteSignals>,
 }
+
+/// Passes a signal number to a warm session's init for one command.
+#[cfg(target_os = "linux")]
+pub(crate) type RemoteSignals = Box<dyn Fn(i32) + Send + Sync>;
 
 #[derive(Default)]
 enum StdinState {
@@ -92,6 +100,10 @@ enum Target {
     /// them all on [`END_TREE`] (a `SIGKILL` would end the supervisor
     /// alone).
     Supervisor(u32),
+    /// The command runs in a warm session: signals go through its init
+    /// ([`ControlState::remote`]) to the command's process group.
+    #[cfg(target_os = "linux")]
+    Remote,
     Finished,
 }
 
@@ -112,6 +124,19 @@ impl ControlState {
             kill_request: tokio::sync::Notify::new(),
             #[cfg(unix)]
             supervisor_ending: tokio::sync::Notify::new(),
+            #[cfg(target_os = "linux")]
+            remote: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The command runs in a warm session: signals go through `signals`.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn remote_started(&self, signals: RemoteSignals) {
+        let _ = self.remote.set(signals);
+        if let Ok(mut t) = self.target.lock()
+            && matches!(*t, Target::NotStarted)
+        {
+            *t = Target::Remote;
         }
     }
 
@@ -133,6 +158,16 @@ impl ControlState {
         std::future::pending::<()>().await;
         #[cfg(not(unix))]
         self.kill_request.notified().await;
+    }
+
+    /// The first process of the sandbox's pid namespace, once known
+    /// (bubblewrap).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn namespace_init(&self) -> Option<u32> {
+        match self.target.lock().map(|t| *t) {
+            Ok(Target::Namespace { init }) => Some(init),
+            _ => None,
+        }
     }
 
     /// Whether the host killed the command through its controls.
@@ -206,11 +241,19 @@ impl ControlState {
     /// (destroy, timeout): the supervisor's [`END_TREE`] where the command
     /// runs under one, else a kill of the child (whose namespace, if any,
     /// goes with it).
-    pub(crate) fn end(&self, child: &mut tokio::process::Child) {
+    pub(crate) fn end(&self, child: &mut impl crate::running::CommandProcess) {
         #[cfg(unix)]
-        if let Ok(Target::Supervisor(pid)) = self.target.lock().map(|t| *t) {
-            send(pid, END_TREE);
-            return;
+        match self.target.lock().map(|t| *t) {
+            Ok(Target::Supervisor(pid)) => {
+                send(pid, END_TREE);
+                return;
+            }
+            // The namespace's first process too: bubblewrap's promise that
+            // it dies with its parent does not hold while it is still
+            // setting the sandbox up (seen: a sandbox ended right after it
+            // started lived on, its parent gone).
+            Ok(Target::Namespace { init }) => send(init, rustix::process::Signal::KILL),
+            _ => {}
         }
         let _ = child.start_kill();
     }
@@ -225,7 +268,7 @@ impl ControlState {
     /// supervisor that did not end its tree (stopped, or stuck) has every
     /// process below it killed, then is killed itself; any other child is
     /// killed again.
-    pub(crate) async fn force_end(&self, child: &mut tokio::process::Child) {
+    pub(crate) async fn force_end(&self, child: &mut impl crate::running::CommandProcess) {
         #[cfg(target_os = "linux")]
         {
             let target = self.target.lock().map(|t| *t).ok();
@@ -233,7 +276,7 @@ impl ControlState {
                 let _ = tokio::task::spawn_blocking(move || name_guard::kill_tree_below(pid)).await;
             }
         }
-        let _ = child.start_kill();
+        let _ = child.force_kill();
     }
 
     /// The command has exited: nothing more to write to or signal.
@@ -417,6 +460,19 @@ fn deliver(
             Ok(())
         }
         Target::Namespace { init } => signal_namespace(init, sig),
+        #[cfg(target_os = "linux")]
+        Target::Remote => {
+            if let Some(r) = state.remote.get() {
+                r(sig.as_raw());
+            }
+            if sig == rustix::process::Signal::KILL {
+                state.killed.store(true, Ordering::SeqCst);
+                // The init may be stopped or stuck: the runner task forces
+                // the end after the grace.
+                state.supervisor_ending.notify_one();
+            }
+            Ok(())
+        }
     }
 }
 

@@ -172,6 +172,7 @@ impl Egress {
                 .map(|b| b.broker.subscribe_violations()),
             guard,
             system_log: None,
+            guard_pipe: crate::violations::GuardPipe::EndsWithCommand,
         }
     }
 

@@ -179,6 +179,13 @@ pub enum ErrorKind {
         /// Why not.
         reason: String,
     },
+    /// A warm session's sandbox has ended (its init exited or stopped
+    /// answering): no command can start in it any more.
+    #[error("the session's sandbox has ended ({reason}); destroy the session and launch a new one")]
+    SessionSandboxEnded {
+        /// What was seen.
+        reason: String,
+    },
     /// The session is suspended: resume it before running a command.
     #[error("sandbox session {session_id:?} is suspended; resume it first")]
     Suspended {

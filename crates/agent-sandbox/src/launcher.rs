@@ -31,6 +31,12 @@ pub fn run_name_guard_if_launched() {
 
 /// Runs the guard's command line `args` to its end: the exit code.
 fn guard_exit_code(args: impl Iterator<Item = std::ffi::OsString>) -> i32 {
+    let args: Vec<std::ffi::OsString> = args.collect();
+    // A warm session's first process: the same program, as its init.
+    #[cfg(target_os = "linux")]
+    if let Some(code) = name_guard::run_session_init_if_asked(&args) {
+        return code;
+    }
     let outcome = name_guard::Invocation::parse(args)
         .and_then(|inv| name_guard::run(&inv))
         .map(|o| o.exit_code & 0xff);

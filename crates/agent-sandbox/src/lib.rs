@@ -184,6 +184,41 @@
 //! code, or killed with the reason), [`RunningCommand::output`] that and
 //! its stdout, stderr and violations, each capped ([`OutputLimit`]).
 //!
+//! # Sessions: one sandbox, many commands
+//!
+//! A native session (bubblewrap or Landlock) is one sandbox by default
+//! ([`CommandIsolation::SessionSandbox`]): `launch` builds it once, with
+//! the session's init inside (the name-guard launcher program, run as
+//! `--session-init`; it needs a launcher, see
+//! [`ManagerBuilder::name_guard_launcher`]), and each `exec` asks that init
+//! to start the command: a fork and an exec inside, not a new sandbox.
+//!
+//! - Each command gets a session and process group of its own; the host's
+//!   interrupt, terminate and kill (and a timeout, and destroy) go to that
+//!   group. A terminal is a fresh PTY made on the host, the command's
+//!   controlling terminal (job control works).
+//! - What a command leaves running (a server started with `&`, a daemon)
+//!   stays in the session for the next command, as in a shell, under the
+//!   same rules (filename rules, protected paths, the proxies as the only
+//!   way out), and ends at destroy. Its output after its command ended is
+//!   not read: the pipes close 100 ms after the command's exit. A refusal
+//!   of such a process is reported in the events of the command running
+//!   then, or of the next one.
+//! - Limits make a cgroup per command (the init moves the command into it
+//!   through descriptors the host opened); whatever the command started
+//!   ends with it, and the session's other processes are not touched.
+//! - The init speaks a small framed protocol over a socket pair
+//!   ([`sandbox_core::session_wire`], with limits and a fuzz target: a
+//!   command may take the init over, so its replies are untrusted). If it
+//!   does not end a command the host ended within the grace (stopped or
+//!   stuck), the whole session's sandbox ends and later commands are
+//!   refused with [`ErrorKind::SessionSandboxEnded`].
+//!
+//! [`CommandIsolation::FreshSandboxPerCommand`] builds a new sandbox for
+//! every command instead (nothing but files passes from one command to
+//! the next; under bubblewrap a terminal is then made in the sandbox's own
+//! devpts). The handle's `isolation` detail says which one a session has.
+//!
 //! # What is reported, and what cannot be
 //!
 //! Every refusal the host can learn of is a `violation` event of the
@@ -280,6 +315,7 @@ pub use error::{Error, ErrorKind};
 pub use inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT, InnerBridge};
 pub use launcher::{NAME_GUARD_MARKER, run_name_guard_if_launched};
 pub use manager::SandboxManager;
+pub use settings::CommandIsolation;
 pub use unix_sockets::ROOT_EQUIVALENT_SOCKETS;
 
 // The vocabulary a host program speaks, so that this crate is its one

@@ -311,6 +311,8 @@ impl SandboxPort for SandboxManager {
                 .as_ref()
                 .map(CommandCgroup::procs_files)
                 .unwrap_or_default(),
+            guard_to_session: None,
+            pass_fd: None,
         };
         // Held until the command's task has finished: the stream ends after
         // its teardown, never before.

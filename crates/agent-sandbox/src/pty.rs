@@ -119,6 +119,34 @@ pub(crate) async fn open_in_sandbox(pid: u32, size: PtySize) -> io::Result<Owned
     Ok(master)
 }
 
+#[cfg(target_os = "linux")]
+/// A fresh pair in the devpts of the running sandbox whose first process is
+/// `pid` (a warm session's): (master, slave), the master opened from the host through
+/// that process's root, the slave from the master. Inside, the slave is `/dev/pts/N` of the
+/// sandbox's own devpts.
+pub(crate) fn open_pair_in_sandbox(pid: u32, size: PtySize) -> io::Result<(OwnedFd, OwnedFd)> {
+    let pts = format!("/proc/{pid}/root/dev/pts");
+    let host_devpts = rustix::fs::stat("/dev/pts")?.st_dev;
+    if rustix::fs::stat(std::path::Path::new(&pts))?.st_dev == host_devpts {
+        return Err(io::Error::other("the sandbox has no devpts of its own"));
+    }
+    let flags = rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC;
+    let master = rustix::fs::open(
+        std::path::Path::new(&format!("{pts}/ptmx")),
+        flags,
+        rustix::fs::Mode::empty(),
+    )?;
+    rustix::pty::unlockpt(&master)?;
+    let slave = rustix::pty::ioctl_tiocgptpeer(
+        &master,
+        rustix::pty::OpenptFlags::RDWR
+            | rustix::pty::OpenptFlags::NOCTTY
+            | rustix::pty::OpenptFlags::CLOEXEC,
+    )?;
+    rustix::termios::tcsetwinsize(&master, winsize(size))?;
+    Ok((master, slave))
+}
+
 /// The host's end of a command's terminal.
 #[cfg(unix)]
 pub(crate) struct PtyMaster {

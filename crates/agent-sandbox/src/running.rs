@@ -76,6 +76,9 @@ pub(crate) fn prepare<'c>(
         crate::process_fds::close_inherited_fds(cmd);
         crate::process_fds::default_job_signals(cmd);
         crate::process_fds::join_cgroups(cmd, request.cgroup_procs.clone());
+        if let Some(fd) = request.pass_fd {
+            crate::process_fds::inherit_fds(cmd, [fd]);
+        }
     }
     let env = request.env;
     let stdin = match request.stdin {
@@ -253,12 +256,82 @@ fn take_read(buf: &mut Vec<u8>) -> Vec<u8> {
     std::mem::replace(buf, Vec::with_capacity(room))
 }
 
+/// A command's process as [`run_child`] follows it: a child of the host
+/// (every backend's), or a command a warm session's init started.
+pub(crate) trait CommandProcess: Send {
+    /// Its pid on the host, when it is a host child the controls may
+    /// signal directly.
+    fn host_pid(&self) -> Option<u32>;
+    /// Its piped stdin, stdout and stderr (each once).
+    fn take_stdio(
+        &mut self,
+    ) -> (
+        Option<tokio::process::ChildStdin>,
+        Option<tokio::process::ChildStdout>,
+        Option<tokio::process::ChildStderr>,
+    );
+    /// Waits for it to end.
+    fn wait(
+        &mut self,
+    ) -> impl std::future::Future<Output = std::io::Result<std::process::ExitStatus>> + Send;
+    /// Starts killing it (and, for a warm command, its process group).
+    fn start_kill(&mut self) -> std::io::Result<()>;
+    /// The last resort when it outlived [`CommandProcess::start_kill`] by
+    /// the grace: for a warm command, the whole session's sandbox ends.
+    fn force_kill(&mut self) -> std::io::Result<()> {
+        self.start_kill()
+    }
+    /// How long its output is read after it exited when something it left
+    /// running still holds the pipes open; `None`: until end of file.
+    fn output_grace(&self) -> Option<Duration> {
+        None
+    }
+}
+
+impl CommandProcess for tokio::process::Child {
+    fn host_pid(&self) -> Option<u32> {
+        self.id()
+    }
+
+    fn take_stdio(
+        &mut self,
+    ) -> (
+        Option<tokio::process::ChildStdin>,
+        Option<tokio::process::ChildStdout>,
+        Option<tokio::process::ChildStderr>,
+    ) {
+        (self.stdin.take(), self.stdout.take(), self.stderr.take())
+    }
+
+    fn wait(
+        &mut self,
+    ) -> impl std::future::Future<Output = std::io::Result<std::process::ExitStatus>> + Send {
+        tokio::process::Child::wait(self)
+    }
+
+    fn start_kill(&mut self) -> std::io::Result<()> {
+        tokio::process::Child::start_kill(self)
+    }
+}
+
 pub(crate) async fn run_child(
-    mut child: tokio::process::Child,
+    child: tokio::process::Child,
+    io: CommandIo,
+    violations: Option<Violations>,
+    forwarders: Vec<AbortHandle>,
+) {
+    let _ = run_process(child, io, violations, forwarders).await;
+}
+
+/// Follows `child` to its end as [`run_child`] does, giving back its
+/// violation sources (a warm session lends its guard's reader to each
+/// command in turn).
+pub(crate) async fn run_process<P: CommandProcess>(
+    mut child: P,
     io: CommandIo,
     mut violations: Option<Violations>,
     forwarders: Vec<AbortHandle>,
-) {
+) -> Option<Violations> {
     let CommandIo {
         tx,
         mut kill_rx,
@@ -268,14 +341,14 @@ pub(crate) async fn run_child(
         terminal,
         stdout_sink,
     } = io;
-    control.started(child.stdin.take(), child.id()).await;
+    let (stdin, mut stdout, mut stderr) = child.take_stdio();
+    control.started(stdin, child.host_pid()).await;
     if let Some(m) = &terminal {
         control.terminal_started(m.clone()).await;
     }
     let mut terminal = terminal;
     let mut tbuf = vec![0u8; 64 * 1024];
     let _ = tx.send(SandboxEvent::Ready).await;
-    let (mut stdout, mut stderr) = (child.stdout.take(), child.stderr.take());
     let mut passing = match (stdout_sink, stdout.take()) {
         (Some(sink), Some(out)) => Some(pass_on(out, sink)),
         (None, out) => {
@@ -304,6 +377,11 @@ pub(crate) async fn run_child(
     let forced = tokio::time::sleep(std::time::Duration::ZERO);
     tokio::pin!(forced);
     let mut force_armed = false;
+    // Armed at the exit when the output may be held open by processes the
+    // command left running (a warm session): the pipes close then.
+    let grace = tokio::time::sleep(std::time::Duration::ZERO);
+    tokio::pin!(grace);
+    let mut grace_armed = false;
     // Until the command has exited and both its output pipes are at end of
     // file. Output is read here, not in tasks of its own, so that the name
     // guard's reports already written are passed on before it.
@@ -333,7 +411,20 @@ pub(crate) async fn run_child(
                 for f in &forwarders {
                     f.abort();
                 }
+                if let Some(g) = child.output_grace() {
+                    grace.as_mut().reset(tokio::time::Instant::now() + g);
+                    grace_armed = true;
+                }
                 status = Some(st);
+            }
+            () = &mut grace, if grace_armed => {
+                grace_armed = false;
+                stdout = None;
+                stderr = None;
+                terminal = None;
+                // Its thread ends when the last writer closes; the command
+                // does not wait for that.
+                passing = None;
             }
             r = read_some(&mut stdout, &mut obuf) => {
                 forward(r, &mut stdout, || take_read(&mut obuf), Stream::Stdout, &tx, &mut violations).await;
@@ -404,12 +495,21 @@ pub(crate) async fn run_child(
     }
     let ev = match status {
         Ok(st) => exit_event(st.code(), exit_signal(&st), killed),
-        Err(_) => SandboxEvent::Killed {
-            reason: None,
-            signal: None,
-        },
+        Err(e) => {
+            let data = format!("agent-sandbox: the command's end was not seen: {e}\n");
+            let _ = tx
+                .send(SandboxEvent::Stderr {
+                    data: data.into_bytes(),
+                })
+                .await;
+            SandboxEvent::Killed {
+                reason: killed,
+                signal: None,
+            }
+        }
     };
     let _ = tx.send(ev).await;
+    violations
 }
 
 /// The signal that ended the process, if one did (Unix).

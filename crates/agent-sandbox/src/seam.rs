@@ -52,6 +52,32 @@ pub(crate) struct ExecRequest<'a> {
         allow(dead_code, reason = "no cgroup is ever made off Linux")
     )]
     pub(crate) cgroup_procs: Vec<std::ffi::CString>,
+    /// Where the name guard's report reader goes: to the command's own
+    /// events (`None`), or to a warm session that lends it to each of its
+    /// commands (the request starts the session's init).
+    pub(crate) guard_to_session: Option<tokio::sync::oneshot::Sender<ReportReader>>,
+    /// A descriptor the command inherits (a warm session's socket to its
+    /// init), at the same number.
+    #[cfg_attr(not(unix), allow(dead_code, reason = "warm sessions are Linux's"))]
+    pub(crate) pass_fd: Option<i32>,
+}
+
+impl ExecRequest<'_> {
+    /// The guard's reader for the command's own events, or `None` once it
+    /// was handed to the warm session this request starts.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(dead_code, reason = "the name guard runs on Linux")
+    )]
+    pub(crate) fn keep_guard(&mut self, reader: ReportReader) -> Option<ReportReader> {
+        match self.guard_to_session.take() {
+            Some(to) => {
+                let _ = to.send(reader);
+                None
+            }
+            None => Some(reader),
+        }
+    }
 }
 
 impl<S> Launched<S> {

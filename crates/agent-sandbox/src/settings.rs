@@ -33,9 +33,30 @@ pub fn log_to_stderr() -> LogSink {
 /// bubblewrap plan and the Seatbelt profile.
 pub type SharedHostView = Arc<dyn HostView + Send + Sync>;
 
+/// How a native session (bubblewrap or Landlock) runs its commands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CommandIsolation {
+    /// One sandbox per session, built at launch, with a small init of ours
+    /// inside that starts each command: a command costs a fork and an exec
+    /// in the sandbox. Processes a command leaves running stay for the
+    /// next one (as in a shell) and end at destroy. Needs a name-guard
+    /// launcher (the init is that program); without one, sessions fall
+    /// back to [`CommandIsolation::FreshSandboxPerCommand`] and say so in
+    /// the handle's `isolation` detail. The default.
+    #[default]
+    SessionSandbox,
+    /// A new sandbox for every command, torn down at its end: nothing a
+    /// command leaves behind (other than files) reaches the next. Slower
+    /// by the cost of a sandbox per command.
+    FreshSandboxPerCommand,
+}
+
 /// What every backend of a manager shares.
 pub(crate) struct Settings {
     pub(crate) surface: Surface,
+    /// How native sessions run their commands.
+    pub(crate) isolation: CommandIsolation,
     pub(crate) home: PathBuf,
     pub(crate) base_env: Vec<(OsString, OsString)>,
     pub(crate) host: SharedHostView,

@@ -13,6 +13,21 @@ pub(crate) struct Violations {
     pub(crate) guard: Option<ReportReader>,
     /// Seatbelt's denials from the system log.
     pub(crate) system_log: Option<tokio::sync::broadcast::Receiver<SandboxViolation>>,
+    /// Whether the guard's pipe ends with the command.
+    pub(crate) guard_pipe: GuardPipe,
+}
+
+/// When the name guard's report pipe reaches its end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum GuardPipe {
+    /// With the command (one guard per command): drained to its end.
+    #[default]
+    EndsWithCommand,
+    /// With the session (a warm session's guard, lent to each command):
+    /// what is in it at the command's end is its last. The guard writes a
+    /// report before the refused call returns, so nothing of a command that
+    /// has exited can still be on its way.
+    EndsWithSession,
 }
 
 /// The next message of a broadcast source; never ready once it is closed
@@ -34,6 +49,21 @@ async fn next_broadcast(
 }
 
 impl Violations {
+    /// No source at all (a session without proxies or guard).
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(dead_code, reason = "used by the warm native sessions (Linux)")
+    )]
+    pub(crate) fn none() -> Violations {
+        Violations {
+            proxy: None,
+            broker: None,
+            guard: None,
+            system_log: None,
+            guard_pipe: GuardPipe::EndsWithCommand,
+        }
+    }
+
     pub(crate) async fn recv(&mut self) -> Option<SandboxViolation> {
         let broker = next_broadcast(self.broker.as_mut());
         let system_log = next_broadcast(self.system_log.as_mut());
@@ -69,7 +99,11 @@ impl Violations {
     /// (waited for at most two seconds).
     pub(crate) async fn drain(&mut self) -> Vec<SandboxViolation> {
         let mut out = Vec::new();
-        if let Some(g) = self.guard.as_mut() {
+        if let Some(g) = self.guard.as_mut()
+            && self.guard_pipe == GuardPipe::EndsWithSession
+        {
+            out.extend(g.take_ready());
+        } else if let Some(g) = self.guard.as_mut() {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
                 while let Some(v) = g.next().await {
                     out.push(v);

@@ -49,6 +49,7 @@ pub struct BwrapBuilder {
     nested_repos: Vec<String>,
     profile: Profile,
     launcher: Option<NameGuardLauncher>,
+    launcher_always: bool,
     delivery: ArgvDelivery,
     unix_sockets: Vec<String>,
 }
@@ -69,6 +70,7 @@ impl BwrapBuilder {
             nested_repos: Vec::new(),
             profile: Profile::Dispatch,
             launcher: None,
+            launcher_always: false,
             delivery: ArgvDelivery::CommandLine,
             unix_sockets: Vec::new(),
         }
@@ -97,6 +99,15 @@ impl BwrapBuilder {
     /// guard is refused ([`ErrorKind::NameGuardLauncherMissing`]).
     pub fn name_guard_launcher(&mut self, launcher: NameGuardLauncher) -> &mut BwrapBuilder {
         self.launcher = Some(launcher);
+        self
+    }
+
+    /// Binds the launcher at [`crate::NAME_GUARD_GUEST_PATH`] even when no
+    /// command needs the guard, so that the program can run inside as a
+    /// warm session's init ([`BwrapPlan::bound_launcher`]). Whether
+    /// commands run under the guard does not change.
+    pub fn bind_launcher_always(&mut self) -> &mut BwrapBuilder {
+        self.launcher_always = true;
         self
     }
 
@@ -547,7 +558,8 @@ impl BwrapBuilder {
         // from reaching a Unix socket a host process made there (it takes
         // `connect`), filename rules or not.
         let supervise_sockets = !writable.is_empty() && self.launcher.is_some();
-        let launcher = if guard_globs.is_empty() && !supervise_sockets {
+        let guarded = !guard_globs.is_empty() || supervise_sockets;
+        let launcher = if !(guarded || self.launcher_always && self.launcher.is_some()) {
             None
         } else {
             let Some(l) = self.launcher.clone() else {
@@ -613,7 +625,8 @@ impl BwrapBuilder {
             dropped_filename_globs: dropped,
             name_guard_globs: guard_globs,
             state_dirs,
-            launcher,
+            bound_launcher: launcher.clone(),
+            launcher: launcher.filter(|_| guarded),
             unix_sockets: self.unix_sockets.clone(),
         })
     }

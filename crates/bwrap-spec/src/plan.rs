@@ -71,6 +71,8 @@ pub struct BwrapPlan {
     /// The runner state directories, where the name rules do not hold.
     pub(crate) state_dirs: Vec<String>,
     pub(crate) launcher: Option<NameGuardLauncher>,
+    /// The launcher bound inside, guarded or not.
+    pub(crate) bound_launcher: Option<NameGuardLauncher>,
     /// The granted Unix sockets (paths inside, the same as on the host).
     pub(crate) unix_sockets: Vec<String>,
 }
@@ -117,6 +119,12 @@ impl BwrapPlan {
             ),
             None => command.into_iter().map(Into::into).collect(),
         }
+    }
+
+    /// The launcher bound at [`crate::NAME_GUARD_GUEST_PATH`], when one is
+    /// (the guard's, or [`crate::BwrapBuilder::bind_launcher_always`]'s).
+    pub fn bound_launcher(&self) -> Option<&NameGuardLauncher> {
+        self.bound_launcher.as_ref()
     }
 
     /// Whether commands run under the name guard.

@@ -74,6 +74,11 @@ where
     I: IntoIterator<Item = S>,
     S: Into<OsString>,
 {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    #[cfg(target_os = "linux")]
+    if let Some(code) = crate::session_init::run_if_asked(&args) {
+        return ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1));
+    }
     let inv = match Invocation::parse(args) {
         Ok(i) => i,
         Err(e) => {

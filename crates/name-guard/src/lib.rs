@@ -268,6 +268,8 @@ mod guarded;
 #[cfg(target_os = "linux")]
 mod landlock_rules;
 #[cfg(target_os = "linux")]
+mod session_init;
+#[cfg(target_os = "linux")]
 mod supervisor;
 #[cfg(target_os = "linux")]
 mod sys;
@@ -294,3 +296,5 @@ pub use report::{
     Denial, DeniedCall, MAX_REPORT_LINE, VIOLATION_ACTION, format_denial_line, parse_denial_line,
 };
 pub use rules::{MAX_RULE_LEN, MAX_RULES, Rules};
+#[cfg(target_os = "linux")]
+pub use session_init::{SESSION_INIT_FLAG, run_if_asked as run_session_init_if_asked};

@@ -127,6 +127,7 @@ mod port;
 pub mod probe;
 mod process_stamp;
 mod select;
+pub mod session_wire;
 mod spec;
 pub mod srt;
 mod state;

@@ -25,9 +25,13 @@ use super::common::host_repos::{
     ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
 };
 use super::common::name_guard_reports::ReportPipe;
+use super::common::warm::{
+    ISOLATION_PER_COMMAND, ISOLATION_SESSION, InitSocket, WarmInit, start_init,
+};
 use crate::egress::Egress;
 use crate::running::{CommandIo, attach_host_terminal, prepare, run_child};
 use crate::seam::{CommandTask, ExecRequest, Launched};
+use crate::settings::CommandIsolation;
 use crate::settings::Settings;
 use crate::{Error, ErrorKind};
 use bwrap_spec::{BwrapBuilder, FilenameRules, HostPlan, NameGuardLauncher};
@@ -52,6 +56,8 @@ pub(crate) struct Session {
     egress: Egress,
     writable: Vec<String>,
     repos_at_launch: ReposAtLaunch,
+    /// The session's init, when commands run under one warm supervisor.
+    warm: Option<WarmInit>,
 }
 
 /// The handle detail that says what this mechanism does not do.
@@ -114,21 +120,50 @@ pub(crate) async fn launch(
         }),
         command: Vec::new(),
     };
-    let details = vec![
+    let mut details = vec![
         ("mechanism", "landlock".to_string()),
         ("httpProxy", http.to_string()),
         ("socksProxy", socks.to_string()),
         ("tempDir", tmp_str),
         ("weaker", WEAKER.to_string()),
     ];
+    let mut session = Session {
+        launcher: config.launcher.clone(),
+        invocation,
+        egress,
+        writable,
+        repos_at_launch: repos,
+        warm: None,
+    };
+    match settings.isolation {
+        CommandIsolation::SessionSandbox => {
+            let socket = InitSocket::new()?;
+            let mut argv = vec![session.launcher.host_path().as_os_str().to_owned()];
+            argv.extend(session.launcher.leading_args().iter().cloned());
+            argv.extend(socket.init_args());
+            let warm = start_init(
+                settings,
+                &spec.session_id,
+                &env,
+                "/".into(),
+                argv,
+                socket,
+                |request, io| session.exec(request, io),
+            )
+            .await;
+            match warm {
+                Ok(w) => session.warm = Some(w),
+                Err(e) => {
+                    session.egress.shutdown().await;
+                    return Err(e);
+                }
+            }
+            details.push(("isolation", ISOLATION_SESSION.into()));
+        }
+        _ => details.push(("isolation", ISOLATION_PER_COMMAND.into())),
+    }
     Ok(Launched {
-        session: Session {
-            launcher: config.launcher.clone(),
-            invocation,
-            egress,
-            writable,
-            repos_at_launch: repos,
-        },
+        session,
         env,
         details,
     })
@@ -146,6 +181,11 @@ fn log_dropped(settings: &Settings, spec: &SandboxSpec, plan: &HostPlan) {
 }
 
 impl Session {
+    /// Whether commands run in the session's one warm sandbox.
+    pub(crate) fn is_warm(&self) -> bool {
+        self.warm.is_some()
+    }
+
     /// The launcher's full argv for `command`, reporting on `report_fd`.
     fn argv(&self, command: &[OsString], report_fd: i32) -> Vec<OsString> {
         let mut inv = self.invocation.clone();
@@ -159,9 +199,12 @@ impl Session {
 
     pub(crate) fn exec(
         &self,
-        request: ExecRequest<'_>,
+        mut request: ExecRequest<'_>,
         mut io: CommandIo,
     ) -> Result<CommandTask, Error> {
+        if let Some(warm) = &self.warm {
+            return warm.exec(request, io, self.egress.violations(None));
+        }
         let report = ReportPipe::new().map_err(|e| Error::io("creating the name-guard pipe", e))?;
         let argv = self.argv(&request.argv, report.write_fd());
         let mut c = tokio::process::Command::new(&argv[0]);
@@ -188,11 +231,14 @@ impl Session {
             .start()
             .map_err(|e| Error::io("reading the name guard's reports", e))?;
         drop(write_end);
-        let violations = self.egress.violations(Some(reader));
+        let violations = self.egress.violations(request.keep_guard(reader));
         Ok(Box::pin(run_child(child, io, Some(violations), Vec::new())))
     }
 
     pub(crate) async fn destroy(self, settings: &Settings, session_id: &str) {
+        if let Some(w) = &self.warm {
+            w.destroy().await;
+        }
         log_repos_made_inside(settings, session_id, &self.writable, &self.repos_at_launch);
         self.egress.shutdown().await;
     }

@@ -59,6 +59,11 @@ pub(crate) enum BackendSession {
 /// limit (bubblewrap's two and the name guard's supervisor).
 pub(crate) fn process_overhead(session: &BackendSession) -> u32 {
     match session {
+        // A warm session's command is alone in its cgroup.
+        #[cfg(target_os = "linux")]
+        BackendSession::Bubblewrap(s) if s.is_warm() => 0,
+        #[cfg(target_os = "linux")]
+        BackendSession::Landlock(s) if s.is_warm() => 0,
         #[cfg(target_os = "linux")]
         BackendSession::Bubblewrap(_) => 3,
         // The supervisor.

@@ -149,6 +149,7 @@ impl Session {
                 broker: None,
                 guard: None,
                 system_log: None,
+                guard_pipe: Default::default(),
             },
         };
         violations.system_log = self.system_log.as_ref().map(SystemLog::subscribe);

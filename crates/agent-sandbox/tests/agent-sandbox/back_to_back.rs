@@ -24,7 +24,13 @@ async fn a_thousand_commands_back_to_back_on_a_multi_thread_runtime_are_never_re
             Ok(r) => r,
             Err(e) => panic!("command {i} refused right after the previous one ended: {e}"),
         };
-        assert_eq!(m.state(&h), Some(SandboxState::Active), "command {i}");
+        // Active while it runs; a warm session's `true` may be over (its
+        // stream not read yet) by the time the state is asked.
+        let state = m.state(&h);
+        assert!(
+            matches!(state, Some(SandboxState::Active | SandboxState::Warm)),
+            "command {i}: {state:?}"
+        );
         let mut last = None;
         let mut exit_seen = None;
         while let Some(ev) = running.next_event().await {

@@ -3,7 +3,7 @@
 //! the origin sees the real token and only it; the sandbox sees only the
 //! phantom token; a write is refused; after destroy the lease is revoked.
 
-use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder};
+use agent_sandbox::{BrokerSettings, FilenameRules};
 use connect_proxy::{IpPolicy, StaticResolver};
 use cred_broker::{Credential, HeaderTemplate, RuleEngine, RuleFile, Secret, UpstreamRoots};
 use sandbox_core::{
@@ -51,7 +51,7 @@ async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
     ip.allow_cidr("127.0.0.1/32".parse().unwrap());
     let logs = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink = logs.clone();
-    let m = ManagerBuilder::from_ambient()
+    let m = crate::builder()
         .home(p("home"))
         .temp_dir(p("sockets"))
         .filename_rules(FilenameRules::DropFilenameGlobDenies)
@@ -186,7 +186,7 @@ fn a_broker_with_the_none_backend_is_refused_never_dropped() {
         ),
     ];
     for (intent, request, switch) in cases {
-        let mut b = ManagerBuilder::from_ambient();
+        let mut b = crate::builder();
         b.home("/nonexistent-home")
             .request(request, Surface::Dispatch)
             .switch(switch)
@@ -207,7 +207,7 @@ fn a_broker_with_the_none_backend_is_refused_never_dropped() {
             "{intent}: {e}"
         );
         // Without the broker the same request builds.
-        let mut b = ManagerBuilder::from_ambient();
+        let mut b = crate::builder();
         b.home("/nonexistent-home")
             .request(request, Surface::Dispatch)
             .switch(switch);
@@ -218,7 +218,7 @@ fn a_broker_with_the_none_backend_is_refused_never_dropped() {
 #[test]
 fn a_missing_home_is_a_missing_setting_naming_the_builder_method() {
     use agent_sandbox::ErrorKind;
-    let e = ManagerBuilder::from_ambient().build().unwrap_err();
+    let e = crate::builder().build().unwrap_err();
     assert!(
         matches!(
             e.kind(),

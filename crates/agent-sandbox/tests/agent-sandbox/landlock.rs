@@ -5,7 +5,7 @@
 //! (`user.max_user_namespaces = 0`: bubblewrap fails there) and as uid
 //! 65534.
 
-use agent_sandbox::{ManagerBuilder, NameGuardLauncher, SandboxManager};
+use agent_sandbox::{CommandIsolation, NameGuardLauncher, SandboxManager};
 use connect_proxy::IpPolicy;
 use sandbox_core::{
     Access, HostView, NativeMechanism, SandboxBindMount, SandboxSpec, probe_ambient,
@@ -75,9 +75,17 @@ impl Drop for Tree {
 }
 
 fn manager(tree: &Tree, grant: Option<&str>) -> SandboxManager {
+    manager_isolated(tree, grant, crate::isolation())
+}
+
+fn manager_isolated(
+    tree: &Tree,
+    grant: Option<&str>,
+    isolation: agent_sandbox::CommandIsolation,
+) -> SandboxManager {
     let mut ip = IpPolicy::new();
     ip.allow_cidr("127.0.0.1/32".parse().unwrap());
-    let mut b = ManagerBuilder::from_ambient();
+    let mut b = crate::builder();
     b.home(tree.p("home"))
         .temp_dir(tree.p("sessions"))
         .native_mechanism(NativeMechanism::Landlock)
@@ -87,7 +95,8 @@ fn manager(tree: &Tree, grant: Option<&str>) -> SandboxManager {
         .base_env(vec![
             ("PATH".into(), "/usr/bin:/bin".into()),
             ("GITHUB_TOKEN".into(), "ghp_must_not_pass".into()),
-        ]);
+        ])
+        .command_isolation(isolation);
     if let Some(g) = grant {
         b.allow_unix_socket(g);
     }
@@ -659,7 +668,9 @@ async fn nothing_a_command_starts_outlives_it() {
         return;
     }
     let t = Tree::new("tree");
-    let m = manager(&t, None);
+    // The per-command guarantee; a warm session keeps what a command
+    // leaves running until destroy (`warm`).
+    let m = manager_isolated(&t, None, CommandIsolation::FreshSandboxPerCommand);
     let mut h = m.launch(t.spec("ll-tree")).await.unwrap();
     let markers = [marker(1, 1), marker(1, 2), marker(1, 3)];
     let r = tokio::time::timeout(
@@ -682,7 +693,7 @@ async fn destroy_and_kill_end_everything_a_running_command_started() {
         return;
     }
     let t = Tree::new("destroy");
-    let m = manager(&t, None);
+    let m = manager_isolated(&t, None, CommandIsolation::FreshSandboxPerCommand);
     for (round, by_destroy) in [(2u32, false), (3, true)] {
         let mut h = m.launch(t.spec(&format!("ll-end-{round}"))).await.unwrap();
         let markers = [marker(round, 1), marker(round, 2), marker(round, 3)];
@@ -741,23 +752,42 @@ fn parent_of(pid: u32) -> Option<u32> {
 
 #[tokio::test]
 async fn a_stopped_supervisor_does_not_keep_the_tree_alive() {
-    stopped_supervisor_case(sandbox_core::KillReason::Timeout, 5).await;
+    let per_command = CommandIsolation::FreshSandboxPerCommand;
+    stopped_supervisor_case(sandbox_core::KillReason::Timeout, 5, per_command).await;
 }
 
 #[tokio::test]
 async fn a_stopped_supervisor_does_not_keep_the_tree_alive_after_the_hosts_kill() {
-    stopped_supervisor_case(sandbox_core::KillReason::Manual, 6).await;
+    let per_command = CommandIsolation::FreshSandboxPerCommand;
+    stopped_supervisor_case(sandbox_core::KillReason::Manual, 6, per_command).await;
 }
 
-/// A command whose supervisor is stopped (it cannot act on the end
-/// signal) is ended by the host anyway, at its timeout or at the host's
-/// own `Kill`, with nothing of its tree left.
-async fn stopped_supervisor_case(how: sandbox_core::KillReason, tag: u32) {
+#[tokio::test]
+async fn a_stopped_session_init_does_not_keep_the_command_alive() {
+    let warm = CommandIsolation::SessionSandbox;
+    stopped_supervisor_case(sandbox_core::KillReason::Timeout, 7, warm).await;
+}
+
+#[tokio::test]
+async fn a_stopped_session_init_does_not_keep_the_command_alive_after_the_hosts_kill() {
+    let warm = CommandIsolation::SessionSandbox;
+    stopped_supervisor_case(sandbox_core::KillReason::Manual, 8, warm).await;
+}
+
+/// A command whose supervisor (per command) or session init (warm) is
+/// stopped, so that it cannot act on the end signal, is ended by the host
+/// anyway, at its timeout or at the host's own `Kill`, with nothing of its
+/// tree left (in a warm session the whole session's sandbox ends then).
+async fn stopped_supervisor_case(
+    how: sandbox_core::KillReason,
+    tag: u32,
+    isolation: CommandIsolation,
+) {
     if !landlock_available() {
         return;
     }
     let t = Tree::new(&format!("stopped-{tag}"));
-    let m = manager(&t, None);
+    let m = manager_isolated(&t, None, isolation);
     let mut h = m
         .launch(t.spec(&format!("ll-stopped-{tag}")))
         .await

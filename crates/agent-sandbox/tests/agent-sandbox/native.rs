@@ -1,8 +1,6 @@
 //! The facade end to end: real proxies, real bubblewrap, real processes.
 
-use agent_sandbox::{
-    ErrorKind, FilenameRules, InnerBridge, ManagerBuilder, SandboxManager, SharedHostView,
-};
+use agent_sandbox::{ErrorKind, FilenameRules, InnerBridge, SandboxManager, SharedHostView};
 use connect_proxy::IpPolicy;
 use sandbox_core::{
     Access, BackendRequest, FakeHost, Os, ProbeReport, SandboxBackend, SandboxBindMount,
@@ -41,7 +39,7 @@ fn collected_log() -> (Lines, agent_sandbox::LogSink) {
 /// whose log lines are collected.
 fn logging_manager(t: &Tree) -> (SandboxManager, Lines) {
     let (lines, log) = collected_log();
-    let mut b = ManagerBuilder::from_ambient();
+    let mut b = crate::builder();
     b.home(t.p("home"))
         .temp_dir(t.p("sockets"))
         .filename_rules(FilenameRules::DropFilenameGlobDenies)
@@ -109,7 +107,7 @@ fn manager_with(
     if origin_port.is_some() {
         ip.allow_cidr("127.0.0.1/32".parse().unwrap());
     }
-    let mut b = ManagerBuilder::from_ambient();
+    let mut b = crate::builder();
     b.home(tree.p("home"))
         .temp_dir(tree.p("sockets"))
         .inner_bridge(bridge)
@@ -126,6 +124,14 @@ fn manager_with(
             ("GITHUB_TOKEN".into(), "ghp_must_not_pass".into()),
             ("LD_PRELOAD".into(), "/tmp/evil.so".into()),
         ]);
+    // The launcher runs a warm session's init; `Refuse` is the case
+    // without one. With a fresh sandbox per command these tests run as
+    // they always did, without it.
+    if rules != FilenameRules::Refuse
+        && crate::isolation() == agent_sandbox::CommandIsolation::SessionSandbox
+    {
+        b.name_guard_launcher(crate::launcher());
+    }
     if origin_port.is_some() {
         b.allow("localhost");
     }
@@ -393,7 +399,7 @@ async fn destroy_kills_a_running_command() {
 #[tokio::test]
 async fn none_backend_runs_on_the_host_with_a_sanitised_environment() {
     let t = Tree::new("none");
-    let mut b = ManagerBuilder::from_ambient();
+    let mut b = crate::builder();
     b.switch(SandboxSwitch::Off)
         .home(t.p("home"))
         .base_env(vec![
@@ -437,7 +443,7 @@ async fn terminal_profile_shares_the_network_and_hides_the_secret_dirs() {
     }
     let t = Tree::new("terminal");
     let port = origin();
-    let mut b = ManagerBuilder::from_ambient();
+    let mut b = crate::builder();
     b.home(t.p("home"))
         .request(
             BackendRequest::Explicit(SandboxBackend::Native),
@@ -1274,7 +1280,7 @@ async fn an_extra_read_deny_hides_its_tree_except_what_is_read_again_and_never_a
     std::fs::create_dir_all(t.p("ws/data/pub")).unwrap();
     std::fs::write(t.p("ws/data/secret.txt"), "HIDDEN-DATA").unwrap();
     std::fs::write(t.p("ws/data/pub/ok.txt"), "READABLE").unwrap();
-    let mut b = ManagerBuilder::from_ambient();
+    let mut b = crate::builder();
     b.home(t.p("home"))
         .temp_dir(t.p("sockets"))
         .filename_rules(FilenameRules::DropFilenameGlobDenies)
@@ -1328,7 +1334,7 @@ async fn without_the_baseline_only_the_listed_hosts_pass_the_proxy() {
         return;
     }
     let t = Tree::new("no-baseline");
-    let mut b = ManagerBuilder::from_ambient();
+    let mut b = crate::builder();
     b.home(t.p("home"))
         .temp_dir(t.p("sockets"))
         .filename_rules(FilenameRules::DropFilenameGlobDenies)

@@ -5,7 +5,7 @@
 //! bubblewrap and under Landlock.
 
 use super::native::run;
-use agent_sandbox::{ManagerBuilder, NameGuardLauncher, SandboxManager};
+use agent_sandbox::{NameGuardLauncher, SandboxManager};
 use sandbox_core::{Access, NativeMechanism, SandboxBindMount, SandboxSpec, probe_ambient};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -111,7 +111,7 @@ async fn case(mechanism: NativeMechanism) {
 
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink = lines.clone();
-    let mut b = ManagerBuilder::from_ambient();
+    let mut b = crate::builder();
     b.home(home.display().to_string())
         .temp_dir(root.join("sessions").display().to_string())
         .native_mechanism(mechanism)

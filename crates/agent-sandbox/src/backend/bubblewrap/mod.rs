@@ -32,7 +32,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::common::warm::{
+    ISOLATION_NO_LAUNCHER, ISOLATION_PER_COMMAND, ISOLATION_SESSION, InitSocket, WarmInit,
+    start_init,
+};
 use crate::inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT, InnerBridge};
+use crate::settings::CommandIsolation;
 
 /// What the bubblewrap backend needs besides the shared settings.
 pub(crate) struct Config {
@@ -58,6 +63,8 @@ pub(crate) struct Session {
     repos_at_launch: ReposAtLaunch,
     /// A dispatch's proxies and bridges (terminals have none).
     egress: Option<Bridged>,
+    /// The session's init, when commands run in one warm sandbox.
+    warm: Option<WarmInit>,
     _placeholders: PlaceholderFiles,
 }
 
@@ -93,6 +100,13 @@ pub(crate) async fn launch(
             .profile(Profile::Terminal)
             .read_deny(settings.reads.deny.iter().cloned())
             .read_reopen(settings.reads.again.iter().cloned());
+        if let (Some(l), CommandIsolation::SessionSandbox) =
+            (&config.name_guard, settings.isolation)
+        {
+            builder
+                .name_guard_launcher(l.clone())
+                .bind_launcher_always();
+        }
         for s in &settings.unix_sockets {
             builder.allow_unix_socket(s.clone());
         }
@@ -104,12 +118,16 @@ pub(crate) async fn launch(
             writable: Vec::new(),
             repos_at_launch: ReposAtLaunch::default(),
             egress: None,
+            warm: None,
             _placeholders: placeholders,
         };
+        let env = plain_env(settings)?;
+        let mut details = Vec::new();
+        let session = warm_up(session, settings, spec, &env, &mut details).await?;
         return Ok(Launched {
             session,
-            env: plain_env(settings)?,
-            details: Vec::new(),
+            env,
+            details,
         });
     }
     let egress = Egress::start(
@@ -144,6 +162,9 @@ pub(crate) async fn launch(
     }
     if let Some(l) = &config.name_guard {
         builder.name_guard_launcher(l.clone());
+        if settings.isolation == CommandIsolation::SessionSandbox {
+            builder.bind_launcher_always();
+        }
     }
     let plan = match builder.build(host) {
         Ok(p) => p,
@@ -162,7 +183,7 @@ pub(crate) async fn launch(
         (guest(GUEST_HTTP_PORT), guest(GUEST_SOCKS_PORT)),
         None,
     )?;
-    let details = dispatch_details(bridges.host_dir());
+    let mut details = dispatch_details(bridges.host_dir());
     let session = Session {
         config: config.clone(),
         plan,
@@ -172,13 +193,63 @@ pub(crate) async fn launch(
             egress: Arc::new(egress),
             bridges,
         }),
+        warm: None,
         _placeholders: placeholders,
     };
+    let session = warm_up(session, settings, spec, &env, &mut details).await?;
     Ok(Launched {
         session,
         env,
         details,
     })
+}
+
+/// Starts the session's init when its commands are to share one sandbox
+/// (and the launcher that is the init is bound), and says in `details`
+/// which way commands run. On failure the proxies are stopped.
+async fn warm_up(
+    mut session: Session,
+    settings: &Settings,
+    spec: &SandboxSpec,
+    env: &[(OsString, OsString)],
+    details: &mut Vec<(&'static str, String)>,
+) -> Result<Session, Error> {
+    let launcher = match (settings.isolation, session.plan.bound_launcher()) {
+        (CommandIsolation::SessionSandbox, Some(l)) => l.clone(),
+        (CommandIsolation::SessionSandbox, None) => {
+            details.push(("isolation", ISOLATION_NO_LAUNCHER.into()));
+            return Ok(session);
+        }
+        _ => {
+            details.push(("isolation", ISOLATION_PER_COMMAND.into()));
+            return Ok(session);
+        }
+    };
+    let socket = InitSocket::new()?;
+    let mut argv: Vec<OsString> = vec![bwrap_spec::NAME_GUARD_GUEST_PATH.into()];
+    argv.extend(launcher.leading_args().iter().cloned());
+    argv.extend(socket.init_args());
+    let warm = start_init(
+        settings,
+        &spec.session_id,
+        env,
+        "/".into(),
+        argv,
+        socket,
+        |request, io| session.exec(settings, request, io),
+    )
+    .await;
+    match warm {
+        Ok(w) => session.warm = Some(w),
+        Err(e) => {
+            if let Some(b) = &session.egress {
+                b.egress.shutdown().await;
+            }
+            return Err(e);
+        }
+    }
+    details.push(("isolation", ISOLATION_SESSION.into()));
+    Ok(session)
 }
 
 /// bubblewrap's options with the steering pipes added before the final
@@ -238,6 +309,11 @@ fn log_dropped_filename_rules(settings: &Settings, spec: &SandboxSpec, plan: &Bw
 }
 
 impl Session {
+    /// Whether commands run in the session's one warm sandbox.
+    pub(crate) fn is_warm(&self) -> bool {
+        self.warm.is_some()
+    }
+
     /// The session's bubblewrap options.
     pub(crate) fn args(&self) -> &[OsString] {
         self.plan.args()
@@ -262,9 +338,16 @@ impl Session {
     pub(crate) fn exec(
         &self,
         settings: &Settings,
-        request: ExecRequest<'_>,
+        mut request: ExecRequest<'_>,
         io: CommandIo,
     ) -> Result<CommandTask, Error> {
+        if let Some(warm) = &self.warm {
+            let violations = match &self.egress {
+                Some(b) => b.egress.violations(None),
+                None => crate::violations::Violations::none(),
+            };
+            return warm.exec(request, io, violations);
+        }
         let bwrap = &self.config.bwrap;
         // Under the name guard the launcher goes in front of the command and
         // reports each refusal on its own pipe.
@@ -324,8 +407,9 @@ impl Session {
                     Some(crate::violations::Violations {
                         proxy: None,
                         broker: None,
-                        guard: Some(reader),
+                        guard: request.keep_guard(reader),
                         system_log: None,
+                        guard_pipe: Default::default(),
                     })
                 }
                 None => None,
@@ -364,7 +448,7 @@ impl Session {
         let (report_write, guard) = match report {
             Some(r) => {
                 let (w, reader) = start_report(r)?;
-                (Some(w), Some(reader))
+                (Some(w), request.keep_guard(reader))
             }
             None => (None, None),
         };
@@ -404,6 +488,9 @@ impl Session {
     }
 
     pub(crate) async fn destroy(self, settings: &Settings, session_id: &str) {
+        if let Some(w) = &self.warm {
+            w.destroy().await;
+        }
         log_repos_made_inside(settings, session_id, &self.writable, &self.repos_at_launch);
         if let Some(b) = &self.egress {
             b.egress.shutdown().await;

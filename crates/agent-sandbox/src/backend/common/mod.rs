@@ -6,3 +6,4 @@
 pub(crate) mod bridges;
 pub(crate) mod host_repos;
 pub(crate) mod name_guard_reports;
+pub(crate) mod warm;
