@@ -56,6 +56,10 @@ pub enum CommandIsolation {
 pub(crate) struct Settings {
     pub(crate) surface: Surface,
     /// How native sessions run their commands.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(dead_code, reason = "warm sessions are the Linux mechanisms'")
+    )]
     pub(crate) isolation: CommandIsolation,
     pub(crate) home: PathBuf,
     pub(crate) base_env: Vec<(OsString, OsString)>,

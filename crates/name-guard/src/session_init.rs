@@ -9,10 +9,10 @@
 //! number (`--session-init FD`), in the frames of
 //! [`sandbox_core::session_wire`]; the command's stdio (pipes or a
 //! terminal's slave) and `cgroup.procs` files come beside the bytes. Each
-//! command gets a session of its own (its process group, which the host's
-//! signals reach) and, on a terminal, that terminal as its controlling
-//! one; it joins its cgroups before it runs. The init is the subreaper of
-//! everything below it, so processes a command leaves running stay in the
+//! command gets a process group of its own, which the host's signals
+//! reach; on a terminal, or with limits, a session of its own too (the
+//! terminal its controlling one), and it joins its cgroups before it runs.
+//! The init is the subreaper of everything below it, so processes a command leaves running stay in the
 //! session and are reaped here. When the host's end closes, the init
 //! kills every command's process group and exits; the sandbox ends with
 //! it.
@@ -239,32 +239,35 @@ fn start(state: &Arc<(Mutex<State>, Condvar)>, e: &session_wire::Exec, fds: Vec<
         Ok(())
     })();
     let terminal = e.stdio == WireStdio::Terminal;
-    let cgroup_fds: Vec<RawFd> = cgroups.iter().map(AsRawFd::as_raw_fd).collect();
-    // SAFETY: the closure runs in the forked child before exec. It makes
-    // only async-signal-safe system calls (setsid, ioctl TIOCSCTTY on
-    // descriptor 0, write on descriptors that stay open in the parent until
-    // the spawn returned, signal) and does not allocate: the descriptor
-    // numbers were collected before the fork.
-    #[allow(
-        unsafe_code,
-        reason = "a command's session, terminal and cgroups are set between fork and exec; SAFETY comment above"
-    )]
-    unsafe {
-        c.pre_exec(move || {
-            rustix::process::setsid()?;
-            if terminal {
-                rustix::process::ioctl_tiocsctty(std::os::fd::BorrowedFd::borrow_raw(0))?;
-            }
-            for fd in &cgroup_fds {
-                rustix::io::write(std::os::fd::BorrowedFd::borrow_raw(*fd), b"0")?;
-            }
-            for sig in [libc::SIGINT, libc::SIGQUIT] {
-                if libc::signal(sig, libc::SIG_DFL) == libc::SIG_ERR {
-                    return Err(std::io::Error::last_os_error());
+    if !terminal && cgroups.is_empty() {
+        // A group of its own, and nothing else between fork and exec: the
+        // standard library then spawns with `posix_spawn` (no copy of this
+        // process's page tables). The init's own session has no
+        // controlling terminal, so the command has none either.
+        c.process_group(0);
+    } else {
+        let cgroup_fds: Vec<RawFd> = cgroups.iter().map(AsRawFd::as_raw_fd).collect();
+        // SAFETY: the closure runs in the forked child before exec. It
+        // makes only async-signal-safe system calls (setsid, ioctl
+        // TIOCSCTTY on descriptor 0, write on descriptors that stay open in
+        // the parent until the spawn returned) and does not allocate: the
+        // descriptor numbers were collected before the fork.
+        #[allow(
+            unsafe_code,
+            reason = "a command's session, terminal and cgroups are set between fork and exec; SAFETY comment above"
+        )]
+        unsafe {
+            c.pre_exec(move || {
+                rustix::process::setsid()?;
+                if terminal {
+                    rustix::process::ioctl_tiocsctty(std::os::fd::BorrowedFd::borrow_raw(0))?;
                 }
-            }
-            Ok(())
-        });
+                for fd in &cgroup_fds {
+                    rustix::io::write(std::os::fd::BorrowedFd::borrow_raw(*fd), b"0")?;
+                }
+                Ok(())
+            });
+        }
     }
     let (lock, cv) = &**state;
     let Ok(mut s) = lock.lock() else {

@@ -452,6 +452,11 @@ fn within_10s(mut done: impl FnMut() -> bool) -> bool {
 /// `agent-run` itself nothing it started is left (supervisor, shell,
 /// double-forked `setsid` process ignoring SIGTERM).
 fn landlock_run_leaves_nothing(tag: u32, user: Option<&str>) {
+    run_leaves_nothing(tag, user, "landlock");
+}
+
+/// As [`landlock_run_leaves_nothing`], under `mechanism`.
+fn run_leaves_nothing(tag: u32, user: Option<&str>, mechanism: &str) {
     use std::os::unix::fs::PermissionsExt;
     let d = scratch(&format!("leaves-{tag}"));
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -478,7 +483,7 @@ fn landlock_run_leaves_nothing(tag: u32, user: Option<&str>) {
             }
             None => Command::new(BIN),
         };
-        c.args(["--mechanism", "landlock", "--", "sh", "-c", script])
+        c.args(["--mechanism", mechanism, "--", "sh", "-c", script])
             .current_dir(&d)
             .env_remove("CC_SERVER_SANDBOX")
             .env("HOME", &home)
@@ -575,6 +580,16 @@ fn under_landlock_secrets_are_not_listed_and_nothing_outlives_the_run() {
         return;
     }
     landlock_run_leaves_nothing(1, None);
+}
+
+/// The same under bubblewrap: what a command left running in its warm
+/// session, and the whole sandbox after a `kill -9` of `agent-run`.
+#[test]
+fn under_bubblewrap_nothing_outlives_the_run_or_a_killed_agent_run() {
+    if !native() {
+        return;
+    }
+    run_leaves_nothing(3, None, "bubblewrap");
 }
 
 #[test]
