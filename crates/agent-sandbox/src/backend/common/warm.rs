@@ -177,9 +177,10 @@ pub(crate) async fn start_init(
         stdout_sink: None,
     };
     let task = start(request, io)?;
-    // The init has its copy now; ours would keep the host's reads from
-    // ever seeing its end.
-    drop(socket.init);
+    // Kept open until the init said hello: a fallback (the socat bridges
+    // under bubblewrap) spawns the sandbox again later, inheriting this
+    // descriptor by its number.
+    let init_end = socket.init;
     let guard = guard_rx.try_recv().ok();
     let stream = std::os::unix::net::UnixStream::from(socket.host);
     stream
@@ -220,19 +221,33 @@ pub(crate) async fn start_init(
             }
         }
     }
-    // The init's hello: its sandbox is up and it takes commands.
+    // The init's hello: its sandbox is up and it takes commands. Its end
+    // (its events stop) is a failure.
     let hello = async {
         loop {
-            match hello_rx.recv().await {
-                Some(Reply::Started { .. }) => return true,
-                Some(_) => {}
-                None => return false,
+            tokio::select! {
+                r = hello_rx.recv() => match r {
+                    Some(Reply::Started { .. }) => return true,
+                    Some(_) => {}
+                    None => return false,
+                },
+                ev = rx.recv() => match ev {
+                    Some(SandboxEvent::Stderr { data } | SandboxEvent::Stdout { data }) => {
+                        said.push_str(&String::from_utf8_lossy(&data));
+                    }
+                    Some(SandboxEvent::Exit { .. } | SandboxEvent::Killed { .. }) | None => {
+                        return false;
+                    }
+                    Some(_) => {}
+                },
             }
         }
     };
     let said_hello = tokio::time::timeout(INIT_HELLO, hello)
         .await
         .unwrap_or(false);
+    // Ours would keep the host's reads from ever seeing the init's end.
+    drop(init_end);
     if let Ok(mut w) = channel.waiters.lock() {
         w.remove(&0);
     }
@@ -247,7 +262,7 @@ pub(crate) async fn start_init(
         }
         return Err(ErrorKind::SessionSandboxEnded {
             reason: format!(
-                "its init did not answer within {} s{}: {}",
+                "its init did not say hello (waited at most {} s){}: {}",
                 INIT_HELLO.as_secs(),
                 channel
                     .ended()
