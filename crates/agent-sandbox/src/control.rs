@@ -241,7 +241,7 @@ impl ControlState {
     /// (destroy, timeout): the supervisor's [`END_TREE`] where the command
     /// runs under one, else a kill of the child (whose namespace, if any,
     /// goes with it).
-    pub(crate) fn end(&self, child: &mut impl crate::running::CommandProcess) {
+    pub(crate) fn end(&self, child: &mut impl crate::process::CommandProcess) {
         #[cfg(unix)]
         match self.target.lock().map(|t| *t) {
             Ok(Target::Supervisor(pid)) => {
@@ -268,7 +268,7 @@ impl ControlState {
     /// supervisor that did not end its tree (stopped, or stuck) has every
     /// process below it killed, then is killed itself; any other child is
     /// killed again.
-    pub(crate) async fn force_end(&self, child: &mut impl crate::running::CommandProcess) {
+    pub(crate) async fn force_end(&self, child: &mut impl crate::process::CommandProcess) {
         #[cfg(target_os = "linux")]
         {
             let target = self.target.lock().map(|t| *t).ok();

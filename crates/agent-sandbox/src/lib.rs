@@ -289,6 +289,7 @@ mod inner_bridge;
 mod launcher;
 mod manager;
 #[cfg(unix)]
+mod process;
 mod process_fds;
 mod pty;
 #[cfg(target_os = "linux")]

@@ -4,6 +4,7 @@
 
 use crate::cgroup::CommandCgroup;
 use crate::control::ControlState;
+use crate::process::CommandProcess;
 use crate::pty::PtyMaster;
 use crate::seam::ExecRequest;
 use crate::violations::Violations;
@@ -254,64 +255,6 @@ async fn passed(p: &mut Option<Passed>) -> std::io::Result<u64> {
 fn take_read(buf: &mut Vec<u8>) -> Vec<u8> {
     let room = buf.capacity();
     std::mem::replace(buf, Vec::with_capacity(room))
-}
-
-/// A command's process as [`run_child`] follows it: a child of the host
-/// (every backend's), or a command a warm session's init started.
-pub(crate) trait CommandProcess: Send {
-    /// Its pid on the host, when it is a host child the controls may
-    /// signal directly.
-    fn host_pid(&self) -> Option<u32>;
-    /// Its piped stdin, stdout and stderr (each once).
-    fn take_stdio(
-        &mut self,
-    ) -> (
-        Option<tokio::process::ChildStdin>,
-        Option<tokio::process::ChildStdout>,
-        Option<tokio::process::ChildStderr>,
-    );
-    /// Waits for it to end.
-    fn wait(
-        &mut self,
-    ) -> impl std::future::Future<Output = std::io::Result<std::process::ExitStatus>> + Send;
-    /// Starts killing it (and, for a warm command, its process group).
-    fn start_kill(&mut self) -> std::io::Result<()>;
-    /// The last resort when it outlived [`CommandProcess::start_kill`] by
-    /// the grace: for a warm command, the whole session's sandbox ends.
-    fn force_kill(&mut self) -> std::io::Result<()> {
-        self.start_kill()
-    }
-    /// How long its output is read after it exited when something it left
-    /// running still holds the pipes open; `None`: until end of file.
-    fn output_grace(&self) -> Option<Duration> {
-        None
-    }
-}
-
-impl CommandProcess for tokio::process::Child {
-    fn host_pid(&self) -> Option<u32> {
-        self.id()
-    }
-
-    fn take_stdio(
-        &mut self,
-    ) -> (
-        Option<tokio::process::ChildStdin>,
-        Option<tokio::process::ChildStdout>,
-        Option<tokio::process::ChildStderr>,
-    ) {
-        (self.stdin.take(), self.stdout.take(), self.stderr.take())
-    }
-
-    fn wait(
-        &mut self,
-    ) -> impl std::future::Future<Output = std::io::Result<std::process::ExitStatus>> + Send {
-        tokio::process::Child::wait(self)
-    }
-
-    fn start_kill(&mut self) -> std::io::Result<()> {
-        tokio::process::Child::start_kill(self)
-    }
 }
 
 pub(crate) async fn run_child(

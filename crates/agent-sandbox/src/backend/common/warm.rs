@@ -28,7 +28,8 @@
 
 use super::name_guard_reports::ReportReader;
 use crate::control::ControlState;
-use crate::running::{CommandIo, CommandProcess, run_process};
+use crate::process::CommandProcess;
+use crate::running::{CommandIo, run_process};
 use crate::seam::{CommandTask, ExecRequest};
 use crate::settings::Settings;
 use crate::violations::{GuardPipe, Violations};

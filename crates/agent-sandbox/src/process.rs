@@ -1,0 +1,63 @@
+//! A command's process as the runner task (`running.rs`) and the controls
+//! (`control.rs`) act on it: a child of the host, or a command a warm
+//! session's init started. Below both; imports nothing of the crate.
+
+use std::time::Duration;
+
+/// A command's process as the runner task follows it: a child of the host
+/// (every backend's), or a command a warm session's init started.
+pub(crate) trait CommandProcess: Send {
+    /// Its pid on the host, when it is a host child the controls may
+    /// signal directly.
+    fn host_pid(&self) -> Option<u32>;
+    /// Its piped stdin, stdout and stderr (each once).
+    fn take_stdio(
+        &mut self,
+    ) -> (
+        Option<tokio::process::ChildStdin>,
+        Option<tokio::process::ChildStdout>,
+        Option<tokio::process::ChildStderr>,
+    );
+    /// Waits for it to end.
+    fn wait(
+        &mut self,
+    ) -> impl std::future::Future<Output = std::io::Result<std::process::ExitStatus>> + Send;
+    /// Starts killing it (and, for a warm command, its process group).
+    fn start_kill(&mut self) -> std::io::Result<()>;
+    /// The last resort when it outlived [`CommandProcess::start_kill`] by
+    /// the grace: for a warm command, the whole session's sandbox ends.
+    fn force_kill(&mut self) -> std::io::Result<()> {
+        self.start_kill()
+    }
+    /// How long its output is read after it exited when something it left
+    /// running still holds the pipes open; `None`: until end of file.
+    fn output_grace(&self) -> Option<Duration> {
+        None
+    }
+}
+
+impl CommandProcess for tokio::process::Child {
+    fn host_pid(&self) -> Option<u32> {
+        self.id()
+    }
+
+    fn take_stdio(
+        &mut self,
+    ) -> (
+        Option<tokio::process::ChildStdin>,
+        Option<tokio::process::ChildStdout>,
+        Option<tokio::process::ChildStderr>,
+    ) {
+        (self.stdin.take(), self.stdout.take(), self.stderr.take())
+    }
+
+    fn wait(
+        &mut self,
+    ) -> impl std::future::Future<Output = std::io::Result<std::process::ExitStatus>> + Send {
+        tokio::process::Child::wait(self)
+    }
+
+    fn start_kill(&mut self) -> std::io::Result<()> {
+        tokio::process::Child::start_kill(self)
+    }
+}
