@@ -288,8 +288,8 @@ mod events;
 mod inner_bridge;
 mod launcher;
 mod manager;
-#[cfg(unix)]
 mod process;
+#[cfg(unix)]
 mod process_fds;
 mod pty;
 #[cfg(target_os = "linux")]
