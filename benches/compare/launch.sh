@@ -78,7 +78,8 @@ TOOLS="srt bwrap bwrap-policy agent-run agent-run-noguard agent-run-landlock age
 
 # The policy's floor: the argv agent-run gives bubblewrap, less what only
 # works with agent-run around it (the descriptors it passes, the session
-# directory it removes at the end).
+# directory it removes at the end, the session's init in place of the
+# command).
 REAL_BWRAP=$(command -v bwrap)
 mkdir "$work/spy" "$work/gone"
 printf '#!/bin/sh\nprintf "%%s\\n" "$@" > "%s/argv"\nexec %s "$@"\n' "$work" "$REAL_BWRAP" > "$work/spy/bwrap"
@@ -92,6 +93,11 @@ CMD[bwrap-policy]=$(python3 - "$work/argv" "$work/gone" "$REAL_BWRAP" <<'PY'
 import os, sys
 argv = open(sys.argv[1]).read().split("\n")[:-1]
 gone, real = sys.argv[2], sys.argv[3]
+# A warm session's sandbox runs our init (on a socket only agent-run
+# holds); the floor runs the command itself in its place.
+if "--session-init" in argv:
+    last = len(argv) - 1 - argv[::-1].index("--")
+    argv = argv[:last + 1] + ["/bin/true"]
 out, i = [real], 0
 while i < len(argv):
     a = argv[i]

@@ -293,3 +293,52 @@ fn the_suite_passes_with_a_fresh_sandbox_per_command() {
     let passed = super::unprivileged::tests_passed(&stdout);
     assert!(passed >= 60, "only {passed} tests ran:\n{stdout}");
 }
+
+#[tokio::test]
+async fn a_warm_sessions_terminal_is_made_in_the_sandboxs_own_devpts() {
+    if !super::native::native_available() {
+        return;
+    }
+    // Both profiles: a dispatch (proxies) and the terminal surface's.
+    for (tag, surface) in [
+        ("warm-tty-d", sandbox_core::Surface::Dispatch),
+        ("warm-tty-t", sandbox_core::Surface::Terminal),
+    ] {
+        let t = Tree::new(tag);
+        let mut b = crate::builder();
+        b.home(t.p("home"))
+            .temp_dir(t.p("sockets"))
+            .request(
+                sandbox_core::BackendRequest::Explicit(sandbox_core::SandboxBackend::Native),
+                surface,
+            )
+            .command_isolation(CommandIsolation::SessionSandbox)
+            .name_guard_launcher(crate::launcher())
+            .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())]);
+        let m = b.build().unwrap();
+        let mut h = m.launch(t.spec(tag)).await.unwrap();
+        for round in 0..2 {
+            let mut cmd = SandboxCommand::new("/bin/sh");
+            cmd.arg("-c").arg("tty; ls -1 /dev/pts");
+            cmd.pty(sandbox_core::PtySize::new(24, 80).unwrap());
+            let mut running = m.exec(&h, cmd).await.unwrap();
+            let mut seen = String::new();
+            while let Some(ev) = running.next_event().await {
+                if let SandboxEvent::Stdout { data } = ev {
+                    seen.push_str(&String::from_utf8_lossy(&data));
+                }
+            }
+            let tty = seen.lines().next().unwrap_or_default().trim().to_owned();
+            let n = tty.strip_prefix("/dev/pts/").unwrap_or_else(|| {
+                panic!("{tag} round {round}: not the sandbox's own terminal: {seen:?}")
+            });
+            // The sandbox's devpts holds it (the host's would not be
+            // listed inside).
+            assert!(
+                seen.lines().skip(1).any(|l| l.trim() == n),
+                "{tag} round {round}: {seen:?}"
+            );
+        }
+        m.destroy(&mut h).await.unwrap();
+    }
+}

@@ -212,12 +212,14 @@ async fn open_terminal(pid: u32, size: PtySize) -> std::io::Result<Arc<PtyMaster
     Ok(Arc::new(PtyMaster::new(master)?))
 }
 
-/// A command on a terminal in a sandbox without proxies (the terminal
-/// profile): read bubblewrap's pid, open the terminal, release it.
+/// A command in a sandbox without proxies (the terminal profile) whose
+/// sandbox the host must know (one on a terminal, or a warm session's
+/// init, whose commands' terminals are made in that sandbox's devpts):
+/// read bubblewrap's pid, open the terminal if there is one, release it.
 pub(super) async fn run_on_terminal(
     child: tokio::process::Child,
     steering: netns::Steering,
-    size: PtySize,
+    size: Option<PtySize>,
     violations: Option<Violations>,
     mut io: CommandIo,
 ) {
@@ -240,7 +242,7 @@ pub(super) async fn run_on_terminal(
             return io.failed_to_start("starting the sandbox", &e).await;
         }
     };
-    if let Err((what, e)) = release(pid, Some(size), &block_write, &mut io).await {
+    if let Err((what, e)) = release(pid, size, &block_write, &mut io).await {
         return io.failed_to_start(what, &e).await;
     }
     drop(block_write);

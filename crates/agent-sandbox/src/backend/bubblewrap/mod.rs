@@ -380,11 +380,12 @@ impl Session {
         let start_report = |r: ReportPipe| r.start().map_err(report_err);
         let Some(bridged) = &self.egress else {
             // Terminal profile: no proxies, the command runs directly.
-            let steering = match request.terminal {
-                Some(_) => {
-                    Some(netns::Steering::new().map_err(|e| Error::io("creating pipes", e))?)
-                }
-                None => None,
+            // The sandbox's pid is needed for a terminal, and by a warm
+            // session's init (its commands' terminals).
+            let steering = if request.terminal.is_some() || request.pass_fd.is_some() {
+                Some(netns::Steering::new().map_err(|e| Error::io("creating pipes", e))?)
+            } else {
+                None
             };
             let options = match &steering {
                 Some(st) => with_steering(args, st),
@@ -414,11 +415,15 @@ impl Session {
                 }
                 None => None,
             };
-            return Ok(match (steering, request.terminal) {
-                (Some(st), Some(size)) => {
-                    Box::pin(listeners::run_on_terminal(child, st, size, violations, io))
-                }
-                _ => Box::pin(run_child(child, io, violations, Vec::new())),
+            return Ok(match steering {
+                Some(st) => Box::pin(listeners::run_on_terminal(
+                    child,
+                    st,
+                    request.terminal,
+                    violations,
+                    io,
+                )),
+                None => Box::pin(run_child(child, io, violations, Vec::new())),
             });
         };
         if request.terminal.is_some() && self.config.inner_bridge == InnerBridge::Socat {
