@@ -204,9 +204,14 @@
 //!   not read: the pipes close 100 ms after the command's exit. A refusal
 //!   of such a process is reported in the events of the command running
 //!   then, or of the next one.
-//! - Limits make a cgroup per command (the init moves the command into it
-//!   through descriptors the host opened); whatever the command started
-//!   ends with it, and the session's other processes are not touched.
+//! - Limits make a cgroup per command; whatever the command started ends
+//!   with it, and the session's other processes are not touched. Under
+//!   bubblewrap the init moves the command into it through descriptors the
+//!   host opened (a pid inside names only the sandbox's processes). Under
+//!   Landlock, which has no pid namespace, a command with limits runs under
+//!   a supervisor of its own that the host puts in the cgroup, as with a
+//!   fresh sandbox per command: a cgroup descriptor inside the session could
+//!   move any host process into it if a command took the init over.
 //! - The init speaks a small framed protocol over a socket pair
 //!   ([`sandbox_core::session_wire`], with limits and a fuzz target: a
 //!   command may take the init over, so its replies are untrusted). If it

@@ -181,11 +181,6 @@ fn log_dropped(settings: &Settings, spec: &SandboxSpec, plan: &HostPlan) {
 }
 
 impl Session {
-    /// Whether commands run in the session's one warm sandbox.
-    pub(crate) fn is_warm(&self) -> bool {
-        self.warm.is_some()
-    }
-
     /// The launcher's full argv for `command`, reporting on `report_fd`.
     fn argv(&self, command: &[OsString], report_fd: i32) -> Vec<OsString> {
         let mut inv = self.invocation.clone();
@@ -202,7 +197,13 @@ impl Session {
         mut request: ExecRequest<'_>,
         mut io: CommandIo,
     ) -> Result<CommandTask, Error> {
-        if let Some(warm) = &self.warm {
+        // A command with limits runs under a supervisor of its own, joined
+        // to its cgroup by the host as before: without a pid namespace, a
+        // cgroup descriptor handed into the session could move any host
+        // process into that cgroup if a command took the init over.
+        if let Some(warm) = &self.warm
+            && request.cgroup_procs.is_empty()
+        {
             return warm.exec(request, io, self.egress.violations(None));
         }
         let report = ReportPipe::new().map_err(|e| Error::io("creating the name-guard pipe", e))?;

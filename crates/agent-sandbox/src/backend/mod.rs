@@ -63,10 +63,9 @@ pub(crate) fn process_overhead(session: &BackendSession) -> u32 {
         #[cfg(target_os = "linux")]
         BackendSession::Bubblewrap(s) if s.is_warm() => 0,
         #[cfg(target_os = "linux")]
-        BackendSession::Landlock(s) if s.is_warm() => 0,
-        #[cfg(target_os = "linux")]
         BackendSession::Bubblewrap(_) => 3,
-        // The supervisor.
+        // The supervisor (a command with limits gets one of its own in a
+        // warm session too).
         #[cfg(target_os = "linux")]
         BackendSession::Landlock(_) => 1,
         _ => 0,
