@@ -58,7 +58,12 @@ pub(crate) fn run(inv: &Invocation) -> Result<Outcome, Error> {
     let (child, listener) =
         sys::spawn_filtered(&prog, &argv, nesting).map_err(|errno| ErrorKind::Spawn { errno })?;
     if watch.is_none() {
+        // Inside bubblewrap the host's interrupt and terminate reach every
+        // process of the sandbox: the command takes them, the supervisor
+        // stays to serve it (it ended with SIGTERM before, and the command
+        // was reported as exiting with 143).
         sys::ignore_signal(libc::SIGINT);
+        sys::ignore_signal(libc::SIGTERM);
     }
     sys::ignore_signal(libc::SIGQUIT);
     if let Err(errno) = sys::set_non_dumpable() {

@@ -355,3 +355,47 @@ async fn a_warm_sessions_terminal_is_made_in_the_sandboxs_own_devpts() {
         m.destroy(&mut h).await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn with_a_fresh_guarded_sandbox_per_command_terminate_reaches_the_command_not_the_guard() {
+    if !super::native::native_available() {
+        return;
+    }
+    let t = Tree::new("fresh-guarded-signals");
+    let mut b = crate::builder();
+    b.home(t.p("home"))
+        .temp_dir(t.p("sockets"))
+        .command_isolation(CommandIsolation::FreshSandboxPerCommand)
+        .name_guard_launcher(crate::launcher())
+        .filename_rules(FilenameRules::EnforcedByNameGuard)
+        .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())]);
+    let m = b.build().unwrap();
+    let mut h = m.launch(t.spec("fresh-guarded-signals")).await.unwrap();
+    // Terminate, then interrupt, reach a command that handles them: it ends
+    // on its own terms, not by its guard's death.
+    let mut cmd = SandboxCommand::new("/bin/sh");
+    cmd.arg("-c")
+        .arg("trap 'echo term; exit 7' TERM; echo ready; while :; do sleep 0.1; done");
+    let mut running = m.exec(&h, cmd).await.unwrap();
+    let mut seen = String::new();
+    while !seen.contains("ready") {
+        match running.next_event().await {
+            Some(SandboxEvent::Stdout { data }) => seen.push_str(&String::from_utf8_lossy(&data)),
+            Some(_) => {}
+            None => panic!("ended before it was ready: {seen}"),
+        }
+    }
+    running
+        .signal(sandbox_core::CommandSignal::Terminate)
+        .unwrap();
+    let mut last = None;
+    while let Some(ev) = running.next_event().await {
+        if let SandboxEvent::Stdout { data } = &ev {
+            seen.push_str(&String::from_utf8_lossy(data));
+        }
+        last = Some(ev);
+    }
+    assert_eq!(last, Some(SandboxEvent::Exit { exit_code: 7 }), "{seen}");
+    assert!(seen.contains("term"), "{seen}");
+    m.destroy(&mut h).await.unwrap();
+}
