@@ -313,6 +313,7 @@ impl SandboxPort for SandboxManager {
                 .unwrap_or_default(),
             guard_to_session: None,
             pass_fd: None,
+            guard_updates: None,
         };
         // Held until the command's task has finished: the stream ends after
         // its teardown, never before.

@@ -77,7 +77,10 @@ pub(crate) fn prepare<'c>(
         crate::process_fds::close_inherited_fds(cmd);
         crate::process_fds::default_job_signals(cmd);
         crate::process_fds::join_cgroups(cmd, request.cgroup_procs.clone());
-        if let Some(fd) = request.pass_fd {
+        for fd in [request.pass_fd, request.guard_updates]
+            .into_iter()
+            .flatten()
+        {
             crate::process_fds::inherit_fds(cmd, [fd]);
         }
     }

@@ -60,6 +60,10 @@ pub(crate) struct ExecRequest<'a> {
     /// init), at the same number.
     #[cfg_attr(not(unix), allow(dead_code, reason = "warm sessions are Linux's"))]
     pub(crate) pass_fd: Option<i32>,
+    /// The descriptor a warm session's name guard reads added rules from
+    /// (its `--updates-fd`), inherited at the same number.
+    #[cfg_attr(not(unix), allow(dead_code, reason = "warm sessions are Linux's"))]
+    pub(crate) guard_updates: Option<i32>,
 }
 
 impl ExecRequest<'_> {

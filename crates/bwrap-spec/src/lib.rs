@@ -119,7 +119,9 @@ pub use builder::{
     BwrapBuilder, DEFAULT_SYSTEM_PATHS, HostPlan, SYSTEM_SECRETS, TERMINAL_SECRET_DIRS,
 };
 pub use error::{Error, ErrorKind};
-pub use name_guard_launcher::{MAX_NAME_GUARD_RULES, NAME_GUARD_GUEST_PATH, NameGuardLauncher};
+pub use name_guard_launcher::{
+    GuardFds, MAX_NAME_GUARD_RULES, NAME_GUARD_GUEST_PATH, NameGuardLauncher,
+};
 pub use placeholder::{Placeholder, PlaceholderFiles, PlaceholderKind};
 pub use plan::{
     ArgvDelivery, BwrapPlan, FilenameRules, MAX_ARGS_FD_BYTES, MAX_ARGV_BYTES, Profile,

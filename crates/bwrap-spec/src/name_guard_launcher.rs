@@ -58,6 +58,16 @@ impl NameGuardLauncher {
     }
 }
 
+/// The descriptors a guarded command's launcher is given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GuardFds {
+    /// Where each refusal is reported (`--report-fd`).
+    pub report: Option<i32>,
+    /// Where rules added while it runs come from (`--updates-fd`): a warm
+    /// session's guard, which serves every command of the session.
+    pub updates: Option<i32>,
+}
+
 /// The argv that runs `command` under the guard inside the sandbox: the
 /// launcher's guest path, its leading arguments, then the guard's command
 /// line ([`NameGuardInvocation::to_args`]).
@@ -66,7 +76,7 @@ pub(crate) fn guarded_argv<I, S>(
     rules: &[String],
     state_dirs: &[String],
     unix_sockets: &[String],
-    report_fd: Option<i32>,
+    fds: GuardFds,
     command: I,
 ) -> Vec<OsString>
 where
@@ -74,7 +84,8 @@ where
     S: Into<OsString>,
 {
     let invocation = NameGuardInvocation {
-        report_fd,
+        report_fd: fds.report,
+        updates_fd: fds.updates,
         deny_globs: rules.to_vec(),
         unix_sockets: unix_sockets.iter().map(Into::into).collect(),
         state_dirs: state_dirs.iter().map(Into::into).collect(),

@@ -2,7 +2,7 @@
 //! creation-time rules, and how the options reach bubblewrap.
 
 use crate::Placeholder;
-use crate::name_guard_launcher::{NameGuardLauncher, guarded_argv};
+use crate::name_guard_launcher::{GuardFds, NameGuardLauncher, guarded_argv};
 use std::ffi::OsString;
 use std::path::Path;
 
@@ -108,13 +108,28 @@ impl BwrapPlan {
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
     {
+        self.guarded_command_with(
+            command,
+            GuardFds {
+                report: report_fd,
+                updates: None,
+            },
+        )
+    }
+
+    /// [`BwrapPlan::guarded_command`] with both of the guard's descriptors.
+    pub fn guarded_command_with<I, S>(&self, command: I, fds: GuardFds) -> Vec<OsString>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
         match &self.launcher {
             Some(l) => guarded_argv(
                 l,
                 &self.name_guard_globs,
                 &self.state_dirs,
                 &self.unix_sockets,
-                report_fd,
+                fds,
                 command,
             ),
             None => command.into_iter().map(Into::into).collect(),

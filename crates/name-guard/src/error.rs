@@ -59,6 +59,15 @@ pub enum ErrorKind {
         /// The `errno` value.
         errno: i32,
     },
+    /// The descriptor given with `--updates-fd` cannot be used (not open,
+    /// or its flags cannot be set).
+    #[error("the rules' update descriptor {fd} cannot be used (errno {errno})")]
+    UpdatesFd {
+        /// The descriptor.
+        fd: i32,
+        /// The `errno` value.
+        errno: i32,
+    },
     /// A denial report line is malformed.
     #[error("malformed denial report line: {reason}")]
     BadReport {

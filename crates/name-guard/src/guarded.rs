@@ -34,6 +34,10 @@ pub(crate) fn run(inv: &Invocation) -> Result<Outcome, Error> {
         // it; non-blocking, so a full pipe never stalls the supervisor.
         sys::set_cloexec_nonblock(fd).map_err(|errno| ErrorKind::ReportFd { fd, errno })?;
     }
+    if let Some(fd) = inv.updates_fd {
+        // Likewise: the command never holds it, and a read never blocks.
+        sys::set_cloexec_nonblock(fd).map_err(|errno| ErrorKind::UpdatesFd { fd, errno })?;
+    }
     let sup_err = |errno| Error::from(ErrorKind::Supervise { errno });
     // On the host, before anything can signal it: the signals the
     // supervisor acts on arrive through a descriptor, it is the tree's
@@ -124,10 +128,13 @@ fn supervise(
     let mut sup = supervisor::Supervisor::new(
         abi,
         listener.as_raw_fd(),
-        &inv.rules,
-        inv.host.as_ref(),
+        inv.rules.clone(),
+        inv.host.clone(),
         inv.report_fd,
     );
+    let mut updates = inv
+        .updates_fd
+        .map(|fd| (fd, sandbox_core::UpdateReader::new()));
     sup.grant_sockets(&inv.unix_sockets);
     let mut listener = Some(listener);
     loop {
@@ -139,16 +146,24 @@ fn supervise(
         } else {
             -1
         };
-        let [lrev, prev, srev, hrev] = sys::poll_in(
+        let [lrev, prev, srev, hrev, urev] = sys::poll_in(
             [
                 lfd.unwrap_or(-1),
                 pidfd.as_raw_fd(),
                 watch.map_or(-1, |w| w.signals.raw()),
                 watch.map_or(-1, |w| w.parent.as_raw_fd()),
+                updates.as_ref().map_or(-1, |(fd, _)| *fd),
             ],
             timeout,
         )
         .map_err(sup_err)?;
+        if urev != 0
+            && let Some((fd, reader)) = &mut updates
+            && !take_updates(*fd, reader, &mut sup)
+        {
+            // The host closed its end: no more rules will come.
+            updates = None;
+        }
         sup.release_abandoned_fifo_opens();
         if let Some(w) = watch {
             if hrev != 0 {
@@ -205,6 +220,31 @@ fn supervise(
     }
 }
 
+/// Reads what the host sent on the rules' descriptor (until it would
+/// block) and takes each rule on, before the next notification is
+/// answered. Returns `false` once the host's end is closed (or the
+/// descriptor fails).
+fn take_updates(
+    fd: i32,
+    reader: &mut sandbox_core::UpdateReader,
+    sup: &mut supervisor::Supervisor,
+) -> bool {
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        match sys::read_once(fd, &mut buf) {
+            Ok(0) => return false,
+            Ok(n) => {
+                for update in reader.feed(&buf[..n]) {
+                    sup.take_update(update);
+                }
+            }
+            Err(libc::EINTR) => {}
+            Err(libc::EAGAIN) => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,6 +269,7 @@ mod tests {
             rules: crate::Rules::new([".env"]).unwrap(),
             command: vec!["a\0b".into()],
             report_fd: None,
+            updates_fd: None,
             unix_sockets: Vec::new(),
             host: None,
         };

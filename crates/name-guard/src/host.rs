@@ -74,6 +74,18 @@ fn inode_of(_: &Path) -> Option<(u64, u64)> {
     None
 }
 
+#[cfg(unix)]
+fn os_from_bytes(b: &[u8]) -> OsString {
+    use std::os::unix::ffi::OsStrExt as _;
+    std::ffi::OsStr::from_bytes(b).to_owned()
+}
+
+/// Off Unix the guard does not run; paths are taken as UTF-8.
+#[cfg(not(unix))]
+fn os_from_bytes(b: &[u8]) -> OsString {
+    String::from_utf8_lossy(b).into_owned().into()
+}
+
 fn bytes(p: &Path) -> &[u8] {
     p.as_os_str().as_encoded_bytes()
 }
@@ -111,6 +123,36 @@ impl HostRules {
             deny_inodes,
             tcp_ports: h.tcp_ports.clone(),
         })
+    }
+
+    /// Protects one more path from now on (a running guard's update,
+    /// [`sandbox_core::GuardUpdate::Protect`]): by path, and by device and
+    /// inode when it exists now. Refused for a path that is not absolute
+    /// and normal, and past [`sandbox_core::MAX_UPDATES`] added paths.
+    pub fn add_protected(&mut self, path: &[u8]) -> Result<(), Error> {
+        let raw = os_from_bytes(path);
+        let n = normal("--updates-fd", &raw)?;
+        if self.protect.len()
+            >= sandbox_core::NameGuardInvocation::MAX_HOST_VALUES + sandbox_core::MAX_UPDATES
+        {
+            return Err(ErrorKind::InvalidHostPath {
+                option: "--updates-fd",
+                path: String::from_utf8_lossy(&path[..path.len().min(256)]).into_owned(),
+                reason: "more protected paths than the limit",
+            }
+            .into());
+        }
+        if let Some(id) = inode_of(&n) {
+            self.inodes.insert(id);
+        }
+        self.protect.push(bytes(&n).to_ascii_lowercase());
+        Ok(())
+    }
+
+    /// Protects everything from now on: what a guard does when it cannot
+    /// take on a path it was sent (it fails closed).
+    pub fn protect_everything(&mut self) {
+        self.protect.push(b"/".to_vec());
     }
 
     /// Whether `path` (absolute) is a protected path or below one.

@@ -21,6 +21,9 @@ pub struct Invocation {
     /// The descriptor denial reports are written to (`--report-fd N`); see
     /// [`crate::report`].
     pub report_fd: Option<i32>,
+    /// The descriptor rules are read from while the command runs
+    /// (`--updates-fd N`; see [`sandbox_core::GuardUpdate`]).
+    pub updates_fd: Option<i32>,
     /// The Unix sockets the command may connect to besides those its own
     /// processes bind (`--allow-unix-socket PATH`): known by what each path
     /// names when the command starts.
@@ -55,6 +58,7 @@ impl Invocation {
             },
             command: line.command,
             report_fd: line.report_fd,
+            updates_fd: line.updates_fd,
             unix_sockets: line.unix_sockets,
             host: line.host.as_ref().map(crate::HostRules::new).transpose()?,
         })

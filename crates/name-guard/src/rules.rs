@@ -83,6 +83,34 @@ impl Rules {
         Ok(out)
     }
 
+    /// Adds one absolute-path rule to rules already in force (a running
+    /// guard's update, [`sandbox_core::GuardUpdate::Deny`]). The path is
+    /// taken as given: an update's path has no wildcard meaning, so a `*`
+    /// in it is literal. Refused past [`MAX_RULES`] or [`MAX_RULE_LEN`],
+    /// or for a relative path or one with a NUL byte.
+    pub fn add_path(&mut self, path: &[u8]) -> Result<(), Error> {
+        let count = self.globs.len() + self.paths.len() + self.literal_paths.len();
+        if count >= MAX_RULES {
+            return Err(ErrorKind::TooManyRules { limit: MAX_RULES }.into());
+        }
+        if !path.starts_with(b"/") || path.contains(&0) || path.len() > MAX_RULE_LEN {
+            return Err(ErrorKind::InvalidRule {
+                rule: String::from_utf8_lossy(&path[..path.len().min(256)]).into_owned(),
+                reason: "an added rule must be an absolute path within the length limit",
+            }
+            .into());
+        }
+        self.literal_paths.insert(path.to_ascii_lowercase());
+        Ok(())
+    }
+
+    /// Denies every name from now on: what a guard does when it cannot
+    /// take on a rule it was sent (it fails closed).
+    pub fn deny_every_name(&mut self) {
+        self.globs.push(b"*".to_vec());
+        self.state_dirs.clear();
+    }
+
     /// Marks the runner's state directories (absolute paths, as the guard
     /// sees them): the name rules (globs on the final component) do not
     /// hold strictly inside them, so the runner may keep its own keys

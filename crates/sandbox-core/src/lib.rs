@@ -118,6 +118,7 @@ pub mod defaults;
 mod error;
 pub mod git;
 pub mod glob;
+mod guard_updates;
 mod gvisor_version;
 pub mod host;
 mod mode;
@@ -150,6 +151,9 @@ pub use command::{
 pub use error::{Error, ErrorKind};
 pub use event::{KillReason, SandboxEvent, SandboxViolation};
 pub use git::linked_git_dir_entries;
+pub use guard_updates::{
+    GuardUpdate, MAX_UPDATE_LINE, MAX_UPDATE_PATH, MAX_UPDATES, UpdateProblem, UpdateReader,
+};
 pub use handle::SandboxHandle;
 pub use host::{
     AmbientHost, BWRAP_TRY_ARGS, FakeHost, HostView, MAX_LISTED_NAMES, Os, RememberingHost,

@@ -1,8 +1,8 @@
 //! The name-guard launcher's command line as a value: built by the plan that
 //! puts the launcher in front of a command, parsed by the launcher.
 //!
-//! `[--report-fd N] [--allow-unix-socket PATH]... [--state-dir PATH]...
-//! [--landlock [--write PATH]...
+//! `[--report-fd N] [--updates-fd N] [--allow-unix-socket PATH]...
+//! [--state-dir PATH]... [--landlock [--write PATH]...
 //! [--read-deny PATH]... [--read-again PATH]... [--protect PATH]...
 //! [--connect-tcp PORT]...] --deny GLOB... -- CMD ARGS`: options come before
 //! `--`,
@@ -13,7 +13,7 @@ use crate::{Error, ErrorKind};
 use std::ffi::{OsStr, OsString};
 
 /// The usage line, for error messages.
-pub const NAME_GUARD_USAGE: &str = "name-guard-exec [--report-fd N] [--allow-unix-socket PATH]... \
+pub const NAME_GUARD_USAGE: &str = "name-guard-exec [--report-fd N] [--updates-fd N] [--allow-unix-socket PATH]... \
      [--state-dir PATH]... [--landlock [--write PATH]... [--read-deny PATH]... [--read-again PATH]... [--protect PATH]... \
      [--connect-tcp PORT]...] --deny GLOB... -- CMD ARGS";
 
@@ -29,6 +29,11 @@ pub struct NameGuardInvocation {
     /// The descriptor each refusal is reported on (`--report-fd N`), from 3
     /// to [`NameGuardInvocation::REPORT_FD_LIMIT`] minus one.
     pub report_fd: Option<i32>,
+    /// The descriptor the guard reads rules from while it runs
+    /// (`--updates-fd N`, same range as the report descriptor): lines in
+    /// the form of [`crate::GuardUpdate`], so that a warm session's guard
+    /// takes on the denies of a repository made after its start.
+    pub updates_fd: Option<i32>,
     /// The denied names (`--deny GLOB`, once each), in order: globs on the
     /// final component, or absolute paths. What a rule may say is the
     /// guard's to decide; here each is an argument like any other.
@@ -90,6 +95,19 @@ pub enum InvocationProblem {
     /// `--report-fd` is given more than once.
     #[error("--report-fd given twice")]
     RepeatedReportFd,
+    /// `--updates-fd` is given more than once.
+    #[error("--updates-fd given twice")]
+    RepeatedUpdatesFd,
+    /// The `--updates-fd` value is not a descriptor the launcher may use,
+    /// or is the report descriptor.
+    #[error(
+        "--updates-fd needs a descriptor number from 3 to {max} (decimal digits only) other than --report-fd's, not {value:?}",
+        max = NameGuardInvocation::REPORT_FD_LIMIT - 1
+    )]
+    BadUpdatesFd {
+        /// The value (at most 32 characters of it).
+        value: String,
+    },
     /// A `--state-dir` path is not absolute.
     #[error("--state-dir needs an absolute path, not {path:?}")]
     RelativeStateDir {
@@ -225,6 +243,7 @@ impl NameGuardInvocation {
     {
         NameGuardInvocation {
             report_fd: None,
+            updates_fd: None,
             deny_globs: deny_globs.into_iter().map(Into::into).collect(),
             unix_sockets: Vec::new(),
             state_dirs: Vec::new(),
@@ -233,7 +252,7 @@ impl NameGuardInvocation {
         }
     }
 
-    /// The arguments, in the order `--report-fd N`, one
+    /// The arguments, in the order `--report-fd N`, `--updates-fd N`, one
     /// `--allow-unix-socket PATH` per socket, one `--state-dir PATH` per
     /// state directory, the `--landlock` options, one `--deny GLOB` per
     /// rule, `--`, the command.
@@ -241,6 +260,10 @@ impl NameGuardInvocation {
         let mut out = Vec::with_capacity(self.deny_globs.len() * 2 + self.command.len() + 3);
         if let Some(fd) = self.report_fd {
             out.push("--report-fd".into());
+            out.push(fd.to_string().into());
+        }
+        if let Some(fd) = self.updates_fd {
+            out.push("--updates-fd".into());
             out.push(fd.to_string().into());
         }
         for s in &self.unix_sockets {
@@ -284,6 +307,7 @@ impl NameGuardInvocation {
         let mut inv = NameGuardInvocation::default();
         let mut it = args.into_iter().map(Into::into);
         let mut seen_fd = false;
+        let mut seen_updates = false;
         while let Some(a) = it.next() {
             if a == "--" {
                 inv.command
@@ -349,8 +373,23 @@ impl NameGuardInvocation {
                 let v = it.next().ok_or(InvocationProblem::MissingValue {
                     option: "--report-fd",
                 })?;
-                inv.report_fd = Some(parse_report_fd(&v)?);
+                inv.report_fd =
+                    Some(parse_fd(&v).ok_or_else(|| InvocationProblem::BadReportFd {
+                        value: preview(&v, 32),
+                    })?);
                 seen_fd = true;
+            } else if a == "--updates-fd" {
+                if seen_updates {
+                    return Err(InvocationProblem::RepeatedUpdatesFd.into());
+                }
+                let v = it.next().ok_or(InvocationProblem::MissingValue {
+                    option: "--updates-fd",
+                })?;
+                inv.updates_fd =
+                    Some(parse_fd(&v).ok_or_else(|| InvocationProblem::BadUpdatesFd {
+                        value: preview(&v, 32),
+                    })?);
+                seen_updates = true;
             } else {
                 return Err(InvocationProblem::UnexpectedArgument {
                     argument: preview(&a, 64),
@@ -372,6 +411,14 @@ impl NameGuardInvocation {
             && !(3..Self::REPORT_FD_LIMIT).contains(&fd)
         {
             return Err(InvocationProblem::BadReportFd {
+                value: fd.to_string(),
+            }
+            .into());
+        }
+        if let Some(fd) = self.updates_fd
+            && (!(3..Self::REPORT_FD_LIMIT).contains(&fd) || self.report_fd == Some(fd))
+        {
+            return Err(InvocationProblem::BadUpdatesFd {
                 value: fd.to_string(),
             }
             .into());
@@ -550,22 +597,15 @@ fn check_arg(a: &OsStr) -> Result<(), Error> {
 
 /// A descriptor number: decimal digits only (no sign, no space), at most
 /// six, and not a standard stream (the guarded command keeps those).
-fn parse_report_fd(v: &OsStr) -> Result<i32, Error> {
-    let bad = || -> Error {
-        InvocationProblem::BadReportFd {
-            value: preview(v, 32),
-        }
-        .into()
-    };
+fn parse_fd(v: &OsStr) -> Option<i32> {
     let b = v.as_encoded_bytes();
     if b.is_empty() || b.len() > 6 || !b.iter().all(u8::is_ascii_digit) {
-        return Err(bad());
+        return None;
     }
-    let n: i32 = v.to_str().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
-    if !(3..NameGuardInvocation::REPORT_FD_LIMIT).contains(&n) {
-        return Err(bad());
-    }
-    Ok(n)
+    let n: i32 = v.to_str().and_then(|s| s.parse().ok())?;
+    (3..NameGuardInvocation::REPORT_FD_LIMIT)
+        .contains(&n)
+        .then_some(n)
 }
 
 /// At most `chars` characters of `a`, lossy, for an error message.

@@ -35,9 +35,10 @@ use crate::settings::CommandIsolation;
 use crate::settings::Settings;
 use crate::{Error, ErrorKind};
 use bwrap_spec::{BwrapBuilder, FilenameRules, HostPlan, NameGuardLauncher};
-use sandbox_core::{HostConfinement, NameGuardInvocation, SandboxSpec, Surface};
+use sandbox_core::{GuardUpdate, HostConfinement, NameGuardInvocation, SandboxSpec, Surface};
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// What the Landlock mechanism needs besides the shared settings.
 pub(crate) struct Config {
@@ -52,7 +53,12 @@ pub(crate) struct Config {
 /// the command, and what to compare at destroy.
 pub(crate) struct Session {
     launcher: NameGuardLauncher,
-    invocation: NameGuardInvocation,
+    /// The launcher's command line without the command; a repository made
+    /// in the session adds its denies.
+    invocation: Mutex<NameGuardInvocation>,
+    /// What the plan is rebuilt from when a repository is made.
+    spec: SandboxSpec,
+    filename_rules: FilenameRules,
     egress: Egress,
     writable: Vec<String>,
     repos_at_launch: ReposAtLaunch,
@@ -74,16 +80,9 @@ pub(crate) async fn launch(
         }
         .into());
     }
-    let host = &*settings.host;
     let writable = writable_roots(spec);
     let repos = repos_in_writable_roots(settings, &spec.session_id, &writable);
-    let mut builder = BwrapBuilder::new(spec, &settings.home);
-    builder
-        .nested_repos(repos.repos.clone())
-        .filename_rules(config.filename_rules)
-        .read_deny(settings.reads.deny.iter().cloned())
-        .read_reopen(settings.reads.again.iter().cloned());
-    let plan = builder.host_plan(host)?;
+    let plan = host_plan(settings, spec, config.filename_rules, &repos.repos)?;
     log_dropped(settings, spec, &plan);
     let (egress, credentials, http, socks) =
         Egress::start_on_loopback(&settings.egress, spec, &config.temp_dir).await?;
@@ -108,6 +107,7 @@ pub(crate) async fn launch(
     writable_trees.push(tmp.into_os_string());
     let invocation = NameGuardInvocation {
         report_fd: None,
+        updates_fd: None,
         deny_globs: plan.name_rules.clone(),
         unix_sockets: os(&settings.unix_sockets),
         state_dirs: os(&plan.state_dirs),
@@ -129,7 +129,9 @@ pub(crate) async fn launch(
     ];
     let mut session = Session {
         launcher: config.launcher.clone(),
-        invocation,
+        invocation: Mutex::new(invocation),
+        spec: spec.clone(),
+        filename_rules: config.filename_rules,
         egress,
         writable,
         repos_at_launch: repos,
@@ -148,7 +150,7 @@ pub(crate) async fn launch(
                 "/".into(),
                 argv,
                 socket,
-                |request, io| session.exec(request, io),
+                |request, io| session.exec(settings, request, io),
             )
             .await;
             match warm {
@@ -169,6 +171,23 @@ pub(crate) async fn launch(
     })
 }
 
+/// The host plan of `spec` with the denies of `repos` (the git
+/// repositories in its writable roots).
+fn host_plan(
+    settings: &Settings,
+    spec: &SandboxSpec,
+    filename_rules: FilenameRules,
+    repos: &[String],
+) -> Result<HostPlan, Error> {
+    let mut builder = BwrapBuilder::new(spec, &settings.home);
+    builder
+        .nested_repos(repos.to_vec())
+        .filename_rules(filename_rules)
+        .read_deny(settings.reads.deny.iter().cloned())
+        .read_reopen(settings.reads.again.iter().cloned());
+    Ok(builder.host_plan(&*settings.host)?)
+}
+
 fn log_dropped(settings: &Settings, spec: &SandboxSpec, plan: &HostPlan) {
     if plan.dropped_name_rules.is_empty() {
         return;
@@ -181,22 +200,89 @@ fn log_dropped(settings: &Settings, spec: &SandboxSpec, plan: &HostPlan) {
 }
 
 impl Session {
-    /// The launcher's full argv for `command`, reporting on `report_fd`.
-    fn argv(&self, command: &[OsString], report_fd: i32) -> Vec<OsString> {
-        let mut inv = self.invocation.clone();
+    /// The launcher's full argv for `command`, reporting on `report_fd`
+    /// (and reading added rules from `updates_fd`: the session's init).
+    fn argv(
+        &self,
+        command: &[OsString],
+        report_fd: i32,
+        updates_fd: Option<i32>,
+    ) -> Result<Vec<OsString>, Error> {
+        // A poisoned lock still holds a whole command line: it is only ever
+        // replaced whole.
+        let mut inv = self
+            .invocation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         inv.report_fd = Some(report_fd);
+        inv.updates_fd = updates_fd;
         inv.command = command.to_vec();
         let mut out = vec![self.launcher.host_path().as_os_str().to_owned()];
         out.extend(self.launcher.leading_args().iter().cloned());
         out.extend(inv.to_args());
-        out
+        Ok(out)
+    }
+
+    /// Gives a git repository made since the last command the denies of
+    /// one found at launch (R-PATHS-3), before the next command starts:
+    /// the session's guard takes its protected paths and rules (so they
+    /// hold for what earlier commands left running too), and so does the
+    /// command line of every supervisor started from now on. A failure
+    /// refuses the command; the next one tries again.
+    fn protect_new_repos(&self, settings: &Settings) -> Result<(), Error> {
+        let Some(found) = self.repos_at_launch.made_since_last(&self.writable) else {
+            return Ok(());
+        };
+        let plan = host_plan(settings, &self.spec, self.filename_rules, &found.all)?;
+        let mut inv = self.invocation.lock().unwrap_or_else(|e| e.into_inner());
+        let mut next = inv.clone();
+        let mut updates = Vec::new();
+        if let Some(host) = next.host.as_mut() {
+            for p in &plan.protect {
+                let p = OsString::from(p);
+                if !host.protect.contains(&p) {
+                    updates.push(GuardUpdate::Protect(p.as_encoded_bytes().to_vec()));
+                    host.protect.push(p);
+                }
+            }
+        }
+        for r in &plan.name_rules {
+            if !next.deny_globs.contains(r) {
+                updates.push(GuardUpdate::Deny(r.as_bytes().to_vec()));
+                next.deny_globs.push(r.clone());
+            }
+        }
+        // Within the command line's limits (the command comes with each
+        // exec).
+        NameGuardInvocation {
+            command: vec!["-".into()],
+            ..next.clone()
+        }
+        .check()?;
+        if let Some(w) = &self.warm {
+            w.send_guard_updates(&updates)?;
+        }
+        *inv = next;
+        drop(inv);
+        (settings.log)(&format!(
+            "session {}: git repositories made in the session get the denies of one found at launch from the next command on: {}",
+            self.spec.session_id,
+            found.new.join(" ")
+        ));
+        self.repos_at_launch.covered(found);
+        Ok(())
     }
 
     pub(crate) fn exec(
         &self,
+        settings: &Settings,
         mut request: ExecRequest<'_>,
         mut io: CommandIo,
     ) -> Result<CommandTask, Error> {
+        if request.guard_updates.is_none() {
+            self.protect_new_repos(settings)?;
+        }
         // A command with limits runs under a supervisor of its own, joined
         // to its cgroup by the host as before: without a pid namespace, a
         // cgroup descriptor handed into the session could move any host
@@ -207,7 +293,7 @@ impl Session {
             return warm.exec(request, io, self.egress.violations(None));
         }
         let report = ReportPipe::new().map_err(|e| Error::io("creating the name-guard pipe", e))?;
-        let argv = self.argv(&request.argv, report.write_fd());
+        let argv = self.argv(&request.argv, report.write_fd(), request.guard_updates)?;
         let mut c = tokio::process::Command::new(&argv[0]);
         c.args(&argv[1..])
             .current_dir(std::path::Path::new(&request.workdir));

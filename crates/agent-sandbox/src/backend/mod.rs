@@ -125,7 +125,7 @@ impl BackendSession {
             #[cfg(target_os = "linux")]
             BackendSession::Bubblewrap(s) => s.exec(settings, request, io),
             #[cfg(target_os = "linux")]
-            BackendSession::Landlock(s) => s.exec(request, io),
+            BackendSession::Landlock(s) => s.exec(settings, request, io),
             BackendSession::Seatbelt(s) => s.exec(request, io),
             #[cfg(target_os = "linux")]
             BackendSession::Gvisor(s) => s.exec(request, io),
@@ -175,7 +175,7 @@ impl BackendSession {
     pub(crate) fn bwrap_args(&self) -> Option<Vec<OsString>> {
         match self {
             #[cfg(target_os = "linux")]
-            BackendSession::Bubblewrap(s) => Some(s.args().to_vec()),
+            BackendSession::Bubblewrap(s) => Some(s.args()),
             _ => None,
         }
     }

@@ -36,7 +36,12 @@ fn the_command_tests_pass_as_an_unprivileged_user() {
     let out = Command::new("/usr/bin/setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&me)
-        .args(["commands::", "acp::", "--test-threads=2"])
+        .args([
+            "commands::",
+            "acp::",
+            "warm::a_repository_made",
+            "--test-threads=2",
+        ])
         .env(RERUN, "1")
         .env("TMPDIR", "/tmp")
         .env("HOME", "/tmp")
@@ -46,7 +51,8 @@ fn the_command_tests_pass_as_an_unprivileged_user() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "as uid 65534:\n{stdout}\n{stderr}");
     let passed = tests_passed(&stdout);
-    // Every test of the two modules ran (none filtered away by a rename).
+    // Every test of the two modules and the repository test ran (none
+    // filtered away by a rename).
     assert!(
         passed >= 15,
         "only {passed} tests ran as uid 65534:\n{stdout}"

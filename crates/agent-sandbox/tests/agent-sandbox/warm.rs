@@ -58,6 +58,15 @@ enum Mechanism {
 /// name guard), or `None` where the mechanism cannot run (the helpers
 /// fail with the install line then).
 fn warm_manager(tree: &Tree, mechanism: Mechanism) -> Option<SandboxManager> {
+    manager_isolated(tree, mechanism, CommandIsolation::SessionSandbox)
+}
+
+/// [`warm_manager`] with the commands' isolation given.
+fn manager_isolated(
+    tree: &Tree,
+    mechanism: Mechanism,
+    isolation: CommandIsolation,
+) -> Option<SandboxManager> {
     match mechanism {
         Mechanism::Bubblewrap => {
             if !super::native::native_available() {
@@ -66,7 +75,7 @@ fn warm_manager(tree: &Tree, mechanism: Mechanism) -> Option<SandboxManager> {
             let mut b = crate::builder();
             b.home(tree.p("home"))
                 .temp_dir(tree.p("sockets"))
-                .command_isolation(CommandIsolation::SessionSandbox)
+                .command_isolation(isolation)
                 .name_guard_launcher(crate::launcher())
                 .filename_rules(FilenameRules::EnforcedByNameGuard)
                 .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())]);
@@ -87,7 +96,7 @@ fn warm_manager(tree: &Tree, mechanism: Mechanism) -> Option<SandboxManager> {
                 .temp_dir(tree.p("sockets"))
                 .native_mechanism(agent_sandbox::NativeMechanism::Landlock)
                 .name_guard_launcher(crate::launcher())
-                .command_isolation(CommandIsolation::SessionSandbox)
+                .command_isolation(isolation)
                 .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())]);
             Some(b.build().unwrap())
         }
@@ -208,6 +217,94 @@ async fn left_behind_stays_confined(mechanism: Mechanism, tag: u32) {
 async fn a_process_left_behind_is_held_by_the_sessions_rules() {
     left_behind_stays_confined(Mechanism::Bubblewrap, 3).await;
     left_behind_stays_confined(Mechanism::Landlock, 4).await;
+}
+
+/// R-PATHS-3 within a session: a repository made by one command has its
+/// hooks and config denied from the next command on, for that command and
+/// (in a warm session) for what an earlier command left running.
+async fn made_repository_denied_next(mechanism: Mechanism, isolation: CommandIsolation, tag: u32) {
+    let t = Tree::new(&format!("warm-repo-{tag}"));
+    let Some(m) = manager_isolated(&t, mechanism, isolation) else {
+        return;
+    };
+    let warm = isolation == CommandIsolation::SessionSandbox;
+    let mut h = m.launch(t.spec(&format!("warm-repo-{tag}"))).await.unwrap();
+    let what = format!("{mechanism:?} {isolation:?}");
+    // The command that makes the repository may write its hooks; in a
+    // warm session it leaves a process behind that tries again later.
+    let mut script = String::from(
+        "git init -q sub && echo ok > sub/.git/hooks/made-by-its-command && echo made",
+    );
+    if warm {
+        script.push_str(
+            "; (while [ ! -e go ]; do sleep 0.05; done; \
+               if echo x > sub/.git/hooks/post-checkout 2>/dev/null; then echo written; else echo refused; fi > bg-hook; \
+               if echo '[alias]' >> sub/.git/config 2>/dev/null; then echo written; else echo refused; fi >> bg-hook; \
+               echo done > bg-done) >/dev/null 2>&1 &",
+        );
+    }
+    let r = run(&m, &h, &script).await;
+    assert_eq!(r.stdout, "made\n", "{what}: {}", r.stderr);
+    let ws = std::path::PathBuf::from(t.p("ws"));
+    let config_before = std::fs::read(ws.join("sub/.git/config")).unwrap();
+    // The next command may not write them, by any of the usual ways.
+    let r = run(
+        &m,
+        &h,
+        "for how in 'echo x > sub/.git/hooks/pre-commit' \
+                   'echo \"[core]\" >> sub/.git/config' \
+                   'git -C sub config core.hooksPath /tmp' \
+                   'rm sub/.git/hooks/made-by-its-command' \
+                   'mv sub/.git/hooks sub/.git/hooks.old' 'mv sub/.git sub/.git.old'; do \
+           if sh -c \"$how\" 2>/dev/null; then echo \"written: $how\"; fi; \
+         done; echo checked; touch go",
+    )
+    .await;
+    assert_eq!(r.stdout, "checked\n", "{what}: {}", r.stderr);
+    assert!(!ws.join("sub/.git/hooks/pre-commit").exists(), "{what}");
+    assert!(
+        ws.join("sub/.git/hooks/made-by-its-command").exists(),
+        "{what}"
+    );
+    assert_eq!(
+        std::fs::read(ws.join("sub/.git/config")).unwrap(),
+        config_before,
+        "{what}"
+    );
+    if warm {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        while !ws.join("bg-done").exists() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert_eq!(
+            std::fs::read_to_string(ws.join("bg-hook")).unwrap_or_default(),
+            "refused\nrefused\n",
+            "{what}: a process left behind wrote the new repository's hooks or config"
+        );
+        assert!(!ws.join("sub/.git/hooks/post-checkout").exists(), "{what}");
+    }
+    // Git itself still works in it.
+    let r = run(&m, &h, "git -C sub status --short && echo fine").await;
+    assert_eq!(r.stdout, "fine\n", "{what}: {}", r.stderr);
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_repository_made_by_one_command_has_its_hooks_and_config_denied_for_the_next() {
+    made_repository_denied_next(Mechanism::Bubblewrap, CommandIsolation::SessionSandbox, 11).await;
+    made_repository_denied_next(Mechanism::Landlock, CommandIsolation::SessionSandbox, 12).await;
+    made_repository_denied_next(
+        Mechanism::Bubblewrap,
+        CommandIsolation::FreshSandboxPerCommand,
+        13,
+    )
+    .await;
+    made_repository_denied_next(
+        Mechanism::Landlock,
+        CommandIsolation::FreshSandboxPerCommand,
+        14,
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -41,7 +41,7 @@ impl Raw {
     }
 }
 
-impl Supervisor<'_> {
+impl Supervisor {
     pub(super) fn dispatch(&self, n: &Notif, t: &mut Target<'_>) -> Res {
         let a = Raw(n.args);
         match self.abi.role(n.nr) {
@@ -187,7 +187,7 @@ impl Supervisor<'_> {
     /// or a file that was protected at launch under any name). Fails
     /// closed when the parent cannot be named.
     fn moves_protected(&self, r: &Resolved) -> bool {
-        let Some(h) = self.host else { return false };
+        let Some(h) = &self.host else { return false };
         if Self::full_path(r).is_none_or(|full| h.protects(&full) || h.protects_below(&full)) {
             return true;
         }
@@ -210,7 +210,7 @@ impl Supervisor<'_> {
     /// the path cannot be read), else listed here with the caller's own
     /// call and written into the caller's buffer.
     fn getdents(&self, n: &Notif, t: &mut Target<'_>, fd: u64, buf: u64, count: u64) -> Res {
-        let Some(h) = self.host else {
+        let Some(h) = &self.host else {
             return Err(libc::ENOSYS);
         };
         let dir = callers_socket(t, fd)?;

@@ -25,7 +25,7 @@ use crate::supervisor::target::Target;
 use crate::sys::{self, Notif};
 use std::os::fd::{AsRawFd, OwnedFd};
 
-impl Supervisor<'_> {
+impl Supervisor {
     /// Records the socket a performed bind made at `r`, so that the guarded
     /// tree may connect to it.
     pub(super) fn record_bound(&self, r: &Resolved) {
@@ -58,7 +58,7 @@ impl Supervisor<'_> {
         len: u64,
     ) -> Res {
         let mut addr = SockAddr::read(n, addr, len)?;
-        if let Some(h) = self.host {
+        if let Some(h) = &self.host {
             // On the host the address is the only boundary: TCP reaches
             // the session's proxies on 127.0.0.1 and nothing else.
             match addr.host_target() {

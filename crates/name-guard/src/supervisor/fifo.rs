@@ -16,7 +16,7 @@ pub(super) struct FifoWait {
     pub(super) writer: bool,
 }
 
-impl Supervisor<'_> {
+impl Supervisor {
     /// Whether FIFO opens wait on worker threads.
     pub(crate) fn has_waiting_fifo_opens(&self) -> bool {
         self.waiting.load(std::sync::atomic::Ordering::Acquire) > 0

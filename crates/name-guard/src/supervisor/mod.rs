@@ -53,14 +53,14 @@ enum Reply {
 type Res = Result<Reply, i32>;
 
 /// The guard's state for one guarded process tree.
-pub(crate) struct Supervisor<'a> {
+pub(crate) struct Supervisor {
     /// The table the filter was built from: a notification's number is
     /// decoded by it.
     abi: &'static Abi,
     listener: RawFd,
-    rules: &'a Rules,
+    rules: Rules,
     /// On the host (`--landlock`): the protected paths and TCP ports.
-    host: Option<&'a crate::HostRules>,
+    host: Option<crate::HostRules>,
     pub(crate) stats: Stats,
     refused: std::cell::Cell<u64>,
     /// The denial report descriptor (non-blocking).
@@ -79,14 +79,16 @@ pub(crate) struct Supervisor<'a> {
     status_files: target::StatusFiles,
     /// The callers' umasks, remembered between notifications.
     umasks: target::Umasks,
+    /// Whether an update could not be taken on (the guard failed closed).
+    closed_by_update: bool,
 }
 
-impl<'a> Supervisor<'a> {
+impl Supervisor {
     pub(crate) fn new(
         abi: &'static Abi,
         listener: RawFd,
-        rules: &'a Rules,
-        host: Option<&'a crate::HostRules>,
+        rules: Rules,
+        host: Option<crate::HostRules>,
         report_fd: Option<RawFd>,
     ) -> Self {
         Supervisor {
@@ -104,6 +106,7 @@ impl<'a> Supervisor<'a> {
             bound: std::cell::RefCell::new(std::collections::HashSet::new()),
             status_files: target::StatusFiles::default(),
             umasks: target::Umasks::default(),
+            closed_by_update: false,
         }
     }
 
@@ -140,6 +143,36 @@ impl<'a> Supervisor<'a> {
         let _ = sent;
     }
 
+    /// Takes on one rule sent while the guard runs. A rule that cannot be
+    /// taken on (a bad line, a path the limits refuse, a protected path
+    /// where the guard has no host confinement) makes the guard fail
+    /// closed: every name is denied and, on the host, every path is
+    /// protected, and the guard says so on stderr once.
+    pub(crate) fn take_update(
+        &mut self,
+        update: Result<sandbox_core::GuardUpdate, sandbox_core::UpdateProblem>,
+    ) {
+        use sandbox_core::GuardUpdate;
+        let taken = match &update {
+            Ok(GuardUpdate::Deny(p)) => self.rules.add_path(p).is_ok(),
+            Ok(GuardUpdate::Protect(p)) => match &mut self.host {
+                Some(h) => h.add_protected(p).is_ok(),
+                None => false,
+            },
+            Err(_) => false,
+        };
+        if !taken && !self.closed_by_update {
+            self.closed_by_update = true;
+            eprintln!(
+                "name-guard-exec: a rule sent while running could not be taken on; from now on no name may be created and no protected-path check passes"
+            );
+            self.rules.deny_every_name();
+            if let Some(h) = &mut self.host {
+                h.protect_everything();
+            }
+        }
+    }
+
     fn read_path(&self, t: &mut Target<'_>, addr: u64) -> Result<Vec<u8>, i32> {
         let raw = read_c_string(t.tid, addr)?;
         t.rewrite(raw)
@@ -149,7 +182,7 @@ impl<'a> Supervisor<'a> {
         if self.rules.denies_name(&r.name) && !self.in_state_dir(r) {
             return true;
         }
-        if let Some(h) = self.host {
+        if let Some(h) = &self.host {
             // Fail closed when the parent cannot be named.
             if Self::full_path(r).is_none_or(|full| h.protects(&full)) {
                 return true;
@@ -192,7 +225,7 @@ impl<'a> Supervisor<'a> {
         if self.denied(r) {
             return true;
         }
-        if let Some(h) = self.host
+        if let Some(h) = &self.host
             && Self::full_path(r).is_none_or(|full| h.protects_below(&full))
         {
             return true;
@@ -207,7 +240,7 @@ impl<'a> Supervisor<'a> {
     /// will do) is protected, by device and inode or by the path it has
     /// now. Fails closed when neither can be read.
     fn protected_file(&self, fd: &OwnedFd) -> bool {
-        let Some(h) = self.host else { return false };
+        let Some(h) = &self.host else { return false };
         let Ok((dev, ino, _)) = sys::file_id(fd.as_raw_fd()) else {
             return true;
         };

@@ -14,7 +14,7 @@ fn writes(flags: i32) -> bool {
     flags & (libc::O_ACCMODE | libc::O_TRUNC) != 0
 }
 
-impl Supervisor<'_> {
+impl Supervisor {
     /// On the host (`--landlock`), an open that may write or create: a
     /// protected path, or a file that was protected at launch under any
     /// name, is refused; an existing file is reopened through the very
@@ -30,7 +30,7 @@ impl Supervisor<'_> {
         cloexec: bool,
         call: DeniedCall,
     ) -> Option<Res> {
-        let h = self.host?;
+        let h = self.host.as_ref()?;
         if !writes(flags) && flags & libc::O_CREAT == 0 {
             return None;
         }

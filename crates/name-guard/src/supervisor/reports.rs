@@ -6,7 +6,7 @@ use crate::report::{self, DeniedCall};
 use crate::sys;
 use std::os::fd::RawFd;
 
-impl Supervisor<'_> {
+impl Supervisor {
     /// Write what a short write left of a report line, without blocking.
     /// Returns whether nothing is left.
     fn flush_pending(&self, fd: RawFd) -> bool {

@@ -77,7 +77,7 @@ fn split(path: &[u8]) -> (Vec<u8>, Vec<u8>, bool) {
     }
 }
 
-impl Supervisor<'_> {
+impl Supervisor {
     /// The starting directory of `path` for `dirfd` in the caller.
     pub(super) fn anchor(&self, t: &Target<'_>, dirfd: i32, path: Vec<u8>) -> Result<Anchor, i32> {
         if path.first() == Some(&b'/') {

@@ -107,7 +107,7 @@ pub(super) fn callers_socket(t: &mut Target<'_>, fd: u64) -> Result<OwnedFd, i32
     sys::pidfd_getfd(pidfd.as_raw_fd(), sockfd)
 }
 
-impl Supervisor<'_> {
+impl Supervisor {
     /// The name a Unix address bound to a path stands for, resolved and
     /// checked like any other path (`None` for every other address), once
     /// the notification is known to be still valid. A name in the caller's

@@ -120,6 +120,14 @@ pub(crate) fn write_once(fd: RawFd, buf: &[u8]) -> Result<usize, i32> {
     if n < 0 { Err(errno()) } else { Ok(n as usize) }
 }
 
+/// One `read(2)` from `fd` into `buf`; returns the number of bytes read
+/// (0 at the end).
+pub(crate) fn read_once(fd: RawFd, buf: &mut [u8]) -> Result<usize, i32> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the call.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 { Err(errno()) } else { Ok(n as usize) }
+}
+
 /// Wait up to `ms` milliseconds for `fd` to accept output.
 pub(crate) fn poll_out(fd: RawFd, ms: i32) -> bool {
     let mut p = libc::pollfd {

@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// Every regular file under `root` (skipping `.git`), by relative path.
 fn files_under(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -200,9 +200,7 @@ fn tarball_extraction_refuses_only_the_denied_members() {
     unsafe_code,
     reason = "dup2 in pre_exec to hand the test a descriptor 3"
 )]
-fn pipe_as_fd3(c: &mut Command) -> (std::io::PipeReader, std::io::PipeWriter) {
-    let (r, w) = std::io::pipe().unwrap();
-    let fd = w.as_raw_fd();
+fn as_fd3(c: &mut Command, fd: i32) {
     // SAFETY: the closure runs in the forked child before exec and only
     // makes async-signal-safe calls (dup2, fcntl) on descriptor numbers.
     unsafe {
@@ -218,6 +216,19 @@ fn pipe_as_fd3(c: &mut Command) -> (std::io::PipeReader, std::io::PipeWriter) {
             Ok(())
         });
     }
+}
+
+/// A pipe whose writing end the command has as descriptor 3.
+fn pipe_as_fd3(c: &mut Command) -> (std::io::PipeReader, std::io::PipeWriter) {
+    let (r, w) = std::io::pipe().unwrap();
+    as_fd3(c, w.as_raw_fd());
+    (r, w)
+}
+
+/// A pipe whose reading end the command has as descriptor 3.
+fn reading_pipe_as_fd3(c: &mut Command) -> (std::io::PipeReader, std::io::PipeWriter) {
+    let (r, w) = std::io::pipe().unwrap();
+    as_fd3(c, r.as_raw_fd());
     (r, w)
 }
 
@@ -321,4 +332,79 @@ fn a_full_report_pipe_drops_lines_and_never_stalls_the_guard() {
     assert!(!lines.is_empty());
     assert_eq!(lines.len() + dropped, n);
     assert_eq!(guard_stats(&out).1, n as u64);
+}
+
+/// Runs `script` under the guard with `--updates-fd 3`, writes `updates` on
+/// that descriptor once the script has started, then lets it go on.
+fn with_updates(sb: &Sandbox, updates: &[u8], script: &str) -> Output {
+    use std::io::Write as _;
+    let mut c = sb.command(Some(&DENY), &["--updates-fd", "3"], script);
+    let (r, mut w) = reading_pipe_as_fd3(&mut c);
+    c.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = c.spawn().unwrap();
+    drop(r);
+    let d = fs::canonicalize(sb.path()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !d.join("started").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    w.write_all(updates).unwrap();
+    // The guard reads it before it answers the next guarded call.
+    fs::write(d.join("go"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    eprintln!(
+        "--- script:\n{script}\n--- stdout:\n{}\n--- stderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+const AFTER_GO: &str = "touch started; while [ ! -e go ]; do sleep 0.02; done; \
+    printf 'late: '; if touch late.txt 2>/dev/null; then echo created; else echo refused; fi; \
+    printf 'other: '; if touch other.txt 2>/dev/null; then echo created; else echo refused; fi";
+
+#[test]
+fn a_path_rule_sent_while_the_command_runs_holds_from_then_on() {
+    let Some(sb) = Sandbox::new() else { return };
+    let d = fs::canonicalize(sb.path()).unwrap();
+    let update =
+        sandbox_core::GuardUpdate::Deny(d.join("late.txt").as_os_str().as_encoded_bytes().to_vec());
+    let out = with_updates(&sb, &update.to_line().unwrap(), AFTER_GO);
+    assert!(out.status.success());
+    assert_eq!(
+        results(&out),
+        [("late", "refused"), ("other", "created")].map(|(a, b)| (a.to_string(), b.to_string()))
+    );
+    assert!(!d.join("late.txt").exists());
+}
+
+#[test]
+fn a_rule_the_guard_cannot_take_on_makes_it_deny_every_name() {
+    let Some(sb) = Sandbox::new() else { return };
+    let d = fs::canonicalize(sb.path()).unwrap();
+    // A protected path means nothing inside bubblewrap (no host rules), and
+    // a line that is no rule at all: either closes the guard.
+    for updates in [
+        sandbox_core::GuardUpdate::Protect(d.join("x").as_os_str().as_encoded_bytes().to_vec())
+            .to_line()
+            .unwrap(),
+        b"allow everything\n".to_vec(),
+    ] {
+        let _ = fs::remove_file(d.join("started"));
+        let _ = fs::remove_file(d.join("go"));
+        let out = with_updates(&sb, &updates, AFTER_GO);
+        assert!(out.status.success());
+        assert_eq!(
+            results(&out),
+            [("late", "refused"), ("other", "refused")]
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("could not be taken on"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

@@ -58,7 +58,11 @@ fn socket_path() -> impl Strategy<Value = OsString> {
 
 fn valid() -> impl Strategy<Value = NameGuardInvocation> {
     (
-        prop::option::of(3i32..NameGuardInvocation::REPORT_FD_LIMIT),
+        (
+            prop::option::of(3i32..NameGuardInvocation::REPORT_FD_LIMIT),
+            prop::option::of(3i32..NameGuardInvocation::REPORT_FD_LIMIT),
+        )
+            .prop_filter("distinct descriptors", |(r, u)| r.is_none() || r != u),
         prop::collection::vec(glob(), 0..8),
         (
             prop::collection::vec(socket_path(), 0..3),
@@ -68,9 +72,10 @@ fn valid() -> impl Strategy<Value = NameGuardInvocation> {
         prop::option::of(host()),
     )
         .prop_map(
-            |(report_fd, deny_globs, (unix_sockets, state_dirs), command, host)| {
+            |((report_fd, updates_fd), deny_globs, (unix_sockets, state_dirs), command, host)| {
                 NameGuardInvocation {
                     report_fd,
+                    updates_fd,
                     deny_globs,
                     unix_sockets,
                     state_dirs,
@@ -118,6 +123,7 @@ fn any_value() -> impl Strategy<Value = NameGuardInvocation> {
     )
         .prop_map(|(report_fd, deny_globs, command)| NameGuardInvocation {
             report_fd,
+            updates_fd: report_fd,
             deny_globs,
             unix_sockets: vec!["relative.sock".into(), "/abs.sock".into()],
             state_dirs: Vec::new(),

@@ -139,3 +139,50 @@ proptest! {
         prop_assert_eq!(back, ev);
     }
 }
+
+/// An update whose path the format carries: absolute, no NUL or newline.
+fn guard_update() -> impl Strategy<Value = GuardUpdate> {
+    let path = prop::collection::vec(
+        any::<u8>().prop_filter("no NUL or newline", |b| *b != 0 && *b != b'\n'),
+        0..40,
+    )
+    .prop_map(|mut p| {
+        p.insert(0, b'/');
+        p
+    });
+    prop_oneof![
+        path.clone().prop_map(GuardUpdate::Protect),
+        path.prop_map(GuardUpdate::Deny)
+    ]
+}
+
+proptest! {
+    /// Updates written as lines read back the same, however the stream is
+    /// cut into pieces.
+    #[test]
+    fn guard_updates_round_trip_in_any_pieces(
+        updates in prop::collection::vec(guard_update(), 0..8),
+        cuts in prop::collection::vec(1usize..20, 0..10),
+    ) {
+        let stream: Vec<u8> = updates.iter().flat_map(|u| u.to_line().unwrap()).collect();
+        let mut reader = UpdateReader::new();
+        let mut got = Vec::new();
+        let mut rest = stream.as_slice();
+        for c in cuts {
+            let (a, b) = rest.split_at(c.min(rest.len()));
+            got.extend(reader.feed(a));
+            rest = b;
+        }
+        got.extend(reader.feed(rest));
+        prop_assert_eq!(got, updates.into_iter().map(Ok).collect::<Vec<_>>());
+    }
+
+    /// Any bytes: no panic, and no line is kept past the limit.
+    #[test]
+    fn guard_update_reader_takes_any_bytes(data in prop::collection::vec(any::<u8>(), 0..9000)) {
+        let mut reader = UpdateReader::new();
+        for u in reader.feed(&data).into_iter().flatten() {
+            prop_assert!(u.to_line().is_some_and(|l| l.len() <= MAX_UPDATE_LINE + 1));
+        }
+    }
+}

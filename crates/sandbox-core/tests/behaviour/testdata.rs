@@ -476,6 +476,7 @@ struct InvocationCase {
     intent: String,
     args: Vec<String>,
     report_fd: Option<i32>,
+    updates_fd: Option<i32>,
     #[serde(default)]
     deny: Vec<String>,
     #[serde(default)]
@@ -510,6 +511,8 @@ fn problem_name(p: &InvocationProblem) -> &'static str {
         InvocationProblem::MissingValue { .. } => "MissingValue",
         InvocationProblem::RepeatedReportFd => "RepeatedReportFd",
         InvocationProblem::BadReportFd { .. } => "BadReportFd",
+        InvocationProblem::RepeatedUpdatesFd => "RepeatedUpdatesFd",
+        InvocationProblem::BadUpdatesFd { .. } => "BadUpdatesFd",
         InvocationProblem::UnexpectedArgument { .. } => "UnexpectedArgument",
         InvocationProblem::GlobNotUtf8 { .. } => "GlobNotUtf8",
         InvocationProblem::TooManyGlobs { .. } => "TooManyGlobs",
@@ -539,6 +542,7 @@ fn name_guard_invocation_table() {
             (None, Ok(inv)) => {
                 let want = NameGuardInvocation {
                     report_fd: c.report_fd,
+                    updates_fd: c.updates_fd,
                     deny_globs: c.deny.clone(),
                     unix_sockets: c.sockets.iter().map(Into::into).collect(),
                     state_dirs: c.state_dirs.iter().map(Into::into).collect(),

@@ -12,6 +12,7 @@
 mod args_file;
 mod listeners;
 mod netns;
+mod session_mounts;
 
 use super::common::bridges::{BRIDGED, bind_private_socket};
 use super::common::host_repos::{
@@ -24,13 +25,14 @@ use crate::running::{CommandIo, prepare, run_child};
 use crate::seam::{CommandTask, ExecRequest, Launched};
 use crate::settings::Settings;
 use bwrap_spec::{
-    BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, NameGuardLauncher, PlaceholderFiles,
-    Profile,
+    BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, GuardFds, NameGuardLauncher,
+    PlaceholderFiles, Profile,
 };
-use sandbox_core::{SandboxSpec, Surface};
-use std::ffi::OsString;
+use sandbox_core::{GuardUpdate, SandboxSpec, Surface};
+use session_mounts::SelfBind;
+use std::ffi::{CString, OsString};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::common::warm::{
     ISOLATION_NO_LAUNCHER, ISOLATION_PER_COMMAND, ISOLATION_SESSION, InitSocket, WarmInit,
@@ -57,7 +59,10 @@ pub(crate) struct Config {
 /// A bubblewrap session.
 pub(crate) struct Session {
     config: Arc<Config>,
-    plan: BwrapPlan,
+    /// The plan; a repository made in the session adds its denies.
+    plan: Mutex<Arc<BwrapPlan>>,
+    /// What the plan is rebuilt from when a repository is made.
+    spec: SandboxSpec,
     /// The writable roots and the repositories found in them at launch.
     writable: Vec<String>,
     repos_at_launch: ReposAtLaunch,
@@ -66,6 +71,8 @@ pub(crate) struct Session {
     /// The session's init, when commands run in one warm sandbox.
     warm: Option<WarmInit>,
     _placeholders: PlaceholderFiles,
+    /// Those of repositories made in the session.
+    added_placeholders: Mutex<Vec<PlaceholderFiles>>,
 }
 
 /// The proxies of a dispatch session and the bridges the sandbox reaches
@@ -114,12 +121,14 @@ pub(crate) async fn launch(
         let placeholders = PlaceholderFiles::create_on_host(plan.placeholders())?;
         let session = Session {
             config: config.clone(),
-            plan,
+            plan: Mutex::new(Arc::new(plan)),
+            spec: spec.clone(),
             writable: Vec::new(),
             repos_at_launch: ReposAtLaunch::default(),
             egress: None,
             warm: None,
             _placeholders: placeholders,
+            added_placeholders: Mutex::new(Vec::new()),
         };
         let env = plain_env(settings)?;
         let mut details = Vec::new();
@@ -149,24 +158,7 @@ pub(crate) async fn launch(
     }
     let writable = writable_roots(spec);
     let repos = repos_in_writable_roots(settings, &spec.session_id, &writable);
-    let mut builder = BwrapBuilder::new(spec, &settings.home);
-    builder
-        .nested_repos(repos.repos.clone())
-        .filename_rules(config.filename_rules)
-        .argv_delivery(bwrap_spec::ArgvDelivery::ArgsFd)
-        .bridges(bridges.clone())
-        .read_deny(settings.reads.deny.iter().cloned())
-        .read_reopen(settings.reads.again.iter().cloned());
-    for s in &settings.unix_sockets {
-        builder.allow_unix_socket(s.clone());
-    }
-    if let Some(l) = &config.name_guard {
-        builder.name_guard_launcher(l.clone());
-        if settings.isolation == CommandIsolation::SessionSandbox {
-            builder.bind_launcher_always();
-        }
-    }
-    let plan = match builder.build(host) {
+    let plan = match dispatch_builder(config, settings, spec, &repos.repos, &bridges).build(host) {
         Ok(p) => p,
         Err(e) => {
             egress.shutdown().await;
@@ -186,7 +178,8 @@ pub(crate) async fn launch(
     let mut details = dispatch_details(bridges.host_dir());
     let session = Session {
         config: config.clone(),
-        plan,
+        plan: Mutex::new(Arc::new(plan)),
+        spec: spec.clone(),
         writable,
         repos_at_launch: repos,
         egress: Some(Bridged {
@@ -195,6 +188,7 @@ pub(crate) async fn launch(
         }),
         warm: None,
         _placeholders: placeholders,
+        added_placeholders: Mutex::new(Vec::new()),
     };
     let session = warm_up(session, settings, spec, &env, &mut details).await?;
     Ok(Launched {
@@ -202,6 +196,48 @@ pub(crate) async fn launch(
         env,
         details,
     })
+}
+
+/// The builder of a dispatch's plan, with the denies of `repos` (the git
+/// repositories in its writable roots).
+fn dispatch_builder(
+    config: &Config,
+    settings: &Settings,
+    spec: &SandboxSpec,
+    repos: &[String],
+    bridges: &BridgePlan,
+) -> BwrapBuilder {
+    let mut builder = BwrapBuilder::new(spec, &settings.home);
+    builder
+        .nested_repos(repos.to_vec())
+        .filename_rules(config.filename_rules)
+        .argv_delivery(bwrap_spec::ArgvDelivery::ArgsFd)
+        .bridges(bridges.clone())
+        .read_deny(settings.reads.deny.iter().cloned())
+        .read_reopen(settings.reads.again.iter().cloned());
+    for s in &settings.unix_sockets {
+        builder.allow_unix_socket(s.clone());
+    }
+    if let Some(l) = &config.name_guard {
+        builder.name_guard_launcher(l.clone());
+        if settings.isolation == CommandIsolation::SessionSandbox {
+            builder.bind_launcher_always();
+        }
+    }
+    builder
+}
+
+/// The binds of a path onto itself in `args` (bubblewrap's options), in
+/// order.
+fn self_binds(args: &[OsString]) -> Vec<(SelfBind, &OsString)> {
+    args.windows(3)
+        .filter(|w| w[1] == w[2] && w[1].as_encoded_bytes().starts_with(b"/"))
+        .filter_map(|w| match w[0].to_str() {
+            Some("--bind") => Some((SelfBind::Pin, &w[1])),
+            Some("--ro-bind") => Some((SelfBind::ReadOnly, &w[1])),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Starts the session's init when its commands are to share one sandbox
@@ -214,7 +250,8 @@ async fn warm_up(
     env: &[(OsString, OsString)],
     details: &mut Vec<(&'static str, String)>,
 ) -> Result<Session, Error> {
-    let launcher = match (settings.isolation, session.plan.bound_launcher()) {
+    let plan = session.plan();
+    let launcher = match (settings.isolation, plan.bound_launcher()) {
         (CommandIsolation::SessionSandbox, Some(l)) => l.clone(),
         (CommandIsolation::SessionSandbox, None) => {
             details.push(("isolation", ISOLATION_NO_LAUNCHER.into()));
@@ -314,9 +351,92 @@ impl Session {
         self.warm.is_some()
     }
 
+    /// The session's plan as it is now.
+    fn plan(&self) -> Arc<BwrapPlan> {
+        // A poisoned lock still holds a whole plan: it is only ever
+        // replaced whole.
+        self.plan.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// The session's bubblewrap options.
-    pub(crate) fn args(&self) -> &[OsString] {
-        self.plan.args()
+    pub(crate) fn args(&self) -> Vec<OsString> {
+        self.plan().args().to_vec()
+    }
+
+    /// Gives a git repository made since the last command the denies of
+    /// one found at launch (R-PATHS-3) before the next command starts: the
+    /// plan is built again with it (the next fresh sandbox has them), and
+    /// in a warm sandbox its pins and read-only binds are made in the
+    /// running sandbox and its creation rules sent to the session's name
+    /// guard, so they hold for what earlier commands left running too. A
+    /// failure refuses the command; the next one tries again.
+    fn protect_new_repos(&self, settings: &Settings) -> Result<(), Error> {
+        let Some(bridged) = &self.egress else {
+            return Ok(());
+        };
+        let Some(found) = self.repos_at_launch.made_since_last(&self.writable) else {
+            return Ok(());
+        };
+        let old = self.plan();
+        let new = dispatch_builder(
+            &self.config,
+            settings,
+            &self.spec,
+            &found.all,
+            &bridged.bridges,
+        )
+        .build(&*settings.host)
+        .map_err(|e| plan_refusal(e, self.config.launcher_set))?;
+        let placeholders: Vec<bwrap_spec::Placeholder> = new
+            .placeholders()
+            .iter()
+            .filter(|p| !old.placeholders().iter().any(|o| o.path == p.path))
+            .cloned()
+            .collect();
+        let made = PlaceholderFiles::create_on_host(&placeholders)?;
+        if let Some(warm) = &self.warm {
+            if new.is_guarded() {
+                let rules: Vec<GuardUpdate> = new
+                    .name_guard_globs()
+                    .iter()
+                    .filter(|r| !old.name_guard_globs().contains(r))
+                    .map(|r| GuardUpdate::Deny(r.as_bytes().to_vec()))
+                    .collect();
+                warm.send_guard_updates(&rules)?;
+            }
+            let before = self_binds(old.args());
+            let binds = self_binds(new.args())
+                .into_iter()
+                .filter(|b| !before.contains(b))
+                .map(|(kind, p)| CString::new(p.as_encoded_bytes().to_vec()).map(|c| (kind, c)))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|_| {
+                    Error::io(
+                        "protecting a repository made in the session",
+                        std::io::Error::other("a path with a NUL byte"),
+                    )
+                })?;
+            let pid = warm.namespace_init().ok_or_else(|| {
+                Error::from(crate::ErrorKind::SessionSandboxEnded {
+                    reason: "its first process is not known, so the denies of a repository made in it cannot be added".into(),
+                })
+            })?;
+            session_mounts::bind_in_sandbox(pid, &binds).map_err(|e| {
+                Error::io("adding the denies of a repository made in the session", e)
+            })?;
+        }
+        *self.plan.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(new);
+        self.added_placeholders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(made);
+        (settings.log)(&format!(
+            "session {}: git repositories made in the session get the denies of one found at launch from the next command on: {}",
+            self.spec.session_id,
+            found.new.join(" ")
+        ));
+        self.repos_at_launch.covered(found);
+        Ok(())
     }
 
     /// A bubblewrap command with the session's environment and `options`
@@ -341,6 +461,9 @@ impl Session {
         mut request: ExecRequest<'_>,
         io: CommandIo,
     ) -> Result<CommandTask, Error> {
+        if request.guard_updates.is_none() {
+            self.protect_new_repos(settings)?;
+        }
         if let Some(warm) = &self.warm {
             let violations = match &self.egress {
                 Some(b) => b.egress.violations(None),
@@ -349,16 +472,20 @@ impl Session {
             return warm.exec(request, io, violations);
         }
         let bwrap = &self.config.bwrap;
+        let plan = self.plan();
         // Under the name guard the launcher goes in front of the command and
         // reports each refusal on its own pipe.
-        let report = if self.plan.is_guarded() {
+        let report = if plan.is_guarded() {
             Some(ReportPipe::new().map_err(|e| Error::io("creating the name-guard pipe", e))?)
         } else {
             None
         };
-        let mut argv = self.plan.guarded_command(
+        let mut argv = plan.guarded_command_with(
             request.argv.clone(),
-            report.as_ref().map(ReportPipe::write_fd),
+            GuardFds {
+                report: report.as_ref().map(ReportPipe::write_fd),
+                updates: request.guard_updates,
+            },
         );
         if request.terminal.is_some() {
             // The command's first act: take the sandbox's terminal.
@@ -370,7 +497,7 @@ impl Session {
             attach.append(&mut argv);
             argv = attach;
         }
-        let mut args: Vec<OsString> = self.plan.args().to_vec();
+        let mut args: Vec<OsString> = plan.args().to_vec();
         // Replace the plan's --chdir with the exec's working directory.
         if let Some(i) = args.iter().position(|a| a == "--chdir")
             && let Some(slot) = args.get_mut(i + 1)

@@ -7,7 +7,7 @@
 use crate::settings::Settings;
 use bwrap_spec::{RepoSearchEnd, RepoSearchRecord, search_git_repos_on_host_since};
 use sandbox_core::{Access, SandboxSpec};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The host paths of the spec's writable mounts: the roots searched.
 pub(crate) fn writable_roots(spec: &SandboxSpec) -> Vec<String> {
@@ -24,6 +24,67 @@ pub(crate) fn writable_roots(spec: &SandboxSpec) -> Vec<String> {
 pub(crate) struct ReposAtLaunch {
     pub(crate) repos: Vec<String>,
     record: Arc<RepoSearchRecord>,
+    /// The repositories whose denies the session's sandbox has by now, and
+    /// the search that found them (see [`ReposAtLaunch::made_since_last`]).
+    latest: Mutex<Latest>,
+}
+
+#[derive(Debug, Default)]
+struct Latest {
+    repos: Vec<String>,
+    record: Arc<RepoSearchRecord>,
+}
+
+/// The repositories a search found that the session's denies do not
+/// cover yet, to be confirmed once they do.
+pub(crate) struct NewRepos {
+    pub(crate) new: Vec<String>,
+    /// Every repository found, the new ones included.
+    pub(crate) all: Vec<String>,
+    record: Arc<RepoSearchRecord>,
+}
+
+impl ReposAtLaunch {
+    /// Searches the writable roots again (reading only the directories
+    /// that changed since the latest search) for repositories made since
+    /// the session's denies were last brought up to date: `None` when
+    /// there is none. Once their denies are in force, [`Self::covered`]
+    /// records them; until then every search finds them again (so a
+    /// failure to protect them is never forgotten).
+    pub(crate) fn made_since_last(&self, writable: &[String]) -> Option<NewRepos> {
+        if writable.is_empty() {
+            return None;
+        }
+        let latest = self.latest.lock().ok()?;
+        let (search, record) = search_git_repos_on_host_since(writable, &latest.record);
+        let new: Vec<String> = search
+            .repos
+            .iter()
+            .filter(|r| !latest.repos.contains(r))
+            .cloned()
+            .collect();
+        if new.is_empty() {
+            drop(latest);
+            // Nothing to protect: the search is the latest all the same.
+            if let Ok(mut l) = self.latest.lock() {
+                l.record = Arc::new(record);
+            }
+            return None;
+        }
+        Some(NewRepos {
+            new,
+            all: search.repos,
+            record: Arc::new(record),
+        })
+    }
+
+    /// The session's denies now cover `found`.
+    pub(crate) fn covered(&self, found: NewRepos) {
+        if let Ok(mut l) = self.latest.lock() {
+            l.repos = found.all;
+            l.record = found.record;
+        }
+    }
 }
 
 /// The git repositories in the writable roots at launch, whose config and
@@ -48,6 +109,10 @@ pub(crate) fn repos_in_writable_roots(
         ));
     }
     ReposAtLaunch {
+        latest: Mutex::new(Latest {
+            repos: search.repos.clone(),
+            record: record.clone(),
+        }),
         repos: search.repos,
         record,
     }

@@ -108,12 +108,17 @@ pub(crate) struct WarmInit {
     init_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The init's controls: where its sandbox's pid namespace starts.
     init_control: Arc<ControlState>,
+    /// Where rules added to the session's name guard are written.
+    guard_updates: OwnedFd,
 }
 
-/// The init's half of the socket pair and the argv tail that starts it.
+/// The init's half of the socket pair and the argv tail that starts it,
+/// and the socket pair the session's name guard reads added rules from.
 pub(crate) struct InitSocket {
     host: OwnedFd,
     init: OwnedFd,
+    updates_host: OwnedFd,
+    updates_guard: OwnedFd,
 }
 
 impl InitSocket {
@@ -125,7 +130,27 @@ impl InitSocket {
             None,
         )
         .map_err(|e| Error::io("creating the session init's socket", e.into()))?;
-        Ok(InitSocket { host, init })
+        let (updates_host, updates_guard) = rustix::net::socketpair(
+            rustix::net::AddressFamily::UNIX,
+            rustix::net::SocketType::STREAM,
+            rustix::net::SocketFlags::CLOEXEC,
+            None,
+        )
+        .map_err(|e| Error::io("creating the session guard's rules socket", e.into()))?;
+        rustix::net::shutdown(&updates_guard, rustix::net::Shutdown::Write)
+            .map_err(|e| Error::io("creating the session guard's rules socket", e.into()))?;
+        Ok(InitSocket {
+            host,
+            init,
+            updates_host,
+            updates_guard,
+        })
+    }
+
+    /// The descriptor the session's name guard reads added rules from
+    /// (`--updates-fd`), inherited at the same number.
+    pub(crate) fn guard_updates_fd(&self) -> i32 {
+        self.updates_guard.as_raw_fd()
     }
 
     /// The descriptor the init inherits (the same number inside).
@@ -164,6 +189,7 @@ pub(crate) async fn start_init(
         cgroup_procs: Vec::new(),
         guard_to_session: Some(guard_tx),
         pass_fd: Some(socket.init_fd()),
+        guard_updates: Some(socket.guard_updates_fd()),
     };
     let (tx, mut rx) = mpsc::channel(64);
     let (kill_tx, kill_rx) = oneshot::channel();
@@ -182,6 +208,8 @@ pub(crate) async fn start_init(
     // under bubblewrap) spawns the sandbox again later, inheriting this
     // descriptor by its number.
     let init_end = socket.init;
+    let updates_guard_end = socket.updates_guard;
+    let guard_updates = socket.updates_host;
     let guard = guard_rx.try_recv().ok();
     let stream = std::os::unix::net::UnixStream::from(socket.host);
     stream
@@ -247,8 +275,9 @@ pub(crate) async fn start_init(
     let said_hello = tokio::time::timeout(INIT_HELLO, hello)
         .await
         .unwrap_or(false);
-    // Ours would keep the host's reads from ever seeing the init's end.
-    drop(init_end);
+    // Ours would keep the host's reads from ever seeing the init's end
+    // (and a rule sent from a guard that is gone from failing).
+    drop((init_end, updates_guard_end));
     if let Ok(mut w) = channel.waiters.lock() {
         w.remove(&0);
     }
@@ -308,6 +337,7 @@ pub(crate) async fn start_init(
         kill: Arc::new(Mutex::new(Some(kill_tx))),
         init_task: Mutex::new(Some(init_task)),
         init_control,
+        guard_updates,
     })
 }
 
@@ -494,6 +524,51 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), Error> {
 }
 
 impl WarmInit {
+    /// The pid, on the host, of the first process of the session's
+    /// sandbox (under bubblewrap; `None` under Landlock).
+    pub(crate) fn namespace_init(&self) -> Option<u32> {
+        self.init_control.namespace_init()
+    }
+
+    /// Gives the session's name guard `updates` before the next command
+    /// starts (it reads them before it answers that command's first
+    /// guarded call). Fails when the guard is gone or not reading: then
+    /// the next command must not run.
+    pub(crate) fn send_guard_updates(
+        &self,
+        updates: &[sandbox_core::GuardUpdate],
+    ) -> Result<(), Error> {
+        let mut bytes = Vec::new();
+        for u in updates {
+            let line = u.to_line().ok_or_else(|| {
+                Error::from(ErrorKind::NotSupported {
+                    what: "a path with a newline among the denies of a repository made in the session",
+                })
+            })?;
+            bytes.extend_from_slice(&line);
+        }
+        let mut rest = bytes.as_slice();
+        while !rest.is_empty() {
+            match rustix::net::send(
+                &self.guard_updates,
+                rest,
+                rustix::net::SendFlags::NOSIGNAL | rustix::net::SendFlags::DONTWAIT,
+            ) {
+                Ok(n) => rest = rest.get(n..).unwrap_or_default(),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => {
+                    return Err(ErrorKind::SessionSandboxEnded {
+                        reason: format!(
+                            "its name guard did not take the denies of a repository made in it: {e}"
+                        ),
+                    }
+                    .into());
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Starts `request` in the session: its violations are the proxies'
     /// (from `proxied`) and the guard's lent reader.
     pub(crate) fn exec(
