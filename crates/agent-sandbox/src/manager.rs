@@ -314,6 +314,7 @@ impl SandboxPort for SandboxManager {
             guard_to_session: None,
             pass_fd: None,
             guard_updates: None,
+            guard_notes: None,
         };
         // Held until the command's task has finished: the stream ends after
         // its teardown, never before.

@@ -77,7 +77,7 @@ pub(crate) fn prepare<'c>(
         crate::process_fds::close_inherited_fds(cmd);
         crate::process_fds::default_job_signals(cmd);
         crate::process_fds::join_cgroups(cmd, request.cgroup_procs.clone());
-        for fd in [request.pass_fd, request.guard_updates]
+        for fd in [request.pass_fd, request.guard_updates, request.guard_notes]
             .into_iter()
             .flatten()
         {

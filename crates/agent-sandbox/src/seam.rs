@@ -64,6 +64,10 @@ pub(crate) struct ExecRequest<'a> {
     /// (its `--updates-fd`), inherited at the same number.
     #[cfg_attr(not(unix), allow(dead_code, reason = "warm sessions are Linux's"))]
     pub(crate) guard_updates: Option<i32>,
+    /// The descriptor the session's name guards note possible new git
+    /// repositories on (their `--notify-fd`), set by the backend.
+    #[cfg_attr(not(unix), allow(dead_code, reason = "the name guard runs on Linux"))]
+    pub(crate) guard_notes: Option<i32>,
 }
 
 impl ExecRequest<'_> {

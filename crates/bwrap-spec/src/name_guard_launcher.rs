@@ -66,6 +66,9 @@ pub struct GuardFds {
     /// Where rules added while it runs come from (`--updates-fd`): a warm
     /// session's guard, which serves every command of the session.
     pub updates: Option<i32>,
+    /// Where it notes what may have made a git repository
+    /// (`--notify-fd`).
+    pub notify: Option<i32>,
 }
 
 /// The argv that runs `command` under the guard inside the sandbox: the
@@ -86,6 +89,7 @@ where
     let invocation = NameGuardInvocation {
         report_fd: fds.report,
         updates_fd: fds.updates,
+        notify_fd: fds.notify,
         deny_globs: rules.to_vec(),
         unix_sockets: unix_sockets.iter().map(Into::into).collect(),
         state_dirs: state_dirs.iter().map(Into::into).collect(),

@@ -113,6 +113,7 @@ impl BwrapPlan {
             GuardFds {
                 report: report_fd,
                 updates: None,
+                notify: None,
             },
         )
     }

@@ -59,9 +59,9 @@ pub enum ErrorKind {
         /// The `errno` value.
         errno: i32,
     },
-    /// The descriptor given with `--updates-fd` cannot be used (not open,
-    /// or its flags cannot be set).
-    #[error("the rules' update descriptor {fd} cannot be used (errno {errno})")]
+    /// The descriptor given with `--updates-fd` or `--notify-fd` cannot be
+    /// used (not open, or its flags cannot be set).
+    #[error("the rules' update or notes descriptor {fd} cannot be used (errno {errno})")]
     UpdatesFd {
         /// The descriptor.
         fd: i32,

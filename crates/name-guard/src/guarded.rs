@@ -38,6 +38,10 @@ pub(crate) fn run(inv: &Invocation) -> Result<Outcome, Error> {
         // Likewise: the command never holds it, and a read never blocks.
         sys::set_cloexec_nonblock(fd).map_err(|errno| ErrorKind::UpdatesFd { fd, errno })?;
     }
+    if let Some(fd) = inv.notify_fd {
+        // Likewise; a full pipe drops the byte (the reader has one anyway).
+        sys::set_cloexec_nonblock(fd).map_err(|errno| ErrorKind::UpdatesFd { fd, errno })?;
+    }
     let sup_err = |errno| Error::from(ErrorKind::Supervise { errno });
     // On the host, before anything can signal it: the signals the
     // supervisor acts on arrive through a descriptor, it is the tree's
@@ -132,6 +136,7 @@ fn supervise(
         inv.host.clone(),
         inv.report_fd,
     );
+    sup.notify_to(inv.notify_fd);
     let mut updates = inv
         .updates_fd
         .map(|fd| (fd, sandbox_core::UpdateReader::new()));
@@ -270,6 +275,7 @@ mod tests {
             command: vec!["a\0b".into()],
             report_fd: None,
             updates_fd: None,
+            notify_fd: None,
             unix_sockets: Vec::new(),
             host: None,
         };

@@ -24,6 +24,9 @@ pub struct Invocation {
     /// The descriptor rules are read from while the command runs
     /// (`--updates-fd N`; see [`sandbox_core::GuardUpdate`]).
     pub updates_fd: Option<i32>,
+    /// The descriptor a byte is written to whenever a name `.git` is made
+    /// or a directory renamed (`--notify-fd N`).
+    pub notify_fd: Option<i32>,
     /// The Unix sockets the command may connect to besides those its own
     /// processes bind (`--allow-unix-socket PATH`): known by what each path
     /// names when the command starts.
@@ -59,6 +62,7 @@ impl Invocation {
             command: line.command,
             report_fd: line.report_fd,
             updates_fd: line.updates_fd,
+            notify_fd: line.notify_fd,
             unix_sockets: line.unix_sockets,
             host: line.host.as_ref().map(crate::HostRules::new).transpose()?,
         })

@@ -1,7 +1,7 @@
 //! The name-guard launcher's command line as a value: built by the plan that
 //! puts the launcher in front of a command, parsed by the launcher.
 //!
-//! `[--report-fd N] [--updates-fd N] [--allow-unix-socket PATH]...
+//! `[--report-fd N] [--updates-fd N] [--notify-fd N] [--allow-unix-socket PATH]...
 //! [--state-dir PATH]... [--landlock [--write PATH]...
 //! [--read-deny PATH]... [--read-again PATH]... [--protect PATH]...
 //! [--connect-tcp PORT]...] --deny GLOB... -- CMD ARGS`: options come before
@@ -13,7 +13,7 @@ use crate::{Error, ErrorKind};
 use std::ffi::{OsStr, OsString};
 
 /// The usage line, for error messages.
-pub const NAME_GUARD_USAGE: &str = "name-guard-exec [--report-fd N] [--updates-fd N] [--allow-unix-socket PATH]... \
+pub const NAME_GUARD_USAGE: &str = "name-guard-exec [--report-fd N] [--updates-fd N] [--notify-fd N] [--allow-unix-socket PATH]... \
      [--state-dir PATH]... [--landlock [--write PATH]... [--read-deny PATH]... [--read-again PATH]... [--protect PATH]... \
      [--connect-tcp PORT]...] --deny GLOB... -- CMD ARGS";
 
@@ -34,6 +34,11 @@ pub struct NameGuardInvocation {
     /// the form of [`crate::GuardUpdate`], so that a warm session's guard
     /// takes on the denies of a repository made after its start.
     pub updates_fd: Option<i32>,
+    /// The descriptor the guard writes a byte to whenever a name `.git` is
+    /// made or a directory renamed (`--notify-fd N`, same range, distinct
+    /// from the other two): a session searches its writable roots for new
+    /// git repositories only after one, instead of before every command.
+    pub notify_fd: Option<i32>,
     /// The denied names (`--deny GLOB`, once each), in order: globs on the
     /// final component, or absolute paths. What a rule may say is the
     /// guard's to decide; here each is an argument like any other.
@@ -98,6 +103,19 @@ pub enum InvocationProblem {
     /// `--updates-fd` is given more than once.
     #[error("--updates-fd given twice")]
     RepeatedUpdatesFd,
+    /// `--notify-fd` is given more than once.
+    #[error("--notify-fd given twice")]
+    RepeatedNotifyFd,
+    /// The `--notify-fd` value is not a descriptor the launcher may use,
+    /// or is another option's descriptor.
+    #[error(
+        "--notify-fd needs a descriptor number from 3 to {max} (decimal digits only) other than --report-fd's and --updates-fd's, not {value:?}",
+        max = NameGuardInvocation::REPORT_FD_LIMIT - 1
+    )]
+    BadNotifyFd {
+        /// The value (at most 32 characters of it).
+        value: String,
+    },
     /// The `--updates-fd` value is not a descriptor the launcher may use,
     /// or is the report descriptor.
     #[error(
@@ -244,6 +262,7 @@ impl NameGuardInvocation {
         NameGuardInvocation {
             report_fd: None,
             updates_fd: None,
+            notify_fd: None,
             deny_globs: deny_globs.into_iter().map(Into::into).collect(),
             unix_sockets: Vec::new(),
             state_dirs: Vec::new(),
@@ -252,7 +271,8 @@ impl NameGuardInvocation {
         }
     }
 
-    /// The arguments, in the order `--report-fd N`, `--updates-fd N`, one
+    /// The arguments, in the order `--report-fd N`, `--updates-fd N`,
+    /// `--notify-fd N`, one
     /// `--allow-unix-socket PATH` per socket, one `--state-dir PATH` per
     /// state directory, the `--landlock` options, one `--deny GLOB` per
     /// rule, `--`, the command.
@@ -264,6 +284,10 @@ impl NameGuardInvocation {
         }
         if let Some(fd) = self.updates_fd {
             out.push("--updates-fd".into());
+            out.push(fd.to_string().into());
+        }
+        if let Some(fd) = self.notify_fd {
+            out.push("--notify-fd".into());
             out.push(fd.to_string().into());
         }
         for s in &self.unix_sockets {
@@ -308,6 +332,7 @@ impl NameGuardInvocation {
         let mut it = args.into_iter().map(Into::into);
         let mut seen_fd = false;
         let mut seen_updates = false;
+        let mut seen_notify = false;
         while let Some(a) = it.next() {
             if a == "--" {
                 inv.command
@@ -390,6 +415,18 @@ impl NameGuardInvocation {
                         value: preview(&v, 32),
                     })?);
                 seen_updates = true;
+            } else if a == "--notify-fd" {
+                if seen_notify {
+                    return Err(InvocationProblem::RepeatedNotifyFd.into());
+                }
+                let v = it.next().ok_or(InvocationProblem::MissingValue {
+                    option: "--notify-fd",
+                })?;
+                inv.notify_fd =
+                    Some(parse_fd(&v).ok_or_else(|| InvocationProblem::BadNotifyFd {
+                        value: preview(&v, 32),
+                    })?);
+                seen_notify = true;
             } else {
                 return Err(InvocationProblem::UnexpectedArgument {
                     argument: preview(&a, 64),
@@ -419,6 +456,16 @@ impl NameGuardInvocation {
             && (!(3..Self::REPORT_FD_LIMIT).contains(&fd) || self.report_fd == Some(fd))
         {
             return Err(InvocationProblem::BadUpdatesFd {
+                value: fd.to_string(),
+            }
+            .into());
+        }
+        if let Some(fd) = self.notify_fd
+            && (!(3..Self::REPORT_FD_LIMIT).contains(&fd)
+                || self.report_fd == Some(fd)
+                || self.updates_fd == Some(fd))
+        {
+            return Err(InvocationProblem::BadNotifyFd {
                 value: fd.to_string(),
             }
             .into());

@@ -22,7 +22,7 @@
 //! performs every listing and refuses those).
 
 use super::common::host_repos::{
-    ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
+    RepoNotes, ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
 };
 use super::common::name_guard_reports::ReportPipe;
 use super::common::warm::{
@@ -62,6 +62,8 @@ pub(crate) struct Session {
     egress: Egress,
     writable: Vec<String>,
     repos_at_launch: ReposAtLaunch,
+    /// The guards' notes of what may have made a repository.
+    notes: RepoNotes,
     /// The session's init, when commands run under one warm supervisor.
     warm: Option<WarmInit>,
 }
@@ -108,6 +110,7 @@ pub(crate) async fn launch(
     let invocation = NameGuardInvocation {
         report_fd: None,
         updates_fd: None,
+        notify_fd: None,
         deny_globs: plan.name_rules.clone(),
         unix_sockets: os(&settings.unix_sockets),
         state_dirs: os(&plan.state_dirs),
@@ -135,6 +138,7 @@ pub(crate) async fn launch(
         egress,
         writable,
         repos_at_launch: repos,
+        notes: RepoNotes::new()?,
         warm: None,
     };
     match settings.isolation {
@@ -217,6 +221,7 @@ impl Session {
             .clone();
         inv.report_fd = Some(report_fd);
         inv.updates_fd = updates_fd;
+        inv.notify_fd = Some(self.notes.guard_fd());
         inv.command = command.to_vec();
         let mut out = vec![self.launcher.host_path().as_os_str().to_owned()];
         out.extend(self.launcher.leading_args().iter().cloned());
@@ -231,7 +236,11 @@ impl Session {
     /// command line of every supervisor started from now on. A failure
     /// refuses the command; the next one tries again.
     fn protect_new_repos(&self, settings: &Settings) -> Result<(), Error> {
+        if !self.notes.pending() {
+            return Ok(());
+        }
         let Some(found) = self.repos_at_launch.made_since_last(&self.writable) else {
+            self.notes.settled();
             return Ok(());
         };
         let plan = host_plan(settings, &self.spec, self.filename_rules, &found.all)?;
@@ -271,6 +280,7 @@ impl Session {
             found.new.join(" ")
         ));
         self.repos_at_launch.covered(found);
+        self.notes.settled();
         Ok(())
     }
 
@@ -283,6 +293,7 @@ impl Session {
         if request.guard_updates.is_none() {
             self.protect_new_repos(settings)?;
         }
+        request.guard_notes = Some(self.notes.guard_fd());
         // A command with limits runs under a supervisor of its own, joined
         // to its cgroup by the host as before: without a pid namespace, a
         // cgroup descriptor handed into the session could move any host

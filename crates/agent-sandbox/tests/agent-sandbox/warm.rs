@@ -286,7 +286,38 @@ async fn made_repository_denied_next(mechanism: Mechanism, isolation: CommandIso
     // Git itself still works in it.
     let r = run(&m, &h, "git -C sub status --short && echo fine").await;
     assert_eq!(r.stdout, "fine\n", "{what}: {}", r.stderr);
+    if warm {
+        moved_in_repository_denied_next(&m, &h, &ws, &what).await;
+    }
     m.destroy(&mut h).await.unwrap();
+}
+
+/// A repository made outside the writable roots (in the warm sandbox's
+/// temporary directory, which lasts the session) and moved in by a later
+/// command counts from the command after the move.
+async fn moved_in_repository_denied_next(
+    m: &SandboxManager,
+    h: &sandbox_core::SandboxHandle,
+    ws: &std::path::Path,
+    what: &str,
+) {
+    let r = run(
+        m,
+        h,
+        "git init -q \"${TMPDIR:-/tmp}/prep\" && echo ok > \"${TMPDIR:-/tmp}/prep/f\" && echo made",
+    )
+    .await;
+    assert_eq!(r.stdout, "made\n", "{what}: {}", r.stderr);
+    let r = run(m, h, "mv \"${TMPDIR:-/tmp}/prep\" moved && echo moved").await;
+    assert_eq!(r.stdout, "moved\n", "{what}: {}", r.stderr);
+    let r = run(
+        m,
+        h,
+        "if echo x > moved/.git/hooks/pre-push 2>/dev/null; then echo written; else echo refused; fi",
+    )
+    .await;
+    assert_eq!(r.stdout, "refused\n", "{what}: {}", r.stderr);
+    assert!(!ws.join("moved/.git/hooks/pre-push").exists(), "{what}");
 }
 
 #[tokio::test]

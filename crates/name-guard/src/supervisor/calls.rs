@@ -330,6 +330,14 @@ impl Supervisor {
         if flags & (RENAME_EXCHANGE | RENAME_WHITEOUT) != 0 && self.denied_with_below(&o) {
             return Err(self.refuse(DeniedCall::Rename, &o));
         }
+        // A directory moved may bring a repository with it (an exchange
+        // may move the other name's directory the other way).
+        if !sys::is_regular_at(o.parent.as_raw_fd(), &o.call_name)
+            || (flags & RENAME_EXCHANGE != 0
+                && !sys::is_regular_at(r.parent.as_raw_fd(), &r.call_name))
+        {
+            self.note_possible_repository();
+        }
         sys::renameat2(
             o.parent.as_raw_fd(),
             &o.call_name,

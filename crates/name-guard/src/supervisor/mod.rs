@@ -81,6 +81,9 @@ pub(crate) struct Supervisor {
     umasks: target::Umasks,
     /// Whether an update could not be taken on (the guard failed closed).
     closed_by_update: bool,
+    /// Where a byte says that a name `.git` was made or a directory
+    /// renamed (non-blocking).
+    notify_fd: Option<RawFd>,
 }
 
 impl Supervisor {
@@ -107,6 +110,7 @@ impl Supervisor {
             status_files: target::StatusFiles::default(),
             umasks: target::Umasks::default(),
             closed_by_update: false,
+            notify_fd: None,
         }
     }
 
@@ -141,6 +145,20 @@ impl Supervisor {
         };
         // ENOENT: the caller is gone or was interrupted; nothing to answer.
         let _ = sent;
+    }
+
+    /// Notes on `fd` what may have made a git repository.
+    pub(crate) fn notify_to(&mut self, fd: Option<RawFd>) {
+        self.notify_fd = fd;
+    }
+
+    /// Says that a git repository may have been made: a name `.git` came
+    /// into being, or a directory (with whatever lies below it) was moved.
+    /// A full pipe drops the byte: the bytes already in it say the same.
+    fn note_possible_repository(&self) {
+        if let Some(fd) = self.notify_fd {
+            let _ = sys::write_once(fd, b"g");
+        }
     }
 
     /// Takes on one rule sent while the guard runs. A rule that cannot be
@@ -179,6 +197,14 @@ impl Supervisor {
     }
 
     fn denied(&self, r: &Resolved) -> bool {
+        let denied = self.denied_name(r);
+        if !denied && r.name.eq_ignore_ascii_case(b".git") {
+            self.note_possible_repository();
+        }
+        denied
+    }
+
+    fn denied_name(&self, r: &Resolved) -> bool {
         if self.rules.denies_name(&r.name) && !self.in_state_dir(r) {
             return true;
         }

@@ -98,18 +98,29 @@ pub(crate) fn dup_cloexec(fd: RawFd) -> Result<OwnedFd, i32> {
 /// Whether `name` in the directory `dir` is a FIFO (not following a
 /// symbolic link at `name`).
 pub(crate) fn is_fifo_at(dir: RawFd, name: &CStr) -> bool {
+    file_type_at(dir, name) == Some(libc::S_IFIFO)
+}
+
+/// Whether `name` in `dir` is a regular file (not followed if a symbolic
+/// link); `false` when it cannot be read.
+pub(crate) fn is_regular_at(dir: RawFd, name: &CStr) -> bool {
+    file_type_at(dir, name) == Some(libc::S_IFREG)
+}
+
+/// The file type bits of `name` in `dir`, not followed if a symbolic link.
+fn file_type_at(dir: RawFd, name: &CStr) -> Option<libc::mode_t> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: `name` is NUL-terminated and outlives the call; `st` is a
     // valid out pointer for one `struct stat`, read only when the call
     // succeeded (it then initialised it).
     unsafe {
-        libc::fstatat(
+        (libc::fstatat(
             dir,
             cstr_ptr(name),
             st.as_mut_ptr(),
             libc::AT_SYMLINK_NOFOLLOW,
-        ) == 0
-            && (st.assume_init().st_mode & libc::S_IFMT) == libc::S_IFIFO
+        ) == 0)
+            .then(|| st.assume_init().st_mode & libc::S_IFMT)
     }
 }
 

@@ -408,3 +408,29 @@ fn a_rule_the_guard_cannot_take_on_makes_it_deny_every_name() {
         );
     }
 }
+
+#[test]
+fn what_may_make_a_repository_is_noted_and_nothing_else() {
+    let Some(sb) = Sandbox::new() else { return };
+    let noted = |script: &str| -> Vec<u8> {
+        let mut c = sb.command(Some(&DENY), &["--notify-fd", "3"], script);
+        let (r, w) = pipe_as_fd3(&mut c);
+        assert!(sb.output(c, script).status.success());
+        read_all(r, w)
+    };
+    // Files made, written and renamed, a directory made: no note.
+    assert_eq!(
+        noted("touch f && echo x >> f && mv f g && mkdir plain && echo done"),
+        b""
+    );
+    // A `.git` made (directory, file or by rename) or a directory moved:
+    // at least one note each.
+    for script in [
+        "mkdir -p r && mkdir r/.git",
+        "mkdir -p w && echo 'gitdir: /x' > w/.git",
+        "mkdir -p v && touch v/g && mv v/g v/.GIT",
+        "mkdir -p a/b && mv a c",
+    ] {
+        assert!(!noted(script).is_empty(), "{script}");
+    }
+}

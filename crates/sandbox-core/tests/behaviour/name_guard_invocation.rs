@@ -61,8 +61,11 @@ fn valid() -> impl Strategy<Value = NameGuardInvocation> {
         (
             prop::option::of(3i32..NameGuardInvocation::REPORT_FD_LIMIT),
             prop::option::of(3i32..NameGuardInvocation::REPORT_FD_LIMIT),
+            prop::option::of(3i32..NameGuardInvocation::REPORT_FD_LIMIT),
         )
-            .prop_filter("distinct descriptors", |(r, u)| r.is_none() || r != u),
+            .prop_filter("distinct descriptors", |(r, u, n)| {
+                (r.is_none() || r != u) && (n.is_none() || (n != r && n != u))
+            }),
         prop::collection::vec(glob(), 0..8),
         (
             prop::collection::vec(socket_path(), 0..3),
@@ -72,10 +75,17 @@ fn valid() -> impl Strategy<Value = NameGuardInvocation> {
         prop::option::of(host()),
     )
         .prop_map(
-            |((report_fd, updates_fd), deny_globs, (unix_sockets, state_dirs), command, host)| {
+            |(
+                (report_fd, updates_fd, notify_fd),
+                deny_globs,
+                (unix_sockets, state_dirs),
+                command,
+                host,
+            )| {
                 NameGuardInvocation {
                     report_fd,
                     updates_fd,
+                    notify_fd,
                     deny_globs,
                     unix_sockets,
                     state_dirs,
@@ -124,6 +134,7 @@ fn any_value() -> impl Strategy<Value = NameGuardInvocation> {
         .prop_map(|(report_fd, deny_globs, command)| NameGuardInvocation {
             report_fd,
             updates_fd: report_fd,
+            notify_fd: report_fd,
             deny_globs,
             unix_sockets: vec!["relative.sock".into(), "/abs.sock".into()],
             state_dirs: Vec::new(),

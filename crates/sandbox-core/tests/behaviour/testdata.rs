@@ -477,6 +477,7 @@ struct InvocationCase {
     args: Vec<String>,
     report_fd: Option<i32>,
     updates_fd: Option<i32>,
+    notify_fd: Option<i32>,
     #[serde(default)]
     deny: Vec<String>,
     #[serde(default)]
@@ -513,6 +514,8 @@ fn problem_name(p: &InvocationProblem) -> &'static str {
         InvocationProblem::BadReportFd { .. } => "BadReportFd",
         InvocationProblem::RepeatedUpdatesFd => "RepeatedUpdatesFd",
         InvocationProblem::BadUpdatesFd { .. } => "BadUpdatesFd",
+        InvocationProblem::RepeatedNotifyFd => "RepeatedNotifyFd",
+        InvocationProblem::BadNotifyFd { .. } => "BadNotifyFd",
         InvocationProblem::UnexpectedArgument { .. } => "UnexpectedArgument",
         InvocationProblem::GlobNotUtf8 { .. } => "GlobNotUtf8",
         InvocationProblem::TooManyGlobs { .. } => "TooManyGlobs",
@@ -543,6 +546,7 @@ fn name_guard_invocation_table() {
                 let want = NameGuardInvocation {
                     report_fd: c.report_fd,
                     updates_fd: c.updates_fd,
+                    notify_fd: c.notify_fd,
                     deny_globs: c.deny.clone(),
                     unix_sockets: c.sockets.iter().map(Into::into).collect(),
                     state_dirs: c.state_dirs.iter().map(Into::into).collect(),

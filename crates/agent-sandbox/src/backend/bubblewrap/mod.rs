@@ -16,7 +16,7 @@ mod session_mounts;
 
 use super::common::bridges::{BRIDGED, bind_private_socket};
 use super::common::host_repos::{
-    ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
+    RepoNotes, ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
 };
 use super::common::name_guard_reports::ReportPipe;
 use crate::Error;
@@ -66,6 +66,8 @@ pub(crate) struct Session {
     /// The writable roots and the repositories found in them at launch.
     writable: Vec<String>,
     repos_at_launch: ReposAtLaunch,
+    /// The guards' notes of what may have made a repository.
+    notes: RepoNotes,
     /// A dispatch's proxies and bridges (terminals have none).
     egress: Option<Bridged>,
     /// The session's init, when commands run in one warm sandbox.
@@ -125,6 +127,7 @@ pub(crate) async fn launch(
             spec: spec.clone(),
             writable: Vec::new(),
             repos_at_launch: ReposAtLaunch::default(),
+            notes: RepoNotes::new()?,
             egress: None,
             warm: None,
             _placeholders: placeholders,
@@ -182,6 +185,7 @@ pub(crate) async fn launch(
         spec: spec.clone(),
         writable,
         repos_at_launch: repos,
+        notes: RepoNotes::new()?,
         egress: Some(Bridged {
             egress: Arc::new(egress),
             bridges,
@@ -374,10 +378,16 @@ impl Session {
         let Some(bridged) = &self.egress else {
             return Ok(());
         };
+        let old = self.plan();
+        // Without a guard nothing notes what may have made a repository:
+        // the roots are searched before every command.
+        if old.is_guarded() && !self.notes.pending() {
+            return Ok(());
+        }
         let Some(found) = self.repos_at_launch.made_since_last(&self.writable) else {
+            self.notes.settled();
             return Ok(());
         };
-        let old = self.plan();
         let new = dispatch_builder(
             &self.config,
             settings,
@@ -436,6 +446,7 @@ impl Session {
             found.new.join(" ")
         ));
         self.repos_at_launch.covered(found);
+        self.notes.settled();
         Ok(())
     }
 
@@ -480,11 +491,15 @@ impl Session {
         } else {
             None
         };
+        if plan.is_guarded() {
+            request.guard_notes = Some(self.notes.guard_fd());
+        }
         let mut argv = plan.guarded_command_with(
             request.argv.clone(),
             GuardFds {
                 report: report.as_ref().map(ReportPipe::write_fd),
                 updates: request.guard_updates,
+                notify: request.guard_notes,
             },
         );
         if request.terminal.is_some() {

@@ -144,3 +144,72 @@ pub(crate) fn log_repos_made_inside(
         ));
     }
 }
+
+/// The session's notes from its name guards: each guard of the session
+/// writes a byte whenever a name `.git` is made or a directory is moved
+/// (`--notify-fd`), so the writable roots are searched again before a
+/// command only after something that may have made a repository, not
+/// before every command (a search that reads nothing new still `stat`s
+/// every directory: about 9 ms for 3,321 of them).
+#[cfg(unix)]
+pub(crate) struct RepoNotes {
+    read: rustix::fd::OwnedFd,
+    write: rustix::fd::OwnedFd,
+    /// Notes taken whose search has not yet succeeded.
+    pending: std::sync::atomic::AtomicBool,
+}
+
+#[cfg(unix)]
+impl RepoNotes {
+    pub(crate) fn new() -> Result<RepoNotes, crate::Error> {
+        let err =
+            |e: rustix::io::Errno| crate::Error::io("creating the guard's notes pipe", e.into());
+        let (read, write) =
+            rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(err)?;
+        rustix::fs::fcntl_setfl(&read, rustix::fs::OFlags::NONBLOCK).map_err(err)?;
+        Ok(RepoNotes {
+            read,
+            write,
+            pending: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// The descriptor each guard of the session writes to, inherited at
+    /// the same number.
+    pub(crate) fn guard_fd(&self) -> i32 {
+        rustix::fd::AsRawFd::as_raw_fd(&self.write)
+    }
+
+    /// Whether a guard wrote since the search last succeeded (see
+    /// [`RepoNotes::settled`]).
+    pub(crate) fn pending(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        if self.drain() {
+            self.pending.store(true, Ordering::SeqCst);
+        }
+        self.pending.load(Ordering::SeqCst)
+    }
+
+    /// The search after the notes taken so far succeeded (and every
+    /// repository it found has its denies).
+    pub(crate) fn settled(&self) {
+        self.pending
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether a guard wrote since the last call (the bytes are taken).
+    /// A pipe that cannot be read counts as a note (search again).
+    fn drain(&self) -> bool {
+        let mut buf = [0u8; 4096];
+        let mut noted = false;
+        loop {
+            match rustix::io::read(&self.read, &mut buf) {
+                Ok(0) => return true,
+                Ok(n) => noted |= n > 0,
+                Err(rustix::io::Errno::AGAIN) => return noted,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(_) => return true,
+            }
+        }
+    }
+}

@@ -190,6 +190,7 @@ pub(crate) async fn start_init(
         guard_to_session: Some(guard_tx),
         pass_fd: Some(socket.init_fd()),
         guard_updates: Some(socket.guard_updates_fd()),
+        guard_notes: None,
     };
     let (tx, mut rx) = mpsc::channel(64);
     let (kill_tx, kill_rx) = oneshot::channel();
