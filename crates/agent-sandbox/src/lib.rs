@@ -218,6 +218,18 @@
 //!   does not end a command the host ended within the grace (stopped or
 //!   stuck), the whole session's sandbox ends and later commands are
 //!   refused with [`ErrorKind::SessionSandboxEnded`].
+//! - A git repository a command makes in a writable root (`git init`,
+//!   `git clone`, one moved in) gets the denies of one found at launch
+//!   (its hooks, config and git pointers, R-PATHS-3) before the next
+//!   command starts, for every process of the session: under bubblewrap
+//!   its pins and read-only binds are made in the running sandbox (by a
+//!   short-lived helper that joins its mount namespace) and its creation
+//!   rules go to the session's name guard; under Landlock the guard takes
+//!   its protected paths. The command that made it may still write them.
+//!   The name guards note every `.git` made and every directory moved, and
+//!   the writable roots are searched again only after such a note (without
+//!   a guard, before every command). If the denies cannot be added, the
+//!   command is refused and the next one tries again.
 //!
 //! [`CommandIsolation::FreshSandboxPerCommand`] builds a new sandbox for
 //! every command instead (nothing but files passes from one command to

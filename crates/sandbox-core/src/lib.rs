@@ -108,6 +108,10 @@
 //!   argument at most [`NameGuardInvocation::MAX_ARG_BYTES`] bytes without
 //!   NUL; [`NameGuardInvocation::parse`] reads no more than that from its
 //!   iterator, and echoes arguments in errors truncated to 64 characters.
+//! - [`UpdateReader`] (the rules a running guard reads) keeps at most one
+//!   line of [`MAX_UPDATE_LINE`] bytes and takes at most [`MAX_UPDATES`]
+//!   rules; anything else is an [`UpdateProblem`], on which a guard fails
+//!   closed.
 //! - Nothing here panics on input; deserialisation refuses relative mounts.
 //!
 //! # Crate features
