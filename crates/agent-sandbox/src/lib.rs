@@ -201,7 +201,8 @@
 //!   stays in the session for the next command, as in a shell, under the
 //!   same rules (filename rules, protected paths, the proxies as the only
 //!   way out), and ends at destroy. Its output after its command ended is
-//!   not read: the pipes close 100 ms after the command's exit. A refusal
+//!   neither read nor passed on: the pipes close 100 ms after the command's
+//!   exit. A refusal
 //!   of such a process is reported in the events of the command running
 //!   then, or of the next one.
 //! - Limits make a cgroup per command; whatever the command started ends
@@ -305,6 +306,7 @@ mod events;
 mod inner_bridge;
 mod launcher;
 mod manager;
+mod pass_stdout;
 mod process;
 #[cfg(unix)]
 mod process_fds;

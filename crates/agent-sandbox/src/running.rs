@@ -4,6 +4,7 @@
 
 use crate::cgroup::CommandCgroup;
 use crate::control::ControlState;
+use crate::pass_stdout::{Passed, pass_on};
 use crate::process::CommandProcess;
 use crate::pty::PtyMaster;
 use crate::seam::ExecRequest;
@@ -206,49 +207,10 @@ async fn forward<R>(
         .await;
 }
 
-/// What passing stdout on ends with: the bytes passed, or why it stopped.
-type Passed = oneshot::Receiver<std::io::Result<u64>>;
-
-/// Passes the command's stdout into `sink` on a thread of its own until end
-/// of file: `std::io::copy`, which moves the bytes in the kernel (`splice`)
-/// where both ends allow it and reads and writes where not. A failed write
-/// ends it, and the pipe's end is closed with it (the command sees a broken
-/// pipe). If no thread can start, the pipe is closed at once.
-fn pass_on(out: tokio::process::ChildStdout, sink: OutputSink) -> Passed {
-    let (tx, rx) = oneshot::channel();
-    let spawned = std::thread::Builder::new()
-        .name("agent-sandbox-stdout".into())
-        .spawn(move || {
-            let passed = blocking_file(out).and_then(|mut from| {
-                let mut to = sink.file();
-                std::io::copy(&mut from, &mut to)
-            });
-            let _ = tx.send(passed);
-        });
-    drop(spawned);
-    rx
-}
-
-/// Our end of the command's stdout pipe as a blocking file.
-#[cfg(unix)]
-fn blocking_file(out: tokio::process::ChildStdout) -> std::io::Result<std::fs::File> {
-    out.into_owned_fd().map(std::fs::File::from)
-}
-
-/// Our end of the command's stdout pipe as a blocking file.
-#[cfg(windows)]
-fn blocking_file(out: tokio::process::ChildStdout) -> std::io::Result<std::fs::File> {
-    out.into_owned_handle().map(std::fs::File::from)
-}
-
 /// Waits for passing stdout on to end, while it runs.
 async fn passed(p: &mut Option<Passed>) -> std::io::Result<u64> {
     match p {
-        Some(rx) => rx.await.unwrap_or_else(|_| {
-            Err(std::io::Error::other(
-                "no thread could be started to pass it on",
-            ))
-        }),
+        Some(p) => p.ended().await,
         None => std::future::pending().await,
     }
 }
@@ -368,9 +330,11 @@ pub(crate) async fn run_process<P: CommandProcess>(
                 stdout = None;
                 stderr = None;
                 terminal = None;
-                // Its thread ends when the last writer closes; the command
-                // does not wait for that.
-                passing = None;
+                // What the pipe holds now is passed on, the rest not: the
+                // command's exit comes after its last byte passed on.
+                if let Some(p) = passing.as_mut() {
+                    p.stop();
+                }
             }
             r = read_some(&mut stdout, &mut obuf) => {
                 forward(r, &mut stdout, || take_read(&mut obuf), Stream::Stdout, &tx, &mut violations).await;

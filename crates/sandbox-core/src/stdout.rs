@@ -21,7 +21,9 @@ pub enum Stdout {
     /// writing to its own stdout). On Linux the bytes move from pipe to
     /// file in the kernel (`splice`), where the file takes that; otherwise
     /// they are read and written. The command's `exit` event comes after its
-    /// last byte was written. When a write fails (the reader went away), the
+    /// last byte was written. In a warm session, what the processes it left
+    /// running write after it exited is not passed on (what the pipe holds
+    /// 100 ms after the exit still is). When a write fails (the reader went away), the
     /// host closes its end of the command's pipe, so the command sees a
     /// broken pipe as it would writing to that reader directly. Not on a
     /// terminal, whose output is its own stream of events

@@ -149,6 +149,33 @@ async fn output_passed_into_a_host_file_arrives_byte_exact_before_the_exit_and_a
 }
 
 #[tokio::test]
+async fn output_passed_on_ends_with_the_command_not_with_what_it_left_running() {
+    let Some((t, m, mut h)) = session("stdout-pass-left").await else {
+        return;
+    };
+    let path = std::path::Path::new(&t.p("sockets")).join("passed.out");
+    let file = std::fs::File::create(&path).unwrap();
+    // A process left running keeps the command's stdout open and writes
+    // after the command exited: in a warm session it outlives the command,
+    // but not its output.
+    let mut cmd = sh("(sleep 0.4; echo late; sleep 0.4; echo later) & echo now");
+    cmd.stdout(Stdout::PassTo(OutputSink::new(file)));
+    let running = m.exec(&h, cmd).await.unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(20), finish(running))
+        .await
+        .unwrap();
+    assert_eq!(out.last, Some(SandboxEvent::Exit { exit_code: 0 }));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "now\n");
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "now\n",
+        "written into the host's file after the command's exit"
+    );
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
 async fn a_reader_that_goes_away_is_a_broken_pipe_for_the_command_not_a_hang() {
     let Some((_t, m, mut h)) = session("stdout-gone").await else {
         return;
