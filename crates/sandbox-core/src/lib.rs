@@ -137,6 +137,8 @@ mod spec;
 pub mod srt;
 mod state;
 mod switch;
+pub mod vm_wire;
+mod wire_codec;
 mod worktree_mount;
 
 mod backend;

@@ -186,3 +186,99 @@ proptest! {
         }
     }
 }
+
+mod vm_wire_props {
+    use proptest::prelude::*;
+    use sandbox_core::vm_wire::*;
+
+    fn string() -> impl Strategy<Value = Vec<u8>> {
+        prop::collection::vec(1u8.., 0..12)
+    }
+
+    fn bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop::collection::vec(any::<u8>(), 0..64)
+    }
+
+    fn to_guest() -> impl Strategy<Value = ToGuest> {
+        let stdio = prop_oneof![
+            Just(VmStdio::Pipes),
+            (any::<u16>(), any::<u16>()).prop_map(|(rows, cols)| VmStdio::Terminal { rows, cols }),
+        ];
+        prop_oneof![
+            (
+                any::<u64>(),
+                prop::collection::vec(string(), 1..4),
+                prop::collection::vec(string(), 0..4),
+                string(),
+                stdio
+            )
+                .prop_map(|(id, argv, env, cwd, stdio)| ToGuest::Exec(VmExec {
+                    id,
+                    argv,
+                    env,
+                    cwd,
+                    stdio
+                })),
+            (any::<u64>(), bytes()).prop_map(|(id, data)| ToGuest::Stdin { id, data }),
+            (any::<u64>(), any::<u16>(), any::<u16>())
+                .prop_map(|(id, rows, cols)| ToGuest::Resize { id, rows, cols }),
+            (any::<u64>(), any::<i32>()).prop_map(|(id, signal)| ToGuest::Signal { id, signal }),
+            (any::<u64>(), bytes()).prop_map(|(conn, data)| ToGuest::TcpData { conn, data }),
+            any::<u64>().prop_map(|conn| ToGuest::TcpClose { conn }),
+            Just(ToGuest::PowerOff),
+        ]
+    }
+
+    fn from_guest() -> impl Strategy<Value = FromGuest> {
+        prop_oneof![
+            (any::<u32>(), bytes())
+                .prop_map(|(version, kernel)| FromGuest::Hello { version, kernel }),
+            (any::<u64>(), any::<u32>()).prop_map(|(id, pid)| FromGuest::Started { id, pid }),
+            (any::<u64>(), any::<i32>()).prop_map(|(id, errno)| FromGuest::Failed { id, errno }),
+            (any::<u64>(), bytes()).prop_map(|(id, data)| FromGuest::Stdout { id, data }),
+            (any::<u64>(), bytes()).prop_map(|(id, data)| FromGuest::Stderr { id, data }),
+            (any::<u64>(), any::<i32>())
+                .prop_map(|(id, wait_status)| FromGuest::Ended { id, wait_status }),
+            (any::<u64>(), any::<u16>()).prop_map(|(conn, port)| FromGuest::TcpOpen { conn, port }),
+            (any::<u64>(), bytes()).prop_map(|(conn, data)| FromGuest::TcpData { conn, data }),
+            any::<u64>().prop_map(|conn| FromGuest::TcpClose { conn }),
+        ]
+    }
+
+    proptest! {
+        /// Every message decodes to itself, through a stream cut anywhere.
+        #[test]
+        fn vm_messages_round_trip_through_a_cut_stream(
+            msgs in prop::collection::vec(from_guest(), 0..6),
+            cmds in prop::collection::vec(to_guest(), 0..6),
+            cut in 1usize..40,
+        ) {
+            let stream: Vec<u8> = msgs.iter().flat_map(FromGuest::encode).collect();
+            let mut frames = FrameReader::new(MAX_FROM_GUEST_LEN);
+            let mut got = Vec::new();
+            for chunk in stream.chunks(cut) {
+                frames.push(chunk);
+                while let Some(body) = frames.next_body().unwrap() {
+                    got.push(FromGuest::decode(&body).unwrap());
+                }
+            }
+            prop_assert_eq!(got, msgs);
+            for c in cmds {
+                let e = c.encode();
+                prop_assert_eq!(ToGuest::decode(&e[4..]).unwrap(), c);
+            }
+        }
+
+        /// Any bytes from a guest: no panic, and what decodes encodes back
+        /// to the same bytes.
+        #[test]
+        fn any_guest_bytes_decode_or_are_refused(data in prop::collection::vec(any::<u8>(), 0..200)) {
+            if let Ok(m) = FromGuest::decode(&data) {
+                prop_assert_eq!(&m.encode()[4..], &data[..]);
+            }
+            if let Ok(m) = ToGuest::decode(&data) {
+                prop_assert_eq!(&m.encode()[4..], &data[..]);
+            }
+        }
+    }
+}
