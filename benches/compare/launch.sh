@@ -103,7 +103,8 @@ while i < len(argv):
     a = argv[i]
     if any(c.isspace() for c in a):
         sys.exit("an argument holds white space: " + repr(a))
-    if a in ("--info-fd", "--block-fd", "--sync-fd", "--userns-block-fd", "--report-fd"):
+    if a in ("--info-fd", "--block-fd", "--sync-fd", "--userns-block-fd", "--report-fd",
+             "--updates-fd", "--notify-fd"):
         i += 2
         continue
     if a in ("--bind", "--ro-bind") and not os.path.exists(argv[i + 1]):
