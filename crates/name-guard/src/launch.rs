@@ -79,6 +79,10 @@ where
     if let Some(code) = crate::session_init::run_if_asked(&args) {
         return ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1));
     }
+    #[cfg(target_os = "linux")]
+    if let Some(code) = crate::vm_agent::run_if_asked(&args) {
+        return ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1));
+    }
     let inv = match Invocation::parse(args) {
         Ok(i) => i,
         Err(e) => {

@@ -277,6 +277,8 @@ mod sys;
 mod syscalls;
 #[cfg(target_os = "linux")]
 mod tree;
+#[cfg(target_os = "linux")]
+mod vm_agent;
 
 /// Entry points for the fuzz targets; not a stable API.
 #[cfg(target_os = "linux")]
@@ -298,3 +300,5 @@ pub use report::{
 pub use rules::{MAX_RULE_LEN, MAX_RULES, Rules};
 #[cfg(target_os = "linux")]
 pub use session_init::{SESSION_INIT_FLAG, run_if_asked as run_session_init_if_asked};
+#[cfg(target_os = "linux")]
+pub use vm_agent::{PORT_NAME as VM_AGENT_PORT_NAME, VM_AGENT_FLAG};

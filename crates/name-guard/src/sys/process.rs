@@ -212,6 +212,15 @@ pub(crate) fn kill(pid: i32, sig: i32) {
     }
 }
 
+/// Sends `SIGKILL` to every process the caller may signal but itself
+/// (`kill(-1)`): a guest's process 1 ending its guest.
+pub(crate) fn kill_every_other_process() {
+    // SAFETY: integer arguments only.
+    unsafe {
+        libc::kill(-1, libc::SIGKILL);
+    }
+}
+
 /// A child that has exited, if any, without reaping it: `Ok(None)` when
 /// children run and none has exited, `Err(ECHILD)` when there are none.
 pub(crate) fn exited_child() -> Result<Option<i32>, i32> {

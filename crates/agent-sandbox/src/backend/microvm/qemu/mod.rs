@@ -1,0 +1,201 @@
+//! The `microvm` backend's VM runtime (R-MICROVM-1, R-MICROVM-2): QEMU's
+//! `microvm` machine with a kernel installed on the host and an initramfs
+//! built from the host's files, whose `/init` is our agent
+//! ([`name_guard::VM_AGENT_FLAG`]), speaking [`sandbox_core::vm_wire`] over
+//! one virtio-serial port. No network card and no disk: nothing leaves the
+//! guest but through the channel.
+//!
+//! The probe boots a canary guest and waits for its agent's hello; opening
+//! `/dev/kvm` proves nothing (a nested paravirtual KVM may boot no stock
+//! kernel). KVM is tried first where `/dev/kvm` opens, with a short wait;
+//! otherwise, or when its guest does not answer, QEMU's emulation (TCG),
+//! which is a kernel boundary but slow and never counts as a hardware VM.
+//!
+//! What is here: the guest image, the boot, commands run in the guest with
+//! their output and exit, and the probe. Not yet: the session's mounts,
+//! egress through the proxies, the name guard inside, terminals,
+//! suspend and resume; until they are, no session runs on this runtime.
+
+mod cpio;
+pub(crate) mod initramfs;
+pub(crate) mod vm;
+
+use initramfs::GuestKernel;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use vm::{Accel, Vm, VmConfig, VmError};
+
+/// How long the KVM canary may take before emulation is tried (a working
+/// KVM boots a guest in well under a second).
+const KVM_CANARY_WAIT: Duration = Duration::from_secs(5);
+/// How long an emulated guest may take to answer (about 2 s here).
+pub(crate) const TCG_BOOT_WAIT: Duration = Duration::from_secs(60);
+/// Memory of a guest.
+const GUEST_MIB: u32 = 256;
+
+/// What booted, how, and how long it took.
+#[derive(Debug)]
+pub(crate) struct Probed {
+    pub(crate) config: VmConfig,
+    pub(crate) initrd: PathBuf,
+    pub(crate) boot: Duration,
+    pub(crate) release: String,
+}
+
+/// The guest image for `agent` (the launcher program) written into `dir`
+/// as `initrd`, with the host's static busybox when it has one.
+pub(crate) fn write_initrd(
+    kernel: &GuestKernel,
+    agent: &Path,
+    dir: &Path,
+) -> Result<PathBuf, String> {
+    let busybox = Path::new("/bin/busybox");
+    let image = initramfs::build(kernel, agent, busybox.is_file().then_some(busybox))?;
+    let path = dir.join("initrd");
+    std::fs::write(&path, image).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// Boots a canary guest once with `qemu` and the newest host kernel,
+/// KVM first where `/dev/kvm` opens, else emulation; the first whose agent
+/// answers is the runtime. Files go to `dir` (private, the caller's).
+/// Reads the ambient machine.
+pub(crate) async fn probe_ambient(qemu: &Path, agent: &Path, dir: &Path) -> Result<Probed, String> {
+    let kernel = GuestKernel::find_ambient()?;
+    let initrd = write_initrd(&kernel, agent, dir)?;
+    let kvm = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .is_ok();
+    let mut why = Vec::new();
+    let tries: &[(Accel, Duration)] = if kvm {
+        &[(Accel::Kvm, KVM_CANARY_WAIT), (Accel::Tcg, TCG_BOOT_WAIT)]
+    } else {
+        &[(Accel::Tcg, TCG_BOOT_WAIT)]
+    };
+    for &(accel, wait) in tries {
+        let config = VmConfig {
+            qemu: qemu.to_path_buf(),
+            kernel: kernel.clone(),
+            accel,
+            memory_mib: GUEST_MIB,
+            tsc_khz: vm::tsc_khz_ambient(),
+        };
+        let started = Instant::now();
+        match Vm::boot(&config, &initrd, dir, wait).await {
+            Ok(vm) => {
+                let boot = started.elapsed();
+                let release = vm.release.clone();
+                vm.power_off(Duration::from_secs(5)).await;
+                return Ok(Probed {
+                    config,
+                    initrd,
+                    boot,
+                    release,
+                });
+            }
+            Err(VmError(e)) => why.push(format!("{accel:?}: {e}")),
+        }
+    }
+    Err(why.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The launcher program cargo built beside this test binary.
+    fn launcher() -> Option<PathBuf> {
+        let exe = std::env::current_exe().ok()?;
+        let p = exe.parent()?.parent()?.join("agent-sandbox-name-guard");
+        test_support::require(
+            p.is_file(),
+            "the launcher program beside the tests",
+            "cargo build -p asbx-agent-sandbox --bin agent-sandbox-name-guard (cargo test builds it with the integration tests)",
+        )
+        .then_some(p)
+    }
+
+    fn host_release() -> String {
+        rustix::system::uname()
+            .release()
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[tokio::test]
+    async fn a_guest_boots_and_runs_commands_behind_its_own_kernel() {
+        let Some(qemu) = test_support::tool(
+            "qemu-system-x86_64",
+            "apt-get install qemu-system-x86 linux-image-cloud-amd64 busybox-static",
+        ) else {
+            return;
+        };
+        let Some(agent) = launcher() else { return };
+        if !test_support::require(
+            GuestKernel::find_ambient().is_ok() && Path::new("/bin/busybox").is_file(),
+            "a kernel in /boot with its modules, and a static busybox",
+            "apt-get install linux-image-cloud-amd64 busybox-static",
+        ) {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let probed = probe_ambient(&qemu, &agent, dir.path()).await.unwrap();
+        eprintln!(
+            "booted {:?} in {:?}: {}",
+            probed.config.accel,
+            probed.boot,
+            probed.config.accel.label()
+        );
+        // The guest's kernel is not the host's.
+        assert_ne!(probed.release, host_release());
+        let mut vm = Vm::boot(&probed.config, &probed.initrd, dir.path(), TCG_BOOT_WAIT)
+            .await
+            .unwrap();
+        let env = ["PATH=/bin"];
+        let out = vm.run(&["/bin/uname", "-r"], &env, "/").await.unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), probed.release);
+        assert_eq!(out.exit_code(), 0);
+        // Output, error output and the exit code, each its own.
+        let out = vm
+            .run(
+                &["/bin/sh", "-c", "echo out; echo err >&2; exit 7"],
+                &env,
+                "/tmp",
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (out.stdout.as_slice(), out.stderr.as_slice()),
+            (&b"out\n"[..], &b"err\n"[..])
+        );
+        assert_eq!(out.exit_code(), 7);
+        // Only the guest's processes (those with a command line: the rest
+        // are its kernel's threads), no network interface but loopback, no
+        // disk: nothing of the host is there.
+        let script = "for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); \
+                      [ -n \"$c\" ] && echo \"process: $c\"; done; ls /sys/class/net; ls /sys/block";
+        let out = vm.run(&["/bin/sh", "-c", script], &env, "/").await.unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let processes: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("process: "))
+            .collect();
+        assert!(
+            processes.len() <= 4 && processes.iter().any(|p| p.contains("--vm-agent")),
+            "{text}"
+        );
+        let rest: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with("process: "))
+            .collect();
+        assert_eq!(rest, ["lo"], "{text}");
+        // A program that does not exist fails to start, and says why.
+        let err = vm.run(&["/nonexistent"], &env, "/").await.unwrap_err();
+        assert!(err.0.contains("No such file"), "{err}");
+        let started = Instant::now();
+        vm.power_off(Duration::from_secs(10)).await;
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+}

@@ -1,0 +1,335 @@
+//! One guest: QEMU's `microvm` machine booting a host kernel with our
+//! initramfs, no network card, no disk, one virtio-serial port on a Unix
+//! socket in the guest's own directory (the agent's channel), the console
+//! into a file there, and QEMU's own seccomp sandbox on.
+
+use super::initramfs::GuestKernel;
+use sandbox_core::vm_wire::{FrameReader, FromGuest, MAX_FROM_GUEST_LEN, ToGuest, VmExec, VmStdio};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// How the guest's CPU runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Accel {
+    /// Hardware virtualization (`/dev/kvm`).
+    Kvm,
+    /// QEMU's emulation (TCG): a kernel boundary, slow.
+    Tcg,
+}
+
+impl Accel {
+    /// The runtime's label (R-MICROVM-1): what isolation this is.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Accel::Kvm => "QEMU microvm on KVM (hardware VM)",
+            Accel::Tcg => "QEMU microvm, emulated (TCG): kernel boundary, slow",
+        }
+    }
+}
+
+/// What booting a guest needs.
+#[derive(Clone, Debug)]
+pub(crate) struct VmConfig {
+    pub(crate) qemu: PathBuf,
+    pub(crate) kernel: GuestKernel,
+    pub(crate) accel: Accel,
+    pub(crate) memory_mib: u32,
+    /// The host's TSC frequency in kHz, given to the guest kernel (under
+    /// emulation about half the boots hang calibrating it otherwise).
+    pub(crate) tsc_khz: Option<u64>,
+}
+
+/// The host's TSC frequency in kHz, from the first `cpu MHz` of
+/// `/proc/cpuinfo`. Reads the ambient machine.
+pub(crate) fn tsc_khz_ambient() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let mhz: f64 = text
+        .lines()
+        .find(|l| l.starts_with("cpu MHz"))?
+        .split(':')
+        .nth(1)?
+        .trim()
+        .parse()
+        .ok()?;
+    (mhz.is_finite() && mhz > 0.0).then(|| (mhz * 1000.0).round() as u64)
+}
+
+/// Why a guest could not be used.
+#[derive(Debug)]
+pub(crate) struct VmError(pub(crate) String);
+
+impl std::fmt::Display for VmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A running guest whose agent said hello.
+pub(crate) struct Vm {
+    qemu: tokio::process::Child,
+    stream: tokio::net::UnixStream,
+    frames: FrameReader,
+    dir: PathBuf,
+    /// The guest kernel's release, from the agent's hello.
+    pub(crate) release: String,
+    next_id: u64,
+}
+
+/// What one command did.
+#[derive(Debug, Default)]
+pub(crate) struct VmOutput {
+    pub(crate) stdout: Vec<u8>,
+    pub(crate) stderr: Vec<u8>,
+    pub(crate) wait_status: i32,
+}
+
+impl VmOutput {
+    /// The exit code, or 128 plus the signal that ended it.
+    pub(crate) fn exit_code(&self) -> i32 {
+        let st = self.wait_status;
+        if st & 0x7f == 0 {
+            (st >> 8) & 0xff
+        } else {
+            128 + (st & 0x7f)
+        }
+    }
+}
+
+impl VmConfig {
+    /// QEMU's arguments for a guest whose files are in `dir`.
+    pub(crate) fn args(&self, initrd: &Path, dir: &Path) -> Vec<String> {
+        let mut append = String::from("console=ttyS0 quiet panic=-1");
+        if let (Accel::Tcg, Some(khz)) = (self.accel, self.tsc_khz) {
+            append.push_str(&format!(" tsc_early_khz={khz}"));
+        }
+        append.push_str(" -- ");
+        append.push_str(name_guard_flag());
+        let mut a: Vec<String> = vec![
+            "-M".into(),
+            "microvm,x-option-roms=off".into(),
+            "-accel".into(),
+            match self.accel {
+                Accel::Kvm => "kvm",
+                Accel::Tcg => "tcg",
+            }
+            .into(),
+        ];
+        if self.accel == Accel::Kvm {
+            a.extend(["-cpu".into(), "host".into()]);
+        }
+        a.extend([
+            "-m".into(),
+            self.memory_mib.to_string(),
+            "-smp".into(),
+            "1".into(),
+            "-nodefaults".into(),
+            "-no-user-config".into(),
+            "-display".into(),
+            "none".into(),
+            "-no-reboot".into(),
+            "-sandbox".into(),
+            "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny".into(),
+            "-kernel".into(),
+            self.kernel.image.display().to_string(),
+            "-initrd".into(),
+            initrd.display().to_string(),
+            "-append".into(),
+            append,
+            "-serial".into(),
+            format!("file:{}", dir.join("console.log").display()),
+            "-chardev".into(),
+            format!(
+                "socket,id=agent,path={},server=on,wait=off",
+                dir.join("agent.sock").display()
+            ),
+            "-device".into(),
+            "virtio-serial-device".into(),
+            "-device".into(),
+            format!("virtserialport,chardev=agent,name={}", agent_port_name()),
+        ]);
+        a
+    }
+}
+
+fn name_guard_flag() -> &'static str {
+    name_guard::VM_AGENT_FLAG
+}
+
+fn agent_port_name() -> &'static str {
+    name_guard::VM_AGENT_PORT_NAME
+}
+
+/// The last lines of the guest's console, for an error.
+fn console_tail(dir: &Path) -> String {
+    let text = std::fs::read(dir.join("console.log")).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join(" | ")
+}
+
+impl Vm {
+    /// Boots a guest from `initrd` with its files in `dir` (made by the
+    /// caller, private), and waits up to `wait` for its agent's hello.
+    pub(crate) async fn boot(
+        cfg: &VmConfig,
+        initrd: &Path,
+        dir: &Path,
+        wait: Duration,
+    ) -> Result<Vm, VmError> {
+        let mut qemu = tokio::process::Command::new(&cfg.qemu)
+            .args(cfg.args(initrd, dir))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| VmError(format!("starting {}: {e}", cfg.qemu.display())))?;
+        let sock = dir.join("agent.sock");
+        let started = tokio::time::Instant::now();
+        let booted = tokio::time::timeout(wait, async {
+            // QEMU makes the socket once it runs.
+            let mut stream = loop {
+                if let Ok(s) = tokio::net::UnixStream::connect(&sock).await {
+                    break s;
+                }
+                if let Ok(Some(st)) = qemu.try_wait() {
+                    return Err(format!("QEMU ended at once ({st})"));
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            };
+            let mut frames = FrameReader::new(MAX_FROM_GUEST_LEN);
+            match next(&mut stream, &mut frames).await? {
+                FromGuest::Hello { version, kernel }
+                    if version == sandbox_core::vm_wire::VERSION =>
+                {
+                    Ok((
+                        stream,
+                        frames,
+                        String::from_utf8_lossy(&kernel).into_owned(),
+                    ))
+                }
+                other => Err(format!(
+                    "the agent's first message was not its hello: {other:?}"
+                )),
+            }
+        })
+        .await;
+        match booted {
+            Ok(Ok((stream, frames, release))) => Ok(Vm {
+                qemu,
+                stream,
+                frames,
+                dir: dir.to_path_buf(),
+                release,
+                next_id: 1,
+            }),
+            Ok(Err(e)) => {
+                let _ = qemu.start_kill();
+                Err(VmError(format!("{e}; console: {}", console_tail(dir))))
+            }
+            Err(_) => {
+                let _ = qemu.start_kill();
+                let _ = qemu.wait().await;
+                Err(VmError(format!(
+                    "the guest's agent did not answer within {:.1} s; console: {}",
+                    started.elapsed().as_secs_f64(),
+                    console_tail(dir)
+                )))
+            }
+        }
+    }
+
+    /// Runs `argv` in the guest with `env` in `cwd`, no input, and
+    /// returns what it wrote and how it ended (one command at a time).
+    pub(crate) async fn run(
+        &mut self,
+        argv: &[&str],
+        env: &[&str],
+        cwd: &str,
+    ) -> Result<VmOutput, VmError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let exec = ToGuest::Exec(VmExec {
+            id,
+            argv: argv.iter().map(|a| a.as_bytes().to_vec()).collect(),
+            env: env.iter().map(|a| a.as_bytes().to_vec()).collect(),
+            cwd: cwd.as_bytes().to_vec(),
+            stdio: VmStdio::Pipes,
+        });
+        exec.check()
+            .map_err(|e| VmError(format!("a command the agent would refuse: {e}")))?;
+        self.stream
+            .write_all(&exec.encode())
+            .await
+            .map_err(|e| VmError(format!("writing to the guest: {e}")))?;
+        self.stream
+            .write_all(
+                &ToGuest::Stdin {
+                    id,
+                    data: Vec::new(),
+                }
+                .encode(),
+            )
+            .await
+            .map_err(|e| VmError(format!("writing to the guest: {e}")))?;
+        let mut out = VmOutput::default();
+        loop {
+            match next(&mut self.stream, &mut self.frames)
+                .await
+                .map_err(VmError)?
+            {
+                FromGuest::Stdout { id: i, data } if i == id => out.stdout.extend(data),
+                FromGuest::Stderr { id: i, data } if i == id => out.stderr.extend(data),
+                FromGuest::Failed { id: i, errno } if i == id => {
+                    return Err(VmError(format!(
+                        "{:?} could not start in the guest: {}",
+                        argv.first(),
+                        std::io::Error::from_raw_os_error(errno)
+                    )));
+                }
+                FromGuest::Ended { id: i, wait_status } if i == id => {
+                    out.wait_status = wait_status;
+                    return Ok(out);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Asks the guest to power off and waits for QEMU's end (killing it
+    /// after `wait`); its directory stays for the caller to remove.
+    pub(crate) async fn power_off(mut self, wait: Duration) {
+        let _ = self.stream.write_all(&ToGuest::PowerOff.encode()).await;
+        if tokio::time::timeout(wait, self.qemu.wait()).await.is_err() {
+            let _ = self.qemu.start_kill();
+            let _ = self.qemu.wait().await;
+        }
+        let _ = std::fs::remove_file(self.dir.join("agent.sock"));
+    }
+}
+
+/// The next whole message from the guest.
+async fn next(
+    stream: &mut tokio::net::UnixStream,
+    frames: &mut FrameReader,
+) -> Result<FromGuest, String> {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match frames.next_body() {
+            Ok(Some(body)) => {
+                return FromGuest::decode(&body).map_err(|e| format!("from the guest: {e}"));
+            }
+            Ok(None) => {}
+            Err(e) => return Err(format!("from the guest: {e}")),
+        }
+        let n = stream
+            .read(&mut buf)
+            .await
+            .map_err(|e| format!("reading from the guest: {e}"))?;
+        if n == 0 {
+            return Err("the guest's channel closed".into());
+        }
+        frames.push(buf.get(..n).unwrap_or_default());
+    }
+}

@@ -1,0 +1,438 @@
+//! The agent inside a `microvm` guest: its first process (`/init` of the
+//! initramfs the host builds, started by the kernel with `--vm-agent`).
+//!
+//! It mounts the guest's `/proc`, `/sys`, `/dev` and `/tmp`, loads the
+//! kernel modules listed in `/modules.order` (the virtio transport and
+//! console drivers of a distribution kernel), finds the virtio-serial
+//! port named [`PORT_NAME`] and speaks [`sandbox_core::vm_wire`] on it:
+//! it says hello (with the guest's kernel release), starts each command
+//! the host asks for in a process group of its own, with pipes for its
+//! stdio carried as data frames, passes signals to the group, and reports
+//! each command's end after its output. As the guest's process 1 it reaps
+//! every orphan. When the host's end closes or it asks, every process is
+//! killed and the guest powers off.
+//!
+//! A guest's process 1 must not end or panic (the kernel panics): every
+//! failure is reported on the console and, where the host can be told, on
+//! the port.
+
+use sandbox_core::vm_wire::{
+    FrameReader, FromGuest, MAX_DATA, MAX_TO_GUEST_LEN, ToGuest, VERSION, VmExec, VmStdio,
+};
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The argument that starts the launcher program as the guest's agent.
+pub const VM_AGENT_FLAG: &str = "--vm-agent";
+/// The name the host gives the agent's virtio-serial port.
+pub const PORT_NAME: &str = "agent-sandbox.0";
+/// How long a command's output is still read after it ended, when
+/// processes it left running hold its pipes open.
+const OUTPUT_GRACE: Duration = Duration::from_millis(100);
+/// How long the agent looks for its port (the driver may load late).
+const PORT_WAIT: Duration = Duration::from_secs(10);
+
+/// Runs the agent when `args` are [`VM_AGENT_FLAG`] alone; `None` else.
+/// Returns only when it could not start (it powers the guest off at its
+/// end).
+pub(crate) fn run_if_asked(args: &[std::ffi::OsString]) -> Option<i32> {
+    let [flag] = args else {
+        return None;
+    };
+    if flag.as_bytes() != VM_AGENT_FLAG.as_bytes() {
+        return None;
+    }
+    Some(agent_main())
+}
+
+fn agent_main() -> i32 {
+    mount_basics();
+    load_modules();
+    let port = match find_port() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("vm-agent: no port named {PORT_NAME}: {e}");
+            power_off();
+            return 1;
+        }
+    };
+    let out = match port.try_clone() {
+        Ok(o) => Arc::new(Mutex::new(o)),
+        Err(e) => {
+            eprintln!("vm-agent: {e}");
+            power_off();
+            return 1;
+        }
+    };
+    let kernel = rustix::system::uname().release().to_bytes().to_vec();
+    send(
+        &out,
+        &FromGuest::Hello {
+            version: VERSION,
+            kernel,
+        },
+    );
+    let state = Arc::new(Mutex::new(Commands::default()));
+    {
+        let (out, state) = (out.clone(), state.clone());
+        if let Err(e) = std::thread::Builder::new()
+            .name("reaper".into())
+            .spawn(move || reap(&out, &state))
+        {
+            eprintln!("vm-agent: {e}");
+        }
+    }
+    serve(port, &out, &state);
+    power_off();
+    0
+}
+
+/// Mounts what every program expects; a failure is reported, not fatal.
+fn mount_basics() {
+    use rustix::mount::{MountFlags, mount};
+    for (src, dir, fs, flags) in [
+        (
+            "proc",
+            "/proc",
+            "proc",
+            MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+        ),
+        (
+            "sysfs",
+            "/sys",
+            "sysfs",
+            MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+        ),
+        ("devtmpfs", "/dev", "devtmpfs", MountFlags::NOSUID),
+        (
+            "tmpfs",
+            "/tmp",
+            "tmpfs",
+            MountFlags::NOSUID | MountFlags::NODEV,
+        ),
+    ] {
+        let _ = std::fs::create_dir_all(dir);
+        if let Err(e) = mount(src, dir, fs, flags, None::<&std::ffi::CStr>) {
+            eprintln!("vm-agent: mounting {dir}: {e}");
+        }
+    }
+    let _ = std::fs::create_dir_all("/dev/pts");
+    let _ = mount(
+        "devpts",
+        "/dev/pts",
+        "devpts",
+        MountFlags::NOSUID | MountFlags::NOEXEC,
+        Some(c"mode=0620,ptmxmode=0666"),
+    );
+}
+
+/// Loads each module named in `/modules.order` (one path a line, in
+/// order); one built into the kernel or loaded already is no error.
+fn load_modules() {
+    let Ok(list) = std::fs::read_to_string("/modules.order") else {
+        return;
+    };
+    for path in list.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let loaded = std::fs::File::open(path)
+            .and_then(|f| rustix::system::finit_module(&f, c"", 0).map_err(std::io::Error::from));
+        match loaded {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+            Err(e) => eprintln!("vm-agent: loading {path}: {e}"),
+        }
+    }
+}
+
+/// The port named [`PORT_NAME`], opened for reading and writing.
+fn find_port() -> std::io::Result<std::fs::File> {
+    let deadline = Instant::now() + PORT_WAIT;
+    loop {
+        if let Ok(entries) = std::fs::read_dir("/sys/class/virtio-ports") {
+            for e in entries.flatten() {
+                let name = std::fs::read_to_string(e.path().join("name")).unwrap_or_default();
+                if name.trim() == PORT_NAME {
+                    let dev = std::path::Path::new("/dev").join(e.file_name());
+                    return std::fs::OpenOptions::new().read(true).write(true).open(dev);
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(std::io::Error::from_raw_os_error(libc::ENOENT));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sends one message; a host that is gone is noticed by the reading loop.
+fn send(out: &Mutex<std::fs::File>, msg: &FromGuest) {
+    if let Ok(mut o) = out.lock() {
+        let _ = o.write_all(&msg.encode());
+    }
+}
+
+/// One running command.
+struct Running {
+    pid: i32,
+    /// Its input, while open.
+    stdin: Option<std::process::ChildStdin>,
+    /// Set at its end: its output readers stop after the grace.
+    ended: Arc<AtomicBool>,
+    /// Its output readers, joined before its end is reported.
+    readers: Vec<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct Commands {
+    by_id: HashMap<u64, Running>,
+    by_pid: HashMap<i32, u64>,
+}
+
+/// Reads the host's messages until its end closes (or it asks to end).
+fn serve(mut port: std::fs::File, out: &Arc<Mutex<std::fs::File>>, state: &Arc<Mutex<Commands>>) {
+    let mut frames = FrameReader::new(MAX_TO_GUEST_LEN);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match port.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                eprintln!("vm-agent: reading the port: {e}");
+                return;
+            }
+        };
+        frames.push(buf.get(..n).unwrap_or_default());
+        loop {
+            let body = match frames.next_body() {
+                Ok(Some(b)) => b,
+                Ok(None) => break,
+                Err(e) => {
+                    eprintln!("vm-agent: {e}");
+                    return;
+                }
+            };
+            match ToGuest::decode(&body) {
+                Ok(ToGuest::Exec(e)) => start(out, state, &e),
+                Ok(ToGuest::Stdin { id, data }) => write_stdin(state, id, &data),
+                Ok(ToGuest::Signal { id, signal }) => {
+                    let pid = state
+                        .lock()
+                        .ok()
+                        .and_then(|s| s.by_id.get(&id).map(|r| r.pid));
+                    let sig = rustix::process::Signal::from_named_raw(signal);
+                    if let (Some(pid), Some(sig)) =
+                        (pid.and_then(rustix::process::Pid::from_raw), sig)
+                    {
+                        let _ = rustix::process::kill_process_group(pid, sig);
+                    }
+                }
+                Ok(ToGuest::Resize { .. }) => {}
+                Ok(ToGuest::TcpData { conn, .. } | ToGuest::TcpClose { conn }) => {
+                    send(out, &FromGuest::TcpClose { conn });
+                }
+                Ok(ToGuest::PowerOff) => return,
+                Err(e) => {
+                    eprintln!("vm-agent: {e}");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Writes input to command `id` (blocking: a command that does not read
+/// its input holds the host's later messages back, as a full pipe would).
+fn write_stdin(state: &Arc<Mutex<Commands>>, id: u64, data: &[u8]) {
+    let stdin = state
+        .lock()
+        .ok()
+        .and_then(|mut s| s.by_id.get_mut(&id).and_then(|r| r.stdin.take()));
+    let Some(mut stdin) = stdin else {
+        return;
+    };
+    if data.is_empty() || stdin.write_all(data).is_err() {
+        return; // closed
+    }
+    if let Ok(mut s) = state.lock()
+        && let Some(r) = s.by_id.get_mut(&id)
+    {
+        r.stdin = Some(stdin);
+    }
+}
+
+/// Starts command `e` and says so, or why not.
+fn start(out: &Arc<Mutex<std::fs::File>>, state: &Arc<Mutex<Commands>>, e: &VmExec) {
+    let Some(program) = e.argv.first() else {
+        return;
+    };
+    if let VmStdio::Terminal { .. } = e.stdio {
+        send(
+            out,
+            &FromGuest::Failed {
+                id: e.id,
+                errno: libc::ENOTTY,
+            },
+        );
+        return;
+    }
+    let os = |b: &Vec<u8>| OsStr::from_bytes(b).to_owned();
+    let mut c = std::process::Command::new(os(program));
+    c.args(e.argv.iter().skip(1).map(os))
+        .env_clear()
+        .current_dir(os(&e.cwd))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    for kv in &e.env {
+        let (k, v) = match kv.iter().position(|b| *b == b'=') {
+            Some(i) => kv.split_at(i),
+            None => (kv.as_slice(), &b"="[..]),
+        };
+        c.env(
+            OsStr::from_bytes(k),
+            OsStr::from_bytes(v.get(1..).unwrap_or_default()),
+        );
+    }
+    // Spawned under the lock: the reaper cannot take the end of a pid not
+    // yet recorded.
+    let Ok(mut s) = state.lock() else {
+        return;
+    };
+    let mut child = match c.spawn() {
+        Ok(c) => c,
+        Err(err) => {
+            drop(s);
+            let errno = err.raw_os_error().unwrap_or(libc::EIO);
+            send(out, &FromGuest::Failed { id: e.id, errno });
+            return;
+        }
+    };
+    let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+    send(
+        out,
+        &FromGuest::Started {
+            id: e.id,
+            pid: child.id(),
+        },
+    );
+    let ended = Arc::new(AtomicBool::new(false));
+    let mut readers = Vec::new();
+    let stdout = child.stdout.take().map(std::os::fd::OwnedFd::from);
+    let stderr = child.stderr.take().map(std::os::fd::OwnedFd::from);
+    for (pipe, is_err) in [(stdout, false), (stderr, true)] {
+        let Some(pipe) = pipe else { continue };
+        let (out, ended, id) = (out.clone(), ended.clone(), e.id);
+        if let Ok(h) = std::thread::Builder::new()
+            .name("output".into())
+            .spawn(move || pass_output(pipe, &out, &ended, id, is_err))
+        {
+            readers.push(h);
+        }
+    }
+    s.by_pid.insert(pid, e.id);
+    s.by_id.insert(
+        e.id,
+        Running {
+            pid,
+            stdin: child.stdin.take(),
+            ended,
+            readers,
+        },
+    );
+    // The reaper waits for every child; this handle is not waited on.
+    drop(child);
+}
+
+/// Sends a command's output as it comes, until its end of file, or once
+/// the command ended and [`OUTPUT_GRACE`] passed.
+fn pass_output(
+    pipe: std::os::fd::OwnedFd,
+    out: &Mutex<std::fs::File>,
+    ended: &AtomicBool,
+    id: u64,
+    is_err: bool,
+) {
+    use rustix::event::{PollFd, PollFlags, poll};
+    let mut buf = vec![0u8; MAX_DATA];
+    let mut ended_at: Option<Instant> = None;
+    let wait = rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: 20_000_000,
+    };
+    loop {
+        if ended_at.is_none() && ended.load(Ordering::SeqCst) {
+            ended_at = Some(Instant::now());
+        }
+        if ended_at.is_some_and(|t| t.elapsed() > OUTPUT_GRACE) {
+            return;
+        }
+        let mut fds = [PollFd::new(&pipe, PollFlags::IN)];
+        match poll(&mut fds, Some(&wait)) {
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return,
+        }
+        let n = match rustix::io::read(&pipe, &mut buf) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
+            Err(_) => return,
+        };
+        let data = buf.get(..n).unwrap_or_default().to_vec();
+        let msg = if is_err {
+            FromGuest::Stderr { id, data }
+        } else {
+            FromGuest::Stdout { id, data }
+        };
+        send(out, &msg);
+    }
+}
+
+/// Reaps every process; a command's end is reported after its output.
+fn reap(out: &Arc<Mutex<std::fs::File>>, state: &Arc<Mutex<Commands>>) {
+    loop {
+        match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+            Ok(Some((pid, status))) => {
+                let running = state.lock().ok().and_then(|mut s| {
+                    let id = s.by_pid.remove(&pid.as_raw_nonzero().get())?;
+                    s.by_id.remove(&id).map(|r| (id, r))
+                });
+                let Some((id, r)) = running else { continue };
+                r.ended.store(true, Ordering::SeqCst);
+                let out = out.clone();
+                let wait_status = status.as_raw();
+                // Its output first (up to the grace), then its end.
+                let _ = std::thread::Builder::new()
+                    .name("ended".into())
+                    .spawn(move || {
+                        for h in r.readers {
+                            let _ = h.join();
+                        }
+                        send(&out, &FromGuest::Ended { id, wait_status });
+                    });
+            }
+            Ok(None) | Err(rustix::io::Errno::INTR) => {}
+            // No child at all yet: look again soon.
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Kills every process and powers the guest off (the host's QEMU then
+/// exits). Never returns where the call works.
+fn power_off() {
+    // Every process but this one.
+    crate::sys::kill_every_other_process();
+    rustix::fs::sync();
+    if let Err(e) = rustix::system::reboot(rustix::system::RebootCommand::PowerOff) {
+        eprintln!("vm-agent: powering off: {e}");
+    }
+}
