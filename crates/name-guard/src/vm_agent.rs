@@ -25,7 +25,7 @@ use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// The argument that starts the launcher program as the guest's agent.
@@ -78,7 +78,7 @@ fn agent_main() -> i32 {
             kernel,
         },
     );
-    let state = Arc::new(Mutex::new(Commands::default()));
+    let state: Shared = Arc::new((Mutex::new(Commands::default()), Condvar::new()));
     {
         let (out, state) = (out.clone(), state.clone());
         if let Err(e) = std::thread::Builder::new()
@@ -191,10 +191,16 @@ struct Running {
 struct Commands {
     by_id: HashMap<u64, Running>,
     by_pid: HashMap<i32, u64>,
+    /// Commands started so far (the reaper, without children, waits for
+    /// the next).
+    spawned: u64,
 }
 
+/// The commands, and the signal of a new one for the reaper.
+type Shared = Arc<(Mutex<Commands>, Condvar)>;
+
 /// Reads the host's messages until its end closes (or it asks to end).
-fn serve(mut port: std::fs::File, out: &Arc<Mutex<std::fs::File>>, state: &Arc<Mutex<Commands>>) {
+fn serve(mut port: std::fs::File, out: &Arc<Mutex<std::fs::File>>, state: &Shared) {
     let mut frames = FrameReader::new(MAX_TO_GUEST_LEN);
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -222,6 +228,7 @@ fn serve(mut port: std::fs::File, out: &Arc<Mutex<std::fs::File>>, state: &Arc<M
                 Ok(ToGuest::Stdin { id, data }) => write_stdin(state, id, &data),
                 Ok(ToGuest::Signal { id, signal }) => {
                     let pid = state
+                        .0
                         .lock()
                         .ok()
                         .and_then(|s| s.by_id.get(&id).map(|r| r.pid));
@@ -248,8 +255,9 @@ fn serve(mut port: std::fs::File, out: &Arc<Mutex<std::fs::File>>, state: &Arc<M
 
 /// Writes input to command `id` (blocking: a command that does not read
 /// its input holds the host's later messages back, as a full pipe would).
-fn write_stdin(state: &Arc<Mutex<Commands>>, id: u64, data: &[u8]) {
+fn write_stdin(state: &Shared, id: u64, data: &[u8]) {
     let stdin = state
+        .0
         .lock()
         .ok()
         .and_then(|mut s| s.by_id.get_mut(&id).and_then(|r| r.stdin.take()));
@@ -259,7 +267,7 @@ fn write_stdin(state: &Arc<Mutex<Commands>>, id: u64, data: &[u8]) {
     if data.is_empty() || stdin.write_all(data).is_err() {
         return; // closed
     }
-    if let Ok(mut s) = state.lock()
+    if let Ok(mut s) = state.0.lock()
         && let Some(r) = s.by_id.get_mut(&id)
     {
         r.stdin = Some(stdin);
@@ -267,7 +275,7 @@ fn write_stdin(state: &Arc<Mutex<Commands>>, id: u64, data: &[u8]) {
 }
 
 /// Starts command `e` and says so, or why not.
-fn start(out: &Arc<Mutex<std::fs::File>>, state: &Arc<Mutex<Commands>>, e: &VmExec) {
+fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
     let Some(program) = e.argv.first() else {
         return;
     };
@@ -302,7 +310,8 @@ fn start(out: &Arc<Mutex<std::fs::File>>, state: &Arc<Mutex<Commands>>, e: &VmEx
     }
     // Spawned under the lock: the reaper cannot take the end of a pid not
     // yet recorded.
-    let Ok(mut s) = state.lock() else {
+    let (lock, cv) = &**state;
+    let Ok(mut s) = lock.lock() else {
         return;
     };
     let mut child = match c.spawn() {
@@ -337,6 +346,8 @@ fn start(out: &Arc<Mutex<std::fs::File>>, state: &Arc<Mutex<Commands>>, e: &VmEx
         }
     }
     s.by_pid.insert(pid, e.id);
+    s.spawned += 1;
+    cv.notify_all();
     s.by_id.insert(
         e.id,
         Running {
@@ -397,11 +408,17 @@ fn pass_output(
 }
 
 /// Reaps every process; a command's end is reported after its output.
-fn reap(out: &Arc<Mutex<std::fs::File>>, state: &Arc<Mutex<Commands>>) {
+fn reap(out: &Arc<Mutex<std::fs::File>>, state: &Shared) {
+    let (lock, cv) = &**state;
     loop {
+        // Read before the wait: a command started after this is waited
+        // for, even when it started before `ECHILD` was seen.
+        let Ok(seen) = lock.lock().map(|s| s.spawned) else {
+            return;
+        };
         match rustix::process::wait(rustix::process::WaitOptions::empty()) {
             Ok(Some((pid, status))) => {
-                let running = state.lock().ok().and_then(|mut s| {
+                let running = lock.lock().ok().and_then(|mut s| {
                     let id = s.by_pid.remove(&pid.as_raw_nonzero().get())?;
                     s.by_id.remove(&id).map(|r| (id, r))
                 });
@@ -420,8 +437,15 @@ fn reap(out: &Arc<Mutex<std::fs::File>>, state: &Arc<Mutex<Commands>>) {
                     });
             }
             Ok(None) | Err(rustix::io::Errno::INTR) => {}
-            // No child at all yet: look again soon.
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            // No child at all: only a new command makes one.
+            Err(_) => {
+                let Ok(s) = lock.lock() else {
+                    return;
+                };
+                let Ok(_s) = cv.wait_while(s, |s| s.spawned == seen) else {
+                    return;
+                };
+            }
         }
     }
 }
