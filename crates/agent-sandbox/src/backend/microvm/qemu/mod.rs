@@ -18,9 +18,11 @@
 
 mod cpio;
 pub(crate) mod initramfs;
+pub(crate) mod probe;
 pub(crate) mod vm;
 
 use initramfs::GuestKernel;
+use probe::{Canary, Probe, ProbeFacts};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use vm::{Accel, Vm, VmConfig, VmError};
@@ -33,12 +35,12 @@ pub(crate) const TCG_BOOT_WAIT: Duration = Duration::from_secs(60);
 /// Memory of a guest.
 const GUEST_MIB: u32 = 256;
 
-/// What booted, how, and how long it took.
+/// A runtime the probe found working: how to boot it, and the image.
 #[derive(Debug)]
 pub(crate) struct Probed {
     pub(crate) config: VmConfig,
     pub(crate) initrd: PathBuf,
-    pub(crate) boot: Duration,
+    /// The guest kernel's release, from the canary's hello.
     pub(crate) release: String,
 }
 
@@ -56,20 +58,43 @@ pub(crate) fn write_initrd(
     Ok(path)
 }
 
-/// Boots a canary guest once with `qemu` and the newest host kernel,
-/// KVM first where `/dev/kvm` opens, else emulation; the first whose agent
-/// answers is the runtime. Files go to `dir` (private, the caller's).
+/// Boots a canary guest with `qemu` (when found) and the newest host
+/// kernel, KVM first where `/dev/kvm` opens, else emulation: the first
+/// whose agent answers is the runtime. Files go to `dir` (private, the
+/// caller's). The conclusion and its line come from [`probe::decide`].
 /// Reads the ambient machine.
-pub(crate) async fn probe_ambient(qemu: &Path, agent: &Path, dir: &Path) -> Result<Probed, String> {
-    let kernel = GuestKernel::find_ambient()?;
-    let initrd = write_initrd(&kernel, agent, dir)?;
-    let kvm = std::fs::OpenOptions::new()
+pub(crate) async fn probe_ambient(
+    qemu: Option<&Path>,
+    agent: &Path,
+    dir: &Path,
+) -> (Probe, Option<Probed>) {
+    let kernel = GuestKernel::find_ambient();
+    let kvm_opens = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/kvm")
         .is_ok();
-    let mut why = Vec::new();
-    let tries: &[(Accel, Duration)] = if kvm {
+    let mut facts = ProbeFacts {
+        qemu: qemu.is_some(),
+        kernel: kernel
+            .as_ref()
+            .map(|k| k.release.clone())
+            .map_err(Clone::clone),
+        kvm_opens,
+        kvm: Canary::NotTried,
+        tcg: Canary::NotTried,
+    };
+    let (Some(qemu), Ok(kernel)) = (qemu, kernel) else {
+        return (probe::decide(&facts), None);
+    };
+    let initrd = match write_initrd(&kernel, agent, dir) {
+        Ok(i) => i,
+        Err(e) => {
+            facts.kernel = Err(format!("the guest image could not be built: {e}"));
+            return (probe::decide(&facts), None);
+        }
+    };
+    let tries: &[(Accel, Duration)] = if kvm_opens {
         &[(Accel::Kvm, KVM_CANARY_WAIT), (Accel::Tcg, TCG_BOOT_WAIT)]
     } else {
         &[(Accel::Tcg, TCG_BOOT_WAIT)]
@@ -83,22 +108,30 @@ pub(crate) async fn probe_ambient(qemu: &Path, agent: &Path, dir: &Path) -> Resu
             tsc_khz: vm::tsc_khz_ambient(),
         };
         let started = Instant::now();
-        match Vm::boot(&config, &initrd, dir, wait).await {
+        let canary = match Vm::boot(&config, &initrd, dir, wait).await {
             Ok(vm) => {
-                let boot = started.elapsed();
+                let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                 let release = vm.release.clone();
                 vm.power_off(Duration::from_secs(5)).await;
-                return Ok(Probed {
+                let probed = Probed {
                     config,
-                    initrd,
-                    boot,
+                    initrd: initrd.clone(),
                     release,
-                });
+                };
+                match accel {
+                    Accel::Kvm => facts.kvm = Canary::Answered { ms },
+                    Accel::Tcg => facts.tcg = Canary::Answered { ms },
+                }
+                return (probe::decide(&facts), Some(probed));
             }
-            Err(VmError(e)) => why.push(format!("{accel:?}: {e}")),
+            Err(VmError(why)) => Canary::Failed { why },
+        };
+        match accel {
+            Accel::Kvm => facts.kvm = canary,
+            Accel::Tcg => facts.tcg = canary,
         }
     }
-    Err(why.join("; "))
+    (probe::decide(&facts), None)
 }
 
 #[cfg(test)]
@@ -141,13 +174,9 @@ mod tests {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
-        let probed = probe_ambient(&qemu, &agent, dir.path()).await.unwrap();
-        eprintln!(
-            "booted {:?} in {:?}: {}",
-            probed.config.accel,
-            probed.boot,
-            probed.config.accel.label()
-        );
+        let (probe, probed) = probe_ambient(Some(&qemu), &agent, dir.path()).await;
+        eprintln!("{}", probe.line());
+        let probed = probed.unwrap();
         // The guest's kernel is not the host's.
         assert_ne!(probed.release, host_release());
         let mut vm = Vm::boot(&probed.config, &probed.initrd, dir.path(), TCG_BOOT_WAIT)

@@ -160,6 +160,27 @@ fn agent_port_name() -> &'static str {
     name_guard::VM_AGENT_PORT_NAME
 }
 
+/// Ends QEMU and says what it and the guest's console said last.
+async fn ended_saying(qemu: &mut tokio::process::Child, dir: &Path) -> String {
+    let _ = qemu.start_kill();
+    let status = qemu.wait().await.map(|s| s.to_string()).unwrap_or_default();
+    let mut said = Vec::new();
+    if let Some(err) = qemu.stderr.take() {
+        let _ = err.take(600).read_to_end(&mut said).await;
+    }
+    let said = String::from_utf8_lossy(&said);
+    let said = said.trim();
+    let mut out = format!("; QEMU {status}");
+    if !said.is_empty() {
+        out.push_str(&format!(": {}", said.replace('\n', " | ")));
+    }
+    let console = console_tail(dir);
+    if !console.is_empty() {
+        out.push_str(&format!("; console: {console}"));
+    }
+    out
+}
+
 /// The last lines of the guest's console, for an error.
 fn console_tail(dir: &Path) -> String {
     let text = std::fs::read(dir.join("console.log")).unwrap_or_default();
@@ -224,19 +245,15 @@ impl Vm {
                 release,
                 next_id: 1,
             }),
-            Ok(Err(e)) => {
-                let _ = qemu.start_kill();
-                Err(VmError(format!("{e}; console: {}", console_tail(dir))))
-            }
-            Err(_) => {
-                let _ = qemu.start_kill();
-                let _ = qemu.wait().await;
-                Err(VmError(format!(
-                    "the guest's agent did not answer within {:.1} s; console: {}",
-                    started.elapsed().as_secs_f64(),
-                    console_tail(dir)
-                )))
-            }
+            Ok(Err(e)) => Err(VmError(format!(
+                "{e}{}",
+                ended_saying(&mut qemu, dir).await
+            ))),
+            Err(_) => Err(VmError(format!(
+                "the guest's agent did not answer within {:.1} s{}",
+                started.elapsed().as_secs_f64(),
+                ended_saying(&mut qemu, dir).await
+            ))),
         }
     }
 
