@@ -179,8 +179,10 @@ fn send(out: &Mutex<std::fs::File>, msg: &FromGuest) {
 /// One running command.
 struct Running {
     pid: i32,
-    /// Its input, while open.
-    stdin: Option<std::process::ChildStdin>,
+    /// Its input, while open: a pipe, or its terminal's master.
+    stdin: Option<std::fs::File>,
+    /// Its terminal's master (for resizes), when it runs on one.
+    terminal: Option<Arc<std::os::fd::OwnedFd>>,
     /// Set at its end: its output readers stop after the grace.
     ended: Arc<AtomicBool>,
     /// Its output readers, joined before its end is reported.
@@ -239,7 +241,16 @@ fn serve(mut port: std::fs::File, out: &Arc<Mutex<std::fs::File>>, state: &Share
                         let _ = rustix::process::kill_process_group(pid, sig);
                     }
                 }
-                Ok(ToGuest::Resize { .. }) => {}
+                Ok(ToGuest::Resize { id, rows, cols }) => {
+                    let master = state
+                        .0
+                        .lock()
+                        .ok()
+                        .and_then(|s| s.by_id.get(&id).and_then(|r| r.terminal.clone()));
+                    if let Some(m) = master {
+                        let _ = rustix::termios::tcsetwinsize(&*m, winsize(rows, cols));
+                    }
+                }
                 Ok(ToGuest::TcpData { conn, .. } | ToGuest::TcpClose { conn }) => {
                     send(out, &FromGuest::TcpClose { conn });
                 }
@@ -274,30 +285,41 @@ fn write_stdin(state: &Shared, id: u64, data: &[u8]) {
     }
 }
 
+/// The window size of `rows` by `cols`.
+fn winsize(rows: u16, cols: u16) -> rustix::termios::Winsize {
+    rustix::termios::Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    }
+}
+
+/// A new terminal of this size: (master, slave).
+fn open_terminal(
+    rows: u16,
+    cols: u16,
+) -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use rustix::pty::{OpenptFlags, grantpt, ioctl_tiocgptpeer, openpt, unlockpt};
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
+    grantpt(&master)?;
+    unlockpt(&master)?;
+    let slave = ioctl_tiocgptpeer(&master, OpenptFlags::RDWR | OpenptFlags::NOCTTY)?;
+    rustix::termios::tcsetwinsize(&slave, winsize(rows, cols))?;
+    Ok((master, slave))
+}
+
 /// Starts command `e` and says so, or why not.
 fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
     let Some(program) = e.argv.first() else {
         return;
     };
-    if let VmStdio::Terminal { .. } = e.stdio {
-        send(
-            out,
-            &FromGuest::Failed {
-                id: e.id,
-                errno: libc::ENOTTY,
-            },
-        );
-        return;
-    }
+    let failed = |errno: i32| send(out, &FromGuest::Failed { id: e.id, errno });
     let os = |b: &Vec<u8>| OsStr::from_bytes(b).to_owned();
     let mut c = std::process::Command::new(os(program));
     c.args(e.argv.iter().skip(1).map(os))
         .env_clear()
-        .current_dir(os(&e.cwd))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0);
+        .current_dir(os(&e.cwd));
     for kv in &e.env {
         let (k, v) = match kv.iter().position(|b| *b == b'=') {
             Some(i) => kv.split_at(i),
@@ -307,6 +329,43 @@ fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
             OsStr::from_bytes(k),
             OsStr::from_bytes(v.get(1..).unwrap_or_default()),
         );
+    }
+    let mut master: Option<std::os::fd::OwnedFd> = None;
+    match e.stdio {
+        VmStdio::Pipes => {
+            c.stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .process_group(0);
+        }
+        VmStdio::Terminal { rows, cols } => {
+            let (m, slave) = match open_terminal(rows, cols) {
+                Ok(p) => p,
+                Err(err) => return failed(err.raw_os_error().unwrap_or(libc::EIO)),
+            };
+            let stdio = |fd: &std::os::fd::OwnedFd| fd.try_clone().map(std::process::Stdio::from);
+            match (stdio(&slave), stdio(&slave), stdio(&slave)) {
+                (Ok(i), Ok(o), Ok(er)) => {
+                    c.stdin(i).stdout(o).stderr(er);
+                }
+                _ => return failed(libc::EMFILE),
+            }
+            // SAFETY: the closure runs in the forked child before exec and
+            // makes only async-signal-safe system calls (setsid, ioctl
+            // TIOCSCTTY on descriptor 0); it allocates nothing.
+            #[allow(
+                unsafe_code,
+                reason = "a terminal command's session and controlling terminal are set between fork and exec; SAFETY comment above"
+            )]
+            unsafe {
+                c.pre_exec(|| {
+                    rustix::process::setsid()?;
+                    rustix::process::ioctl_tiocsctty(std::os::fd::BorrowedFd::borrow_raw(0))?;
+                    Ok(())
+                });
+            }
+            master = Some(m);
+        }
     }
     // Spawned under the lock: the reaper cannot take the end of a pid not
     // yet recorded.
@@ -318,11 +377,11 @@ fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
         Ok(c) => c,
         Err(err) => {
             drop(s);
-            let errno = err.raw_os_error().unwrap_or(libc::EIO);
-            send(out, &FromGuest::Failed { id: e.id, errno });
-            return;
+            return failed(err.raw_os_error().unwrap_or(libc::EIO));
         }
     };
+    // The parent's copies of the slave close with `c`.
+    drop(c);
     let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
     send(
         out,
@@ -333,9 +392,26 @@ fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
     );
     let ended = Arc::new(AtomicBool::new(false));
     let mut readers = Vec::new();
-    let stdout = child.stdout.take().map(std::os::fd::OwnedFd::from);
-    let stderr = child.stderr.take().map(std::os::fd::OwnedFd::from);
-    for (pipe, is_err) in [(stdout, false), (stderr, true)] {
+    let (outputs, stdin, terminal) = match master {
+        Some(m) => {
+            let m = Arc::new(m);
+            let input = m.try_clone().ok().map(std::fs::File::from);
+            let reading = m.try_clone().ok();
+            (vec![(reading, false)], input, Some(m))
+        }
+        None => (
+            vec![
+                (child.stdout.take().map(std::os::fd::OwnedFd::from), false),
+                (child.stderr.take().map(std::os::fd::OwnedFd::from), true),
+            ],
+            child
+                .stdin
+                .take()
+                .map(|i| std::fs::File::from(std::os::fd::OwnedFd::from(i))),
+            None,
+        ),
+    };
+    for (pipe, is_err) in outputs {
         let Some(pipe) = pipe else { continue };
         let (out, ended, id) = (out.clone(), ended.clone(), e.id);
         if let Ok(h) = std::thread::Builder::new()
@@ -352,7 +428,8 @@ fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
         e.id,
         Running {
             pid,
-            stdin: child.stdin.take(),
+            stdin,
+            terminal,
             ended,
             readers,
         },
@@ -391,6 +468,7 @@ fn pass_output(
             Err(rustix::io::Errno::INTR) => continue,
             Err(_) => return,
         }
+        // A terminal's master reads EIO once no process holds its slave.
         let n = match rustix::io::read(&pipe, &mut buf) {
             Ok(0) => return,
             Ok(n) => n,

@@ -220,6 +220,33 @@ mod tests {
             .filter(|l| !l.starts_with("process: "))
             .collect();
         assert_eq!(rest, ["lo"], "{text}");
+        // A terminal in the guest: its own pts and its size; then a resize,
+        // and the shell reading what is typed.
+        let out = vm
+            .run_on_terminal(
+                &["/bin/sh", "-c", "stty size; tty"],
+                &env,
+                (24, 80),
+                None,
+                b"",
+            )
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+        assert_eq!(text, "24 80\n/dev/pts/0\n");
+        let out = vm
+            .run_on_terminal(
+                &["/bin/sh", "-c", "read line; stty size; echo got $line"],
+                &env,
+                (24, 80),
+                Some((30, 100)),
+                b"typed\n",
+            )
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+        assert!(text.ends_with("30 100\ngot typed\n"), "{text:?}");
+        assert_eq!(out.exit_code(), 0);
         // A program that does not exist fails to start, and says why.
         let err = vm.run(&["/nonexistent"], &env, "/").await.unwrap_err();
         assert!(err.0.contains("No such file"), "{err}");

@@ -265,6 +265,36 @@ impl Vm {
         env: &[&str],
         cwd: &str,
     ) -> Result<VmOutput, VmError> {
+        self.run_with(argv, env, cwd, VmStdio::Pipes, None, &[])
+            .await
+    }
+
+    /// [`Vm::run`] on a terminal of `size` (rows, columns), resized to
+    /// `resize` when given, then typed `input`.
+    pub(crate) async fn run_on_terminal(
+        &mut self,
+        argv: &[&str],
+        env: &[&str],
+        size: (u16, u16),
+        resize: Option<(u16, u16)>,
+        input: &[u8],
+    ) -> Result<VmOutput, VmError> {
+        let stdio = VmStdio::Terminal {
+            rows: size.0,
+            cols: size.1,
+        };
+        self.run_with(argv, env, "/", stdio, resize, input).await
+    }
+
+    async fn run_with(
+        &mut self,
+        argv: &[&str],
+        env: &[&str],
+        cwd: &str,
+        stdio: VmStdio,
+        resize: Option<(u16, u16)>,
+        input: &[u8],
+    ) -> Result<VmOutput, VmError> {
         let id = self.next_id;
         self.next_id += 1;
         let exec = ToGuest::Exec(VmExec {
@@ -272,24 +302,33 @@ impl Vm {
             argv: argv.iter().map(|a| a.as_bytes().to_vec()).collect(),
             env: env.iter().map(|a| a.as_bytes().to_vec()).collect(),
             cwd: cwd.as_bytes().to_vec(),
-            stdio: VmStdio::Pipes,
+            stdio,
         });
         exec.check()
             .map_err(|e| VmError(format!("a command the agent would refuse: {e}")))?;
-        self.stream
-            .write_all(&exec.encode())
-            .await
-            .map_err(|e| VmError(format!("writing to the guest: {e}")))?;
-        self.stream
-            .write_all(
-                &ToGuest::Stdin {
-                    id,
-                    data: Vec::new(),
-                }
-                .encode(),
-            )
-            .await
-            .map_err(|e| VmError(format!("writing to the guest: {e}")))?;
+        let mut msgs = vec![exec];
+        if let Some((rows, cols)) = resize {
+            msgs.push(ToGuest::Resize { id, rows, cols });
+        }
+        for chunk in input.chunks(sandbox_core::vm_wire::MAX_DATA) {
+            msgs.push(ToGuest::Stdin {
+                id,
+                data: chunk.to_vec(),
+            });
+        }
+        if stdio == VmStdio::Pipes {
+            // Its input ends.
+            msgs.push(ToGuest::Stdin {
+                id,
+                data: Vec::new(),
+            });
+        }
+        for m in msgs {
+            self.stream
+                .write_all(&m.encode())
+                .await
+                .map_err(|e| VmError(format!("writing to the guest: {e}")))?;
+        }
         let mut out = VmOutput::default();
         loop {
             match next(&mut self.stream, &mut self.frames)
