@@ -54,6 +54,12 @@ pub(crate) fn run_if_asked(args: &[std::ffi::OsString]) -> Option<i32> {
 fn agent_main() -> i32 {
     mount_basics();
     load_modules();
+    if let Err(errno) = crate::sys::loopback_up() {
+        eprintln!(
+            "vm-agent: bringing up lo: {}",
+            std::io::Error::from_raw_os_error(errno)
+        );
+    }
     let port = match find_port() {
         Ok(p) => p,
         Err(e) => {
@@ -88,9 +94,92 @@ fn agent_main() -> i32 {
             eprintln!("vm-agent: {e}");
         }
     }
-    serve(port, &out, &state);
+    let streams = Streams::default();
+    serve(port, &out, &state, &streams);
     power_off();
     0
+}
+
+/// The guest's ends of the TCP streams the host relays, by stream number.
+#[derive(Default, Clone)]
+struct Streams {
+    open: Arc<Mutex<HashMap<u64, std::net::TcpStream>>>,
+    next: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Streams {
+    /// Listens on `port` of the guest's loopback; each connection becomes
+    /// a stream the host is told of.
+    fn listen(&self, port: u16, out: &Arc<Mutex<std::fs::File>>) {
+        let listener = match std::net::TcpListener::bind(("127.0.0.1", port)) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("vm-agent: listening on 127.0.0.1:{port}: {e}");
+                return;
+            }
+        };
+        let (streams, out) = (self.clone(), out.clone());
+        let _ = std::thread::Builder::new()
+            .name("listener".into())
+            .spawn(move || {
+                for conn in listener.incoming().flatten() {
+                    streams.opened(conn, port, &out);
+                }
+            });
+    }
+
+    fn opened(&self, conn: std::net::TcpStream, port: u16, out: &Arc<Mutex<std::fs::File>>) {
+        let id = self.next.fetch_add(1, Ordering::SeqCst);
+        let Ok(reading) = conn.try_clone() else {
+            return;
+        };
+        if let Ok(mut open) = self.open.lock() {
+            open.insert(id, conn);
+        }
+        send(out, &FromGuest::TcpOpen { conn: id, port });
+        let (streams, out) = (self.clone(), out.clone());
+        let _ = std::thread::Builder::new()
+            .name("stream".into())
+            .spawn(move || {
+                let mut reading = reading;
+                let mut buf = vec![0u8; MAX_DATA];
+                loop {
+                    match reading.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => send(
+                            &out,
+                            &FromGuest::TcpData {
+                                conn: id,
+                                data: buf.get(..n).unwrap_or_default().to_vec(),
+                            },
+                        ),
+                    }
+                }
+                send(&out, &FromGuest::TcpClose { conn: id });
+                // Its writing side stays until the host closes too.
+                let _ = streams;
+            });
+    }
+
+    /// Bytes from the host for stream `id` (blocking: a guest program that
+    /// does not read holds the host's later messages back).
+    fn data(&self, id: u64, data: &[u8]) {
+        let conn = self
+            .open
+            .lock()
+            .ok()
+            .and_then(|o| o.get(&id).and_then(|c| c.try_clone().ok()));
+        if let Some(mut c) = conn {
+            let _ = c.write_all(data);
+        }
+    }
+
+    /// The host's end of stream `id` closed.
+    fn close(&self, id: u64) {
+        if let Some(c) = self.open.lock().ok().and_then(|mut o| o.remove(&id)) {
+            let _ = c.shutdown(std::net::Shutdown::Write);
+        }
+    }
 }
 
 /// Mounts what every program expects; a failure is reported, not fatal.
@@ -202,7 +291,12 @@ struct Commands {
 type Shared = Arc<(Mutex<Commands>, Condvar)>;
 
 /// Reads the host's messages until its end closes (or it asks to end).
-fn serve(mut port: std::fs::File, out: &Arc<Mutex<std::fs::File>>, state: &Shared) {
+fn serve(
+    mut port: std::fs::File,
+    out: &Arc<Mutex<std::fs::File>>,
+    state: &Shared,
+    streams: &Streams,
+) {
     let mut frames = FrameReader::new(MAX_TO_GUEST_LEN);
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -251,9 +345,9 @@ fn serve(mut port: std::fs::File, out: &Arc<Mutex<std::fs::File>>, state: &Share
                         let _ = rustix::termios::tcsetwinsize(&*m, winsize(rows, cols));
                     }
                 }
-                Ok(ToGuest::TcpData { conn, .. } | ToGuest::TcpClose { conn }) => {
-                    send(out, &FromGuest::TcpClose { conn });
-                }
+                Ok(ToGuest::Listen { port }) => streams.listen(port, out),
+                Ok(ToGuest::TcpData { conn, data }) => streams.data(conn, &data),
+                Ok(ToGuest::TcpClose { conn }) => streams.close(conn),
                 Ok(ToGuest::PowerOff) => return,
                 Err(e) => {
                     eprintln!("vm-agent: {e}");

@@ -73,6 +73,10 @@ pub enum ToGuest {
     TcpClose { conn: u64 },
     /// Ends every process and powers the guest off.
     PowerOff,
+    /// Listens on `port` of the guest's loopback: each connection there
+    /// becomes a stream ([`FromGuest::TcpOpen`]) the host relays (to a
+    /// session's proxy).
+    Listen { port: u16 },
 }
 
 /// What the agent sends the host.
@@ -108,6 +112,7 @@ const SIGNAL: u8 = 4;
 const TCP_DATA_IN: u8 = 5;
 const TCP_CLOSE_IN: u8 = 6;
 const POWER_OFF: u8 = 7;
+const LISTEN: u8 = 8;
 const HELLO: u8 = 21;
 const STARTED: u8 = 22;
 const FAILED: u8 = 23;
@@ -197,6 +202,10 @@ impl ToGuest {
                 b.extend_from_slice(&conn.to_le_bytes());
             }
             ToGuest::PowerOff => b.push(POWER_OFF),
+            ToGuest::Listen { port } => {
+                b.push(LISTEN);
+                b.extend_from_slice(&port.to_le_bytes());
+            }
         }
         framed(&b)
     }
@@ -256,6 +265,9 @@ impl ToGuest {
             },
             TCP_CLOSE_IN => ToGuest::TcpClose { conn: r.u64()? },
             POWER_OFF => ToGuest::PowerOff,
+            LISTEN => ToGuest::Listen {
+                port: u16_of(&mut r)?,
+            },
             t => return Err(WireError::UnknownTag(t)),
         };
         r.end()?;

@@ -6,7 +6,7 @@
 )]
 
 use super::{check, errno, owned};
-use std::os::fd::{OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// Read `len` bytes at `addr` in process `pid`; a short read is an error.
 pub(crate) fn read_target(pid: u32, addr: u64, len: usize) -> Result<Vec<u8>, i32> {
@@ -219,6 +219,27 @@ pub(crate) fn kill_every_other_process() {
     unsafe {
         libc::kill(-1, libc::SIGKILL);
     }
+}
+
+/// Brings the loopback interface `lo` up (a guest's process 1 does it: no
+/// one else would).
+pub(crate) fn loopback_up() -> Result<(), i32> {
+    // SAFETY: a plain socket call with integer arguments.
+    let sock =
+        owned(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `ifreq` is plain data; all zeroes is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = *src as libc::c_char;
+    }
+    // SAFETY: `req` is a valid `ifreq` for both calls, which read and write
+    // only it; the descriptor is open.
+    unsafe {
+        check(libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req))?;
+        req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+        check(libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req))?;
+    }
+    Ok(())
 }
 
 /// A child that has exited, if any, without reaping it: `Ok(None)` when

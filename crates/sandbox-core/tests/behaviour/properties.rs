@@ -226,6 +226,7 @@ mod vm_wire_props {
             (any::<u64>(), bytes()).prop_map(|(conn, data)| ToGuest::TcpData { conn, data }),
             any::<u64>().prop_map(|conn| ToGuest::TcpClose { conn }),
             Just(ToGuest::PowerOff),
+            any::<u16>().prop_map(|port| ToGuest::Listen { port }),
         ]
     }
 

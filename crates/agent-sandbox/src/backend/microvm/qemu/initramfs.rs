@@ -16,7 +16,7 @@ const MAX_MODULES_DEP: u64 = 8 << 20;
 /// The busybox applets linked in the guest's `/bin`.
 const APPLETS: &[&str] = &[
     "sh", "ls", "cat", "echo", "uname", "sleep", "ps", "mkdir", "rm", "touch", "id", "env", "true",
-    "false", "grep", "head", "wc", "kill", "mount", "hostname", "ip", "stty", "tr",
+    "false", "grep", "head", "wc", "kill", "mount", "hostname", "ip", "stty", "tr", "nc",
 ];
 
 /// A kernel installed on the host, with its modules.

@@ -16,11 +16,13 @@
 //! egress through the proxies, the name guard inside, terminals,
 //! suspend and resume; until they are, no session runs on this runtime.
 
+pub(crate) mod channel;
 mod cpio;
 pub(crate) mod initramfs;
 pub(crate) mod probe;
 pub(crate) mod vm;
 
+use channel::Relays;
 use initramfs::GuestKernel;
 use probe::{Canary, Probe, ProbeFacts};
 use std::path::{Path, PathBuf};
@@ -108,7 +110,7 @@ pub(crate) async fn probe_ambient(
             tsc_khz: vm::tsc_khz_ambient(),
         };
         let started = Instant::now();
-        let canary = match Vm::boot(&config, &initrd, dir, wait).await {
+        let canary = match Vm::boot(&config, &initrd, dir, wait, Relays::new()).await {
             Ok(vm) => {
                 let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                 let release = vm.release.clone();
@@ -179,9 +181,28 @@ mod tests {
         let probed = probed.unwrap();
         // The guest's kernel is not the host's.
         assert_ne!(probed.release, host_release());
-        let mut vm = Vm::boot(&probed.config, &probed.initrd, dir.path(), TCG_BOOT_WAIT)
-            .await
-            .unwrap();
+        // A service on the host's loopback: the guest reaches it only
+        // through the port the host relays (as a session's proxy).
+        let service = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let service_addr = service.local_addr().unwrap();
+        let heard = std::thread::spawn(move || {
+            use std::io::{Read as _, Write as _};
+            let (mut c, _) = service.accept().unwrap();
+            let mut line = [0u8; 5];
+            c.read_exact(&mut line).unwrap();
+            c.write_all(b"pong\n").unwrap();
+            line
+        });
+        let relays = Relays::from([(3128, channel::RelayTarget::Tcp(service_addr))]);
+        let mut vm = Vm::boot(
+            &probed.config,
+            &probed.initrd,
+            dir.path(),
+            TCG_BOOT_WAIT,
+            relays,
+        )
+        .await
+        .unwrap();
         let env = ["PATH=/bin"];
         let out = vm.run(&["/bin/uname", "-r"], &env, "/").await.unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), probed.release);
@@ -247,6 +268,22 @@ mod tests {
         let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
         assert!(text.ends_with("30 100\ngot typed\n"), "{text:?}");
         assert_eq!(out.exit_code(), 0);
+        // Egress: through the relayed port only. The host's own loopback
+        // port is not the guest's, and nothing else routes anywhere.
+        let port = service_addr.port();
+        let script = format!(
+            "(echo ping; sleep 1) | nc 127.0.0.1 3128; \
+             if echo x | nc 127.0.0.1 {port} 2>/dev/null; then echo host-loopback-reached; fi; \
+             if echo x | nc 10.0.2.2 {port} 2>/dev/null; then echo host-reached; fi; \
+             if echo x | nc 169.254.169.254 80 2>/dev/null; then echo metadata-reached; fi; \
+             echo done"
+        );
+        let out = vm
+            .run(&["/bin/sh", "-c", &script], &env, "/")
+            .await
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "pong\ndone\n");
+        assert_eq!(&heard.join().unwrap(), b"ping\n");
         // A program that does not exist fails to start, and says why.
         let err = vm.run(&["/nonexistent"], &env, "/").await.unwrap_err();
         assert!(err.0.contains("No such file"), "{err}");

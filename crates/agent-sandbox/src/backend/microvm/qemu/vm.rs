@@ -3,11 +3,12 @@
 //! socket in the guest's own directory (the agent's channel), the console
 //! into a file there, and QEMU's own seccomp sandbox on.
 
+use super::channel::{Channel, Relays};
 use super::initramfs::GuestKernel;
 use sandbox_core::vm_wire::{FrameReader, FromGuest, MAX_FROM_GUEST_LEN, ToGuest, VmExec, VmStdio};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 
 /// How the guest's CPU runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,8 +69,7 @@ impl std::fmt::Display for VmError {
 /// A running guest whose agent said hello.
 pub(crate) struct Vm {
     qemu: tokio::process::Child,
-    stream: tokio::net::UnixStream,
-    frames: FrameReader,
+    channel: Channel,
     dir: PathBuf,
     /// The guest kernel's release, from the agent's hello.
     pub(crate) release: String,
@@ -191,12 +191,15 @@ fn console_tail(dir: &Path) -> String {
 
 impl Vm {
     /// Boots a guest from `initrd` with its files in `dir` (made by the
-    /// caller, private), and waits up to `wait` for its agent's hello.
+    /// caller, private), waits up to `wait` for its agent's hello, and has
+    /// it listen on each port of `relays` (whose streams the host carries
+    /// to the port's target).
     pub(crate) async fn boot(
         cfg: &VmConfig,
         initrd: &Path,
         dir: &Path,
         wait: Duration,
+        relays: Relays,
     ) -> Result<Vm, VmError> {
         let mut qemu = tokio::process::Command::new(&cfg.qemu)
             .args(cfg.args(initrd, dir))
@@ -237,14 +240,20 @@ impl Vm {
         })
         .await;
         match booted {
-            Ok(Ok((stream, frames, release))) => Ok(Vm {
-                qemu,
-                stream,
-                frames,
-                dir: dir.to_path_buf(),
-                release,
-                next_id: 1,
-            }),
+            Ok(Ok((stream, frames, release))) => {
+                let ports: Vec<u16> = relays.keys().copied().collect();
+                let channel = Channel::start(stream, frames, relays);
+                for port in ports {
+                    channel.send(&ToGuest::Listen { port })?;
+                }
+                Ok(Vm {
+                    qemu,
+                    channel,
+                    dir: dir.to_path_buf(),
+                    release,
+                    next_id: 1,
+                })
+            }
             Ok(Err(e)) => Err(VmError(format!(
                 "{e}{}",
                 ended_saying(&mut qemu, dir).await
@@ -323,32 +332,28 @@ impl Vm {
                 data: Vec::new(),
             });
         }
-        for m in msgs {
-            self.stream
-                .write_all(&m.encode())
-                .await
-                .map_err(|e| VmError(format!("writing to the guest: {e}")))?;
+        let mut replies = self.channel.command(id);
+        for m in &msgs {
+            self.channel.send(m)?;
         }
         let mut out = VmOutput::default();
         loop {
-            match next(&mut self.stream, &mut self.frames)
-                .await
-                .map_err(VmError)?
-            {
-                FromGuest::Stdout { id: i, data } if i == id => out.stdout.extend(data),
-                FromGuest::Stderr { id: i, data } if i == id => out.stderr.extend(data),
-                FromGuest::Failed { id: i, errno } if i == id => {
+            match replies.recv().await {
+                Some(FromGuest::Stdout { data, .. }) => out.stdout.extend(data),
+                Some(FromGuest::Stderr { data, .. }) => out.stderr.extend(data),
+                Some(FromGuest::Failed { errno, .. }) => {
                     return Err(VmError(format!(
                         "{:?} could not start in the guest: {}",
                         argv.first(),
                         std::io::Error::from_raw_os_error(errno)
                     )));
                 }
-                FromGuest::Ended { id: i, wait_status } if i == id => {
+                Some(FromGuest::Ended { wait_status, .. }) => {
                     out.wait_status = wait_status;
                     return Ok(out);
                 }
-                _ => {}
+                Some(_) => {}
+                None => return Err(VmError("the guest's channel closed".into())),
             }
         }
     }
@@ -356,7 +361,7 @@ impl Vm {
     /// Asks the guest to power off and waits for QEMU's end (killing it
     /// after `wait`); its directory stays for the caller to remove.
     pub(crate) async fn power_off(mut self, wait: Duration) {
-        let _ = self.stream.write_all(&ToGuest::PowerOff.encode()).await;
+        let _ = self.channel.send(&ToGuest::PowerOff);
         if tokio::time::timeout(wait, self.qemu.wait()).await.is_err() {
             let _ = self.qemu.start_kill();
             let _ = self.qemu.wait().await;
