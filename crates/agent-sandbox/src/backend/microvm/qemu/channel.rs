@@ -16,10 +16,6 @@ use tokio::sync::mpsc;
 
 /// Where the host carries a stream opened on a guest port.
 #[derive(Clone, Debug)]
-#[cfg_attr(
-    not(test),
-    allow(dead_code, reason = "sessions relay to Unix sockets; the tests to TCP")
-)]
 pub(crate) enum RelayTarget {
     Tcp(std::net::SocketAddr),
     Unix(PathBuf),

@@ -193,7 +193,21 @@ mod tests {
             c.write_all(b"pong\n").unwrap();
             line
         });
-        let relays = Relays::from([(3128, channel::RelayTarget::Tcp(service_addr))]);
+        // And one on a Unix socket, as a session's proxies listen.
+        let sock = dir.path().join("proxy.sock");
+        let unix_service = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let unix_heard = std::thread::spawn(move || {
+            use std::io::{Read as _, Write as _};
+            let (mut c, _) = unix_service.accept().unwrap();
+            c.write_all(b"hello from the proxy\n").unwrap();
+            let mut got = Vec::new();
+            c.read_to_end(&mut got).unwrap();
+            got
+        });
+        let relays = Relays::from([
+            (3128, channel::RelayTarget::Tcp(service_addr)),
+            (1080, channel::RelayTarget::Unix(sock)),
+        ]);
         let mut vm = Vm::boot(
             &probed.config,
             &probed.initrd,
@@ -284,6 +298,23 @@ mod tests {
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "pong\ndone\n");
         assert_eq!(&heard.join().unwrap(), b"ping\n");
+        let out = vm
+            .run(
+                &[
+                    "/bin/sh",
+                    "-c",
+                    "(echo via-unix; sleep 1) | nc 127.0.0.1 1080",
+                ],
+                &env,
+                "/",
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "hello from the proxy\n"
+        );
+        assert_eq!(unix_heard.join().unwrap(), b"via-unix\n");
         // A program that does not exist fails to start, and says why.
         let err = vm.run(&["/nonexistent"], &env, "/").await.unwrap_err();
         assert!(err.0.contains("No such file"), "{err}");
