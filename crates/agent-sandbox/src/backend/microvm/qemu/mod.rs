@@ -27,7 +27,7 @@ use initramfs::GuestKernel;
 use probe::{Canary, Probe, ProbeFacts};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use vm::{Accel, Vm, VmConfig, VmError};
+use vm::{Accel, Jail, Vm, VmConfig, VmError};
 
 /// How long the KVM canary may take before emulation is tried (a working
 /// KVM boots a guest in well under a second).
@@ -67,6 +67,7 @@ pub(crate) fn write_initrd(
 /// Reads the ambient machine.
 pub(crate) async fn probe_ambient(
     qemu: Option<&Path>,
+    jail: &Jail,
     agent: &Path,
     dir: &Path,
 ) -> (Probe, Option<Probed>) {
@@ -104,6 +105,7 @@ pub(crate) async fn probe_ambient(
     for &(accel, wait) in tries {
         let config = VmConfig {
             qemu: qemu.to_path_buf(),
+            jail: jail.clone(),
             kernel: kernel.clone(),
             accel,
             memory_mib: GUEST_MIB,
@@ -176,9 +178,25 @@ mod tests {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
-        let (probe, probed) = probe_ambient(Some(&qemu), &agent, dir.path()).await;
+        let Some(bwrap) = test_support::tool("bwrap", "apt-get install bubblewrap") else {
+            return;
+        };
+        let jail = Jail::Bubblewrap(bwrap);
+        let (probe, probed) = probe_ambient(Some(&qemu), &jail, &agent, dir.path()).await;
         eprintln!("{}", probe.line());
         let probed = probed.unwrap();
+        // QEMU ran in its jail: another network namespace, and none of
+        // the host's files but what it serves.
+        let jailed = |dir: &Path| -> Option<u32> {
+            let sock = dir.join("agent.sock").display().to_string();
+            std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+                let cmd = String::from_utf8_lossy(&cmd);
+                (cmd.starts_with(&*qemu.display().to_string()) && cmd.contains(&sock))
+                    .then_some(pid)
+            })
+        };
         // The guest's kernel is not the host's.
         assert_ne!(probed.release, host_release());
         // A service on the host's loopback: the guest reaches it only
@@ -282,6 +300,17 @@ mod tests {
         let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
         assert!(text.ends_with("30 100\ngot typed\n"), "{text:?}");
         assert_eq!(out.exit_code(), 0);
+        let pid = jailed(dir.path()).expect("QEMU's process");
+        let ns = |p: &str| std::fs::read_link(format!("{p}/ns/net")).unwrap();
+        assert_ne!(ns(&format!("/proc/{pid}")), ns("/proc/self"));
+        let root = format!("/proc/{pid}/root");
+        assert!(Path::new(&root).join("usr/bin").is_dir());
+        for hidden in ["etc/shadow", "home", "root", "var"] {
+            assert!(
+                !Path::new(&root).join(hidden).exists(),
+                "{hidden} is in QEMU's jail"
+            );
+        }
         // Egress: through the relayed port only. The host's own loopback
         // port is not the guest's, and nothing else routes anywhere.
         let port = service_addr.port();

@@ -29,10 +29,23 @@ impl Accel {
     }
 }
 
+/// What QEMU itself runs in, besides its own seccomp sandbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Jail {
+    /// A bubblewrap sandbox of its own (this `bwrap`): no network, no
+    /// other process, the system's `/usr` read-only, and of the rest only
+    /// the kernel and image it boots (read-only) and the guest's own
+    /// directory; `/dev/kvm` only for a KVM guest.
+    Bubblewrap(PathBuf),
+    /// Only QEMU's seccomp sandbox (where bubblewrap cannot run).
+    SeccompOnly,
+}
+
 /// What booting a guest needs.
 #[derive(Clone, Debug)]
 pub(crate) struct VmConfig {
     pub(crate) qemu: PathBuf,
+    pub(crate) jail: Jail,
     pub(crate) kernel: GuestKernel,
     pub(crate) accel: Accel,
     pub(crate) memory_mib: u32,
@@ -97,6 +110,61 @@ impl VmOutput {
 }
 
 impl VmConfig {
+    /// The program and arguments that start QEMU for a guest whose files
+    /// are in `dir`, in its jail.
+    pub(crate) fn command(&self, initrd: &Path, dir: &Path) -> (PathBuf, Vec<String>) {
+        let qemu_args = self.args(initrd, dir);
+        let Jail::Bubblewrap(bwrap) = &self.jail else {
+            return (self.qemu.clone(), qemu_args);
+        };
+        let mut a: Vec<String> = [
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+        ]
+        .map(String::from)
+        .to_vec();
+        // The top-level links a merged /usr has, or the directories a split
+        // one has.
+        for top in ["/bin", "/sbin", "/lib", "/lib32", "/lib64"] {
+            match std::fs::read_link(top) {
+                Ok(to) => a.extend(["--symlink".into(), to.display().to_string(), top.into()]),
+                Err(_) => a.extend(["--ro-bind-try".into(), top.into(), top.into()]),
+            }
+        }
+        a.extend(
+            [
+                "--ro-bind-try",
+                "/etc/ld.so.cache",
+                "/etc/ld.so.cache",
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                "--tmpfs",
+                "/tmp",
+            ]
+            .map(String::from),
+        );
+        if self.accel == Accel::Kvm {
+            a.extend(["--dev-bind".into(), "/dev/kvm".into(), "/dev/kvm".into()]);
+        }
+        for ro in [&self.kernel.image, &initrd.to_path_buf(), &self.qemu] {
+            let p = ro.display().to_string();
+            a.extend(["--ro-bind".into(), p.clone(), p]);
+        }
+        let d = dir.display().to_string();
+        a.extend(["--bind".into(), d.clone(), d, "--".into()]);
+        a.push(self.qemu.display().to_string());
+        a.extend(qemu_args);
+        (bwrap.clone(), a)
+    }
+
     /// QEMU's arguments for a guest whose files are in `dir`.
     pub(crate) fn args(&self, initrd: &Path, dir: &Path) -> Vec<String> {
         let mut append = String::from("console=ttyS0 quiet panic=-1");
@@ -201,14 +269,15 @@ impl Vm {
         wait: Duration,
         relays: Relays,
     ) -> Result<Vm, VmError> {
-        let mut qemu = tokio::process::Command::new(&cfg.qemu)
-            .args(cfg.args(initrd, dir))
+        let (program, args) = cfg.command(initrd, dir);
+        let mut qemu = tokio::process::Command::new(&program)
+            .args(args)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| VmError(format!("starting {}: {e}", cfg.qemu.display())))?;
+            .map_err(|e| VmError(format!("starting {}: {e}", program.display())))?;
         let sock = dir.join("agent.sock");
         let started = tokio::time::Instant::now();
         let booted = tokio::time::timeout(wait, async {
@@ -392,5 +461,74 @@ async fn next(
             return Err("the guest's channel closed".into());
         }
         frames.push(buf.get(..n).unwrap_or_default());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(jail: Jail, accel: Accel) -> VmConfig {
+        VmConfig {
+            qemu: "/usr/bin/qemu-system-x86_64".into(),
+            jail,
+            kernel: GuestKernel {
+                image: "/boot/vmlinuz-6.1.0-57-cloud-amd64".into(),
+                release: "6.1.0-57-cloud-amd64".into(),
+                modules: "/lib/modules/6.1.0-57-cloud-amd64".into(),
+            },
+            accel,
+            memory_mib: 256,
+            tsc_khz: Some(2_596_134),
+        }
+    }
+
+    fn has(args: &[String], seq: &[&str]) -> bool {
+        args.windows(seq.len())
+            .any(|w| w.iter().zip(seq).all(|(a, b)| a == b))
+    }
+
+    #[test]
+    fn qemu_runs_in_a_bubblewrap_jail_that_sees_only_what_it_serves() {
+        let (initrd, dir) = (Path::new("/s/initrd"), Path::new("/s"));
+        let (p, a) =
+            config(Jail::Bubblewrap("/usr/bin/bwrap".into()), Accel::Tcg).command(initrd, dir);
+        assert_eq!(p, Path::new("/usr/bin/bwrap"));
+        for seq in [
+            &["--unshare-all"][..],
+            &["--die-with-parent"],
+            &["--cap-drop", "ALL"],
+            &["--ro-bind", "/usr", "/usr"],
+            &[
+                "--ro-bind",
+                "/boot/vmlinuz-6.1.0-57-cloud-amd64",
+                "/boot/vmlinuz-6.1.0-57-cloud-amd64",
+            ],
+            &["--ro-bind", "/s/initrd", "/s/initrd"],
+            &["--bind", "/s", "/s", "--", "/usr/bin/qemu-system-x86_64"],
+            &[
+                "-sandbox",
+                "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+            ],
+        ] {
+            assert!(has(&a, seq), "{seq:?} in {a:?}");
+        }
+        // Emulation needs no /dev/kvm; a KVM guest gets it.
+        assert!(!a.iter().any(|x| x == "/dev/kvm"));
+        assert!(a.iter().any(|x| x.contains("tsc_early_khz=2596134")));
+        let (_, a) =
+            config(Jail::Bubblewrap("/usr/bin/bwrap".into()), Accel::Kvm).command(initrd, dir);
+        assert!(has(&a, &["--dev-bind", "/dev/kvm", "/dev/kvm"]));
+        assert!(!a.iter().any(|x| x.contains("tsc_early_khz")));
+        // Where bubblewrap cannot run: QEMU alone, its seccomp sandbox on.
+        let (p, a) = config(Jail::SeccompOnly, Accel::Tcg).command(initrd, dir);
+        assert_eq!(p, Path::new("/usr/bin/qemu-system-x86_64"));
+        assert!(has(
+            &a,
+            &[
+                "-sandbox",
+                "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"
+            ]
+        ));
     }
 }
