@@ -5,7 +5,7 @@
 //! target (a session's proxy); any other is closed at once. Nothing else
 //! leaves the guest.
 
-use super::vm::VmError;
+use super::error::VmError;
 use sandbox_core::vm_wire::{FrameReader, FromGuest, MAX_DATA, ToGuest};
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -18,6 +18,7 @@
 
 pub(crate) mod channel;
 mod cpio;
+mod error;
 pub(crate) mod initramfs;
 pub(crate) mod probe;
 pub(crate) mod vm;

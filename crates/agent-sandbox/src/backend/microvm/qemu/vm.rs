@@ -4,6 +4,7 @@
 //! into a file there, and QEMU's own seccomp sandbox on.
 
 use super::channel::{Channel, Relays};
+pub(crate) use super::error::VmError;
 use super::initramfs::GuestKernel;
 use sandbox_core::vm_wire::{FrameReader, FromGuest, MAX_FROM_GUEST_LEN, ToGuest, VmExec, VmStdio};
 use std::path::{Path, PathBuf};
@@ -67,16 +68,6 @@ pub(crate) fn tsc_khz_ambient() -> Option<u64> {
         .parse()
         .ok()?;
     (mhz.is_finite() && mhz > 0.0).then(|| (mhz * 1000.0).round() as u64)
-}
-
-/// Why a guest could not be used.
-#[derive(Debug)]
-pub(crate) struct VmError(pub(crate) String);
-
-impl std::fmt::Display for VmError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
 }
 
 /// A running guest whose agent said hello.
