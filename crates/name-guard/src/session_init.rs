@@ -206,24 +206,9 @@ fn send(out: &mut std::fs::File, reply: Reply) {
 /// cgroup files) and says so, or why not.
 fn start(state: &Arc<(Mutex<State>, Condvar)>, e: &session_wire::Exec, fds: Vec<OwnedFd>) {
     let (stdio, cgroups) = fds.split_at(e.stdio.fds().min(fds.len()));
-    let Some(program) = e.argv.first() else {
+    let Some(mut c) = crate::request_command::command(&e.argv, &e.env, &e.cwd) else {
         return;
     };
-    let os = |b: &Vec<u8>| std::ffi::OsStr::from_bytes(b).to_owned();
-    let mut c = std::process::Command::new(os(program));
-    c.args(e.argv.iter().skip(1).map(os))
-        .env_clear()
-        .current_dir(os(&e.cwd));
-    for kv in &e.env {
-        let (k, v) = match kv.iter().position(|b| *b == b'=') {
-            Some(i) => kv.split_at(i),
-            None => (kv.as_slice(), &b"="[..]),
-        };
-        c.env(
-            std::ffi::OsStr::from_bytes(k),
-            std::ffi::OsStr::from_bytes(v.get(1..).unwrap_or_default()),
-        );
-    }
     let dup = |fd: Option<&OwnedFd>| -> std::io::Result<std::process::Stdio> {
         let fd = fd.ok_or_else(|| std::io::Error::from_raw_os_error(libc::EBADF))?;
         Ok(std::process::Stdio::from(fd.try_clone()?))

@@ -20,7 +20,6 @@ use sandbox_core::vm_wire::{
     FrameReader, FromGuest, MAX_DATA, MAX_TO_GUEST_LEN, ToGuest, VERSION, VmExec, VmStdio,
 };
 use std::collections::HashMap;
-use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
@@ -405,25 +404,10 @@ fn open_terminal(
 
 /// Starts command `e` and says so, or why not.
 fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
-    let Some(program) = e.argv.first() else {
+    let failed = |errno: i32| send(out, &FromGuest::Failed { id: e.id, errno });
+    let Some(mut c) = crate::request_command::command(&e.argv, &e.env, &e.cwd) else {
         return;
     };
-    let failed = |errno: i32| send(out, &FromGuest::Failed { id: e.id, errno });
-    let os = |b: &Vec<u8>| OsStr::from_bytes(b).to_owned();
-    let mut c = std::process::Command::new(os(program));
-    c.args(e.argv.iter().skip(1).map(os))
-        .env_clear()
-        .current_dir(os(&e.cwd));
-    for kv in &e.env {
-        let (k, v) = match kv.iter().position(|b| *b == b'=') {
-            Some(i) => kv.split_at(i),
-            None => (kv.as_slice(), &b"="[..]),
-        };
-        c.env(
-            OsStr::from_bytes(k),
-            OsStr::from_bytes(v.get(1..).unwrap_or_default()),
-        );
-    }
     let mut master: Option<std::os::fd::OwnedFd> = None;
     match e.stdio {
         VmStdio::Pipes => {
