@@ -22,7 +22,8 @@
 //! performs every listing and refuses those).
 
 use super::common::host_repos::{
-    RepoNotes, ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
+    RepoNotes, ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, repos_protected,
+    repos_to_protect, writable_roots,
 };
 use super::common::name_guard_reports::ReportPipe;
 use super::common::warm::{
@@ -236,11 +237,9 @@ impl Session {
     /// command line of every supervisor started from now on. A failure
     /// refuses the command; the next one tries again.
     fn protect_new_repos(&self, settings: &Settings) -> Result<(), Error> {
-        if !self.notes.pending() {
-            return Ok(());
-        }
-        let Some(found) = self.repos_at_launch.made_since_last(&self.writable) else {
-            self.notes.settled();
+        let Some(found) =
+            repos_to_protect(&self.repos_at_launch, &self.notes, &self.writable, false)
+        else {
             return Ok(());
         };
         let plan = host_plan(settings, &self.spec, self.filename_rules, &found.all)?;
@@ -274,13 +273,13 @@ impl Session {
         }
         *inv = next;
         drop(inv);
-        (settings.log)(&format!(
-            "session {}: git repositories made in the session get the denies of one found at launch from the next command on: {}",
-            self.spec.session_id,
-            found.new.join(" ")
-        ));
-        self.repos_at_launch.covered(found);
-        self.notes.settled();
+        repos_protected(
+            settings,
+            &self.spec.session_id,
+            &self.repos_at_launch,
+            &self.notes,
+            found,
+        );
         Ok(())
     }
 

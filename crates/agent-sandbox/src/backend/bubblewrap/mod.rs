@@ -16,7 +16,8 @@ mod session_mounts;
 
 use super::common::bridges::{BRIDGED, bind_private_socket};
 use super::common::host_repos::{
-    RepoNotes, ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
+    RepoNotes, ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, repos_protected,
+    repos_to_protect, writable_roots,
 };
 use super::common::name_guard_reports::ReportPipe;
 use crate::Error;
@@ -381,11 +382,12 @@ impl Session {
         let old = self.plan();
         // Without a guard nothing notes what may have made a repository:
         // the roots are searched before every command.
-        if old.is_guarded() && !self.notes.pending() {
-            return Ok(());
-        }
-        let Some(found) = self.repos_at_launch.made_since_last(&self.writable) else {
-            self.notes.settled();
+        let Some(found) = repos_to_protect(
+            &self.repos_at_launch,
+            &self.notes,
+            &self.writable,
+            !old.is_guarded(),
+        ) else {
             return Ok(());
         };
         let new = dispatch_builder(
@@ -440,13 +442,13 @@ impl Session {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(made);
-        (settings.log)(&format!(
-            "session {}: git repositories made in the session get the denies of one found at launch from the next command on: {}",
-            self.spec.session_id,
-            found.new.join(" ")
-        ));
-        self.repos_at_launch.covered(found);
-        self.notes.settled();
+        repos_protected(
+            settings,
+            &self.spec.session_id,
+            &self.repos_at_launch,
+            &self.notes,
+            found,
+        );
         Ok(())
     }
 

@@ -213,3 +213,41 @@ impl RepoNotes {
         }
     }
 }
+
+/// The repositories a session's denies must cover before its next command:
+/// searched for only after its guards noted something (or `always`, when
+/// no guard notes anything); `None` when there is none, the notes then
+/// settled.
+#[cfg(unix)]
+pub(crate) fn repos_to_protect(
+    at_launch: &ReposAtLaunch,
+    notes: &RepoNotes,
+    writable: &[String],
+    always: bool,
+) -> Option<NewRepos> {
+    if !always && !notes.pending() {
+        return None;
+    }
+    let found = at_launch.made_since_last(writable);
+    if found.is_none() {
+        notes.settled();
+    }
+    found
+}
+
+/// `found` now has its denies: logged, recorded, the notes settled.
+#[cfg(unix)]
+pub(crate) fn repos_protected(
+    settings: &Settings,
+    session_id: &str,
+    at_launch: &ReposAtLaunch,
+    notes: &RepoNotes,
+    found: NewRepos,
+) {
+    (settings.log)(&format!(
+        "session {session_id}: git repositories made in the session get the denies of one found at launch from the next command on: {}",
+        found.new.join(" ")
+    ));
+    at_launch.covered(found);
+    notes.settled();
+}
