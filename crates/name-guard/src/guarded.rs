@@ -50,7 +50,7 @@ pub(crate) fn run(inv: &Invocation) -> Result<Outcome, Error> {
         Some(_) => Some(HostWatch::new().map_err(sup_err)?),
         None => None,
     };
-    sys::ignore_signal(libc::SIGPIPE);
+    let _ = sys::ignore_signal(libc::SIGPIPE);
     // The supervisor and the command run with no capability at all.
     sys::drop_all_capabilities().map_err(sup_err)?;
     // On the host, Landlock holds this process (the supervisor to be) and
@@ -63,17 +63,19 @@ pub(crate) fn run(inv: &Invocation) -> Result<Outcome, Error> {
         None => (filter::Place::Bubblewrap, sys::Nesting::Bubblewrap),
     };
     let prog = filter::program(abi, sys::getpid(), place);
-    let (child, listener) =
-        sys::spawn_filtered(&prog, &argv, nesting).map_err(|errno| ErrorKind::Spawn { errno })?;
+    // Inside bubblewrap the host's interrupt and terminate reach every
+    // process of the sandbox: the command takes them, the supervisor stays
+    // to serve it (it ended with SIGTERM before, and the command was
+    // reported as exiting with 143). Ignored before the fork, not after:
+    // the command may be running, and signalled, before this process is
+    // scheduled again. The command gets back what they did here.
+    let mut ignored = vec![sys::ignore_signal(libc::SIGQUIT)];
     if watch.is_none() {
-        // Inside bubblewrap the host's interrupt and terminate reach every
-        // process of the sandbox: the command takes them, the supervisor
-        // stays to serve it (it ended with SIGTERM before, and the command
-        // was reported as exiting with 143).
-        sys::ignore_signal(libc::SIGINT);
-        sys::ignore_signal(libc::SIGTERM);
+        ignored.push(sys::ignore_signal(libc::SIGINT));
+        ignored.push(sys::ignore_signal(libc::SIGTERM));
     }
-    sys::ignore_signal(libc::SIGQUIT);
+    let (child, listener) = sys::spawn_filtered(&prog, &argv, nesting, &ignored)
+        .map_err(|errno| ErrorKind::Spawn { errno })?;
     if let Err(errno) = sys::set_non_dumpable() {
         drop(listener);
         if watch.is_some() {

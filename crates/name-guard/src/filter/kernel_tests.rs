@@ -31,6 +31,7 @@ fn the_kernel_runs_the_native_program() {
         &program(abi, sys::getpid(), super::Place::Bubblewrap),
         &argv,
         sys::Nesting::Bubblewrap,
+        &[],
     )
     .unwrap();
     // No one answers: every notified call fails with ENOSYS.

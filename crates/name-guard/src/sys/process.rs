@@ -107,11 +107,26 @@ pub(crate) fn drop_all_capabilities() -> Result<(), i32> {
     .map(|_| ())
 }
 
-/// Ignore a signal in this process.
-pub(crate) fn ignore_signal(sig: i32) {
+/// What a signal did in this process before it was ignored: a child
+/// forked afterwards puts it back before its exec.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Disposition {
+    pub(crate) signal: i32,
+    pub(crate) handler: libc::sighandler_t,
+}
+
+/// Ignore a signal in this process; returns what it did before.
+pub(crate) fn ignore_signal(sig: i32) -> Disposition {
     // SAFETY: installing SIG_IGN has no handler code to run.
-    unsafe {
-        libc::signal(sig, libc::SIG_IGN);
+    let before = unsafe { libc::signal(sig, libc::SIG_IGN) };
+    Disposition {
+        signal: sig,
+        // A refused call changed nothing: the command gets the default.
+        handler: if before == libc::SIG_ERR {
+            libc::SIG_DFL
+        } else {
+            before
+        },
     }
 }
 

@@ -75,13 +75,16 @@ pub(crate) enum Nesting {
 /// Fork; in the child restore an empty signal mask, ask for `SIGKILL`
 /// when the supervisor dies, set `no_new_privs`, (on the host) enter a
 /// nested Landlock domain scoped for signals, install `prog` with a new
-/// listener, pass the listener to the parent over a socket pair, close it
-/// and exec `argv` (searched in `PATH`). Returns the child pid and the
-/// listener.
+/// listener, pass the listener to the parent over a socket pair, close it,
+/// put back the dispositions in `restore` (signals the supervisor ignored
+/// before the fork, so that none sent once the command runs finds the
+/// supervisor unprepared) and exec `argv` (searched in `PATH`). Returns
+/// the child pid and the listener.
 pub(crate) fn spawn_filtered(
     prog: &[SockFilter],
     argv: &[CString],
     nesting: Nesting,
+    restore: &[super::Disposition],
 ) -> Result<(i32, OwnedFd), i32> {
     if argv.is_empty() {
         return Err(libc::EINVAL);
@@ -188,6 +191,9 @@ pub(crate) fn spawn_filtered(
             // The launcher may ignore SIGPIPE (Rust programs do); the
             // command gets the default, as `std::process::Command` gives.
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            for d in restore {
+                libc::signal(d.signal, d.handler);
+            }
             libc::execvp(ptrs[0], ptrs.as_ptr());
             child_fail(b"name-guard-exec: cannot execute the command\n");
         }

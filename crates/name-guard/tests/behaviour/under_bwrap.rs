@@ -328,6 +328,10 @@ fn exit_status_is_the_commands() {
     let Some(sb) = Sandbox::new() else { return };
     assert_eq!(sb.sh("exit 7").status.code(), Some(7));
     assert_eq!(sb.sh("kill -TERM $$").status.code(), Some(128 + 15));
+    // The supervisor ignores these from before the fork; the command gets
+    // them back as they were (here: the default action).
+    assert_eq!(sb.sh("kill -INT $$; exit 9").status.code(), Some(128 + 2));
+    assert_eq!(sb.sh("kill -QUIT $$; exit 9").status.code(), Some(128 + 3));
 }
 
 #[test]
