@@ -5,6 +5,7 @@
 //! in them but serves no session yet.
 
 pub(crate) mod gvisor;
+pub(crate) mod layout;
 #[cfg_attr(
     not(test),
     allow(

@@ -42,6 +42,8 @@
 mod oci;
 mod runsc;
 
+use super::layout;
+
 use crate::backend::common::bridges::{BRIDGED, bind_private_socket};
 use crate::backend::common::host_repos::{
     ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
@@ -311,7 +313,7 @@ async fn launch_terminal(
 /// Makes the session's directory and bundle from `plan` and starts its
 /// gVisor sandbox (`relays` to the proxies in its first process, when it
 /// has proxies). Without root the masks over paths the caller cannot reach
-/// are left out ([`oci::without_unreachable_masks`]).
+/// are left out ([`layout::without_unreachable_masks`]).
 async fn start_sandbox(
     config: &Config,
     plan: &bwrap_spec::BwrapPlan,
@@ -319,10 +321,10 @@ async fn start_sandbox(
     relays: Option<&BridgePlan>,
     network: Network,
 ) -> Result<(Arc<Shared>, PlaceholderFiles), Error> {
-    let mut layout = oci::layout_from_bwrap_args(plan.args(), |p| host.exists(Path::new(p)))?;
+    let mut layout = layout::layout_from_bwrap_args(plan.args(), |p| host.exists(Path::new(p)))?;
     let rootless = caller_ids().0 != 0;
     if rootless {
-        oci::without_unreachable_masks(&mut layout, caller_reaches);
+        layout::without_unreachable_masks(&mut layout, caller_reaches);
     }
     let placeholders = PlaceholderFiles::create_on_host(plan.placeholders())?;
     let dir = SessionDir::create_in(&config.temp_dir)?;
@@ -377,7 +379,7 @@ fn filename_rules_refusal(e: bwrap_spec::Error) -> Error {
 /// and symlinks. The first process starts the relays, then waits forever.
 fn write_bundle(
     shared: &Shared,
-    layout: &oci::Layout,
+    layout: &layout::Layout,
     relays: Option<&BridgePlan>,
     socat: &Path,
 ) -> Result<(), Error> {
