@@ -29,6 +29,12 @@ use std::time::{Duration, Instant};
 
 /// The argument that starts the launcher program as the guest's agent.
 pub const VM_AGENT_FLAG: &str = "--vm-agent";
+/// The argument after [`VM_AGENT_FLAG`] that makes the agent take the
+/// host's virtio-fs share tagged [`ROOT_TAG`] as the guest's root (once
+/// its port is found, before its hello): the session's file system.
+pub const ROOT_FLAG: &str = "--root-from-host";
+/// The tag of the share the agent takes as its root.
+const ROOT_TAG: &str = "root";
 /// The name the host gives the agent's virtio-serial port.
 pub const PORT_NAME: &str = "agent-sandbox.0";
 /// How long a command's output is still read after it ended, when
@@ -41,16 +47,27 @@ const PORT_WAIT: Duration = Duration::from_secs(10);
 /// Returns only when it could not start (it powers the guest off at its
 /// end).
 pub(crate) fn run_if_asked(args: &[std::ffi::OsString]) -> Option<i32> {
-    let [flag] = args else {
-        return None;
+    let (flag, root) = match args {
+        [flag] => (flag, Root::Initramfs),
+        [flag, root] if root.as_bytes() == ROOT_FLAG.as_bytes() => (flag, Root::HostShare),
+        _ => return None,
     };
     if flag.as_bytes() != VM_AGENT_FLAG.as_bytes() {
         return None;
     }
-    Some(agent_main())
+    Some(agent_main(root))
 }
 
-fn agent_main() -> i32 {
+/// The guest's root file system.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Root {
+    /// The initramfs (a guest without a share: the probe's canary).
+    Initramfs,
+    /// The host's share tagged [`ROOT_TAG`].
+    HostShare,
+}
+
+fn agent_main(root: Root) -> i32 {
     mount_basics();
     load_modules();
     if let Err(errno) = crate::sys::loopback_up() {
@@ -67,6 +84,14 @@ fn agent_main() -> i32 {
             return 1;
         }
     };
+    if root == Root::HostShare
+        && let Err(e) = switch_to_host_share()
+    {
+        // The host sees no hello, and the console's last line says why.
+        eprintln!("vm-agent: taking the host's share as the root: {e}");
+        power_off();
+        return 1;
+    }
     let out = match port.try_clone() {
         Ok(o) => Arc::new(Mutex::new(o)),
         Err(e) => {
@@ -218,6 +243,34 @@ fn mount_basics() {
         MountFlags::NOSUID | MountFlags::NOEXEC,
         Some(c"mode=0620,ptmxmode=0666"),
     );
+}
+
+/// Mounts the host's share tagged [`ROOT_TAG`] and makes it the root, as
+/// `switch_root` does: the guest's `/proc` and `/dev` (with its devpts)
+/// move onto it, the initramfs stays behind, out of reach of the
+/// commands' paths. The share is mounted `nosuid`.
+fn switch_to_host_share() -> std::io::Result<()> {
+    use rustix::mount::{MountFlags, mount, mount_move};
+    const NEW: &str = "/newroot";
+    std::fs::create_dir_all(NEW)?;
+    mount(
+        ROOT_TAG,
+        NEW,
+        "virtiofs",
+        MountFlags::NOSUID,
+        None::<&std::ffi::CStr>,
+    )?;
+    for dir in ["/dev", "/proc"] {
+        let to = format!("{NEW}{dir}");
+        if std::path::Path::new(&to).is_dir() {
+            mount_move(dir, to.as_str())?;
+        }
+    }
+    std::env::set_current_dir(NEW)?;
+    mount_move(".", "/")?;
+    rustix::process::chroot(".")?;
+    std::env::set_current_dir("/")?;
+    Ok(())
 }
 
 /// Loads each module named in `/modules.order` (one path a line, in

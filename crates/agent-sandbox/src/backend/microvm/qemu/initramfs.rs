@@ -10,7 +10,7 @@ use super::cpio::{Cpio, Kind};
 use std::path::{Path, PathBuf};
 
 /// The modules the agent needs, by name; their dependencies come first.
-const MODULES: &[&str] = &["virtio_mmio", "virtio_console"];
+const MODULES: &[&str] = &["virtio_mmio", "virtio_console", "virtiofs"];
 /// Largest `modules.dep` read.
 const MAX_MODULES_DEP: u64 = 8 << 20;
 /// The busybox applets linked in the guest's `/bin`.

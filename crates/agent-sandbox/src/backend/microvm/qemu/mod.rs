@@ -19,6 +19,7 @@
 pub(crate) mod channel;
 mod cpio;
 mod error;
+pub(crate) mod fileserver;
 pub(crate) mod initramfs;
 pub(crate) mod probe;
 pub(crate) mod vm;
@@ -113,7 +114,7 @@ pub(crate) async fn probe_ambient(
             tsc_khz: vm::tsc_khz_ambient(),
         };
         let started = Instant::now();
-        let canary = match Vm::boot(&config, &initrd, dir, wait, Relays::new()).await {
+        let canary = match Vm::boot(&config, &initrd, dir, wait, Relays::new(), None).await {
             Ok(vm) => {
                 let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                 let release = vm.release.clone();
@@ -233,6 +234,7 @@ mod tests {
             dir.path(),
             TCG_BOOT_WAIT,
             relays,
+            None,
         )
         .await
         .unwrap();
@@ -351,5 +353,130 @@ mod tests {
         let started = Instant::now();
         vm.power_off(Duration::from_secs(10)).await;
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn a_guest_takes_its_root_from_the_host_share_with_its_access() {
+        use crate::backend::microvm::layout::{Layout, Mount, MountKind};
+        use sandbox_core::Access::{ReadOnly, ReadWrite};
+        let Some(qemu) = test_support::tool(
+            "qemu-system-x86_64",
+            "apt-get install qemu-system-x86 linux-image-cloud-amd64 busybox-static",
+        ) else {
+            return;
+        };
+        let Some(agent) = launcher() else { return };
+        let Some(bwrap) = test_support::tool("bwrap", "apt-get install bubblewrap") else {
+            return;
+        };
+        let Some(virtiofsd) = fileserver::find_virtiofsd_ambient() else {
+            panic!("no virtiofsd: apt-get install qemu-system-common");
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        std::fs::write(work.path().join("a.txt"), "from the host\n").unwrap();
+        std::fs::create_dir(work.path().join("locked")).unwrap();
+        let jail = Jail::Bubblewrap(bwrap.clone());
+        let (probe, probed) = probe_ambient(Some(&qemu), &jail, &agent, dir.path()).await;
+        let probed = probed.unwrap_or_else(|| panic!("{}", probe.line()));
+        let m = |d: &str, kind, access| Mount {
+            destination: d.into(),
+            kind,
+            access,
+        };
+        let w = work.path().display().to_string();
+        let mut layout = Layout {
+            mounts: vec![
+                m("/usr", MountKind::Bind("/usr".into()), ReadOnly),
+                m("/w", MountKind::Bind(w.clone()), ReadWrite),
+                m(
+                    "/w/locked",
+                    MountKind::Bind(format!("{w}/locked")),
+                    ReadOnly,
+                ),
+                m("/tmp", MountKind::Tmpfs, ReadWrite),
+                m("/proc", MountKind::Proc, ReadWrite),
+                m("/dev", MountKind::Dev, ReadWrite),
+            ],
+            ..Layout::default()
+        };
+        for top in ["/bin", "/lib", "/lib64", "/sbin"] {
+            if let Ok(to) = std::fs::read_link(top) {
+                layout
+                    .root_symlinks
+                    .push((to.display().to_string(), top.into()));
+            }
+        }
+        let fs = fileserver::FileServer::start(&bwrap, &virtiofsd, &layout, dir.path(), false)
+            .await
+            .unwrap();
+        let mut vm = Vm::boot(
+            &probed.config,
+            &probed.initrd,
+            dir.path(),
+            TCG_BOOT_WAIT,
+            Relays::new(),
+            Some(&fs.socket),
+        )
+        .await
+        .unwrap();
+        let env = ["PATH=/usr/bin:/bin"];
+        let script = "cat /w/a.txt; echo made > /w/new.txt && echo wrote-w; \
+                      if echo x > /usr/evil 2>/dev/null; then echo wrote-usr; fi; \
+                      if echo x > /w/locked/evil 2>/dev/null; then echo wrote-locked; fi; \
+                      ls /; git --version | cut -d' ' -f1-2; uname -r";
+        let out = vm
+            .run(&["/bin/sh", "-c", script], &env, "/w")
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(text.starts_with("from the host\nwrote-w\n"), "{text}");
+        assert!(
+            !text.contains("wrote-usr") && !text.contains("wrote-locked"),
+            "{text}"
+        );
+        let top: Vec<&str> = text
+            .lines()
+            .skip(2)
+            .take_while(|l| !l.starts_with("git"))
+            .collect();
+        assert_eq!(
+            top,
+            [
+                "bin", "dev", "lib", "lib64", "proc", "sbin", "tmp", "usr", "w"
+            ],
+            "{text}"
+        );
+        assert!(text.contains("git version"), "{text}");
+        assert!(text.trim_end().ends_with(&probed.release), "{text}");
+        assert_eq!(
+            std::fs::read_to_string(work.path().join("new.txt")).unwrap(),
+            "made\n"
+        );
+        assert!(!Path::new("/usr/evil").exists());
+        // The file server serves with no capability but those that make
+        // files as their owners, an empty bounding set, no new privileges
+        // and its own seccomp filter.
+        let sock = fs.socket.display().to_string();
+        let status = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .find_map(|e| {
+                let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+                let cmd = String::from_utf8_lossy(&cmd);
+                (cmd.starts_with(&*virtiofsd.display().to_string()) && cmd.contains(&sock))
+                    .then(|| std::fs::read_to_string(e.path().join("status")).ok())?
+            })
+            .expect("the file server's process");
+        for line in [
+            "CapEff:\t00000000000000d9",
+            "CapBnd:\t0000000000000000",
+            "NoNewPrivs:\t1",
+            "Seccomp:\t2",
+        ] {
+            assert!(status.contains(line), "{line} in {status}");
+        }
+        vm.power_off(Duration::from_secs(10)).await;
+        fs.stop().await;
     }
 }

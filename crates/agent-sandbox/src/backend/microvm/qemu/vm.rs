@@ -102,9 +102,15 @@ impl VmOutput {
 
 impl VmConfig {
     /// The program and arguments that start QEMU for a guest whose files
-    /// are in `dir`, in its jail.
-    pub(crate) fn command(&self, initrd: &Path, dir: &Path) -> (PathBuf, Vec<String>) {
-        let qemu_args = self.args(initrd, dir);
+    /// are in `dir`, in its jail; `share`: the file server's socket (in
+    /// `dir`) whose share the guest takes as its root.
+    pub(crate) fn command(
+        &self,
+        initrd: &Path,
+        dir: &Path,
+        share: Option<&Path>,
+    ) -> (PathBuf, Vec<String>) {
+        let qemu_args = self.args(initrd, dir, share);
         let Jail::Bubblewrap(bwrap) = &self.jail else {
             return (self.qemu.clone(), qemu_args);
         };
@@ -156,17 +162,25 @@ impl VmConfig {
         (bwrap.clone(), a)
     }
 
-    /// QEMU's arguments for a guest whose files are in `dir`.
-    pub(crate) fn args(&self, initrd: &Path, dir: &Path) -> Vec<String> {
+    /// QEMU's arguments for a guest whose files are in `dir` (and whose
+    /// root is served on `share`).
+    pub(crate) fn args(&self, initrd: &Path, dir: &Path, share: Option<&Path>) -> Vec<String> {
         let mut append = String::from("console=ttyS0 quiet panic=-1");
         if let (Accel::Tcg, Some(khz)) = (self.accel, self.tsc_khz) {
             append.push_str(&format!(" tsc_early_khz={khz}"));
         }
         append.push_str(" -- ");
         append.push_str(name_guard_flag());
+        let mut machine = String::from("microvm,x-option-roms=off");
+        if share.is_some() {
+            // The file server maps the guest's memory: it must be shared.
+            append.push(' ');
+            append.push_str(name_guard::VM_AGENT_ROOT_FLAG);
+            machine.push_str(",memory-backend=mem");
+        }
         let mut a: Vec<String> = vec![
             "-M".into(),
-            "microvm,x-option-roms=off".into(),
+            machine,
             "-accel".into(),
             match self.accel {
                 Accel::Kvm => "kvm",
@@ -207,6 +221,25 @@ impl VmConfig {
             "-device".into(),
             format!("virtserialport,chardev=agent,name={}", agent_port_name()),
         ]);
+        if let Some(socket) = share {
+            a.extend([
+                "-object".into(),
+                format!(
+                    "memory-backend-memfd,id=mem,size={}M,share=on",
+                    self.memory_mib
+                ),
+                // vhost-user devices need the modern virtio-mmio transport.
+                "-global".into(),
+                "virtio-mmio.force-legacy=false".into(),
+                "-chardev".into(),
+                format!("socket,id=fs,path={}", socket.display()),
+                "-device".into(),
+                format!(
+                    "vhost-user-fs-device,chardev=fs,tag={}",
+                    super::fileserver::ROOT_TAG
+                ),
+            ]);
+        }
         a
     }
 }
@@ -252,15 +285,17 @@ impl Vm {
     /// Boots a guest from `initrd` with its files in `dir` (made by the
     /// caller, private), waits up to `wait` for its agent's hello, and has
     /// it listen on each port of `relays` (whose streams the host carries
-    /// to the port's target).
+    /// to the port's target). With `share` (a file server's socket in
+    /// `dir`), the guest's root is that share.
     pub(crate) async fn boot(
         cfg: &VmConfig,
         initrd: &Path,
         dir: &Path,
         wait: Duration,
         relays: Relays,
+        share: Option<&Path>,
     ) -> Result<Vm, VmError> {
-        let (program, args) = cfg.command(initrd, dir);
+        let (program, args) = cfg.command(initrd, dir, share);
         let mut qemu = tokio::process::Command::new(&program)
             .args(args)
             .stdin(std::process::Stdio::null())
@@ -482,8 +517,8 @@ mod tests {
     #[test]
     fn qemu_runs_in_a_bubblewrap_jail_that_sees_only_what_it_serves() {
         let (initrd, dir) = (Path::new("/s/initrd"), Path::new("/s"));
-        let (p, a) =
-            config(Jail::Bubblewrap("/usr/bin/bwrap".into()), Accel::Tcg).command(initrd, dir);
+        let (p, a) = config(Jail::Bubblewrap("/usr/bin/bwrap".into()), Accel::Tcg)
+            .command(initrd, dir, None);
         assert_eq!(p, Path::new("/usr/bin/bwrap"));
         for seq in [
             &["--unshare-all"][..],
@@ -507,12 +542,12 @@ mod tests {
         // Emulation needs no /dev/kvm; a KVM guest gets it.
         assert!(!a.iter().any(|x| x == "/dev/kvm"));
         assert!(a.iter().any(|x| x.contains("tsc_early_khz=2596134")));
-        let (_, a) =
-            config(Jail::Bubblewrap("/usr/bin/bwrap".into()), Accel::Kvm).command(initrd, dir);
+        let (_, a) = config(Jail::Bubblewrap("/usr/bin/bwrap".into()), Accel::Kvm)
+            .command(initrd, dir, None);
         assert!(has(&a, &["--dev-bind", "/dev/kvm", "/dev/kvm"]));
         assert!(!a.iter().any(|x| x.contains("tsc_early_khz")));
         // Where bubblewrap cannot run: QEMU alone, its seccomp sandbox on.
-        let (p, a) = config(Jail::SeccompOnly, Accel::Tcg).command(initrd, dir);
+        let (p, a) = config(Jail::SeccompOnly, Accel::Tcg).command(initrd, dir, None);
         assert_eq!(p, Path::new("/usr/bin/qemu-system-x86_64"));
         assert!(has(
             &a,
