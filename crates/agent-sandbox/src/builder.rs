@@ -56,8 +56,44 @@ pub struct ManagerBuilder {
     unix_sockets: Vec<crate::unix_sockets::Requested>,
     broker: Option<BrokerSettings>,
     cgroups: Cgroups,
-    microvm_runtime: Option<MicrovmRuntimeKind>,
+    microvm_runtime: Option<RuntimeAsk>,
     hardware_vm: VmRequirement,
+}
+
+/// The microvm runtime a host program asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RuntimeAsk {
+    /// Exactly this kind.
+    Kind(MicrovmRuntimeKind),
+    /// QEMU, on KVM or emulated as its canary finds.
+    Qemu,
+}
+
+impl RuntimeAsk {
+    fn is_qemu(self) -> bool {
+        matches!(
+            self,
+            RuntimeAsk::Qemu
+                | RuntimeAsk::Kind(MicrovmRuntimeKind::QemuKvm | MicrovmRuntimeKind::QemuTcg)
+        )
+    }
+
+    fn allows(self, found: Option<MicrovmRuntimeKind>) -> bool {
+        match self {
+            RuntimeAsk::Kind(k) => found == Some(k),
+            RuntimeAsk::Qemu => matches!(
+                found,
+                Some(MicrovmRuntimeKind::QemuKvm | MicrovmRuntimeKind::QemuTcg)
+            ),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            RuntimeAsk::Kind(k) => k.as_str(),
+            RuntimeAsk::Qemu => "qemu",
+        }
+    }
 }
 
 /// Whether a `microvm` session may run on any kernel-boundary runtime or
@@ -332,8 +368,28 @@ impl ManagerBuilder {
     /// Asks for one microvm runtime by kind (default: the probe's). One the
     /// probe did not find working makes [`ManagerBuilder::build`] fail with
     /// [`ErrorKind::MicrovmRuntimeUnavailable`], never another runtime.
+    ///
+    /// Asking for [`MicrovmRuntimeKind::QemuKvm`] or
+    /// [`MicrovmRuntimeKind::QemuTcg`] probes QEMU as
+    /// [`ManagerBuilder::microvm_runtime_qemu`] does, and then takes only
+    /// that accelerator.
     pub fn microvm_runtime(&mut self, kind: MicrovmRuntimeKind) -> &mut Self {
-        self.microvm_runtime = Some(kind);
+        self.microvm_runtime = Some(RuntimeAsk::Kind(kind));
+        self
+    }
+    /// Asks for the VM runtime: QEMU's `microvm` machine booting a kernel
+    /// installed on the host, on KVM where its canary guest boots, else
+    /// emulated (TCG: a kernel boundary, slow, never a hardware VM). At
+    /// [`ManagerBuilder::build`] a canary guest is booted once per process
+    /// (about 2 s emulated, cached): this reads the ambient machine
+    /// (`qemu-system-x86_64`, a kernel in `/boot`, `/dev/kvm`, bubblewrap and
+    /// `virtiofsd`). It needs the name-guard launcher
+    /// ([`ManagerBuilder::name_guard_launcher`] or
+    /// [`ManagerBuilder::name_guard_from_current_exe`]): that program is the
+    /// guest's agent. Where no guest runs, `build` fails with
+    /// [`ErrorKind::MicrovmRuntimeUnavailable`] and the probe's reason.
+    pub fn microvm_runtime_qemu(&mut self) -> &mut Self {
+        self.microvm_runtime = Some(RuntimeAsk::Qemu);
         self
     }
     /// Requires a hardware VM for this manager's sessions: a `microvm` on
@@ -357,6 +413,18 @@ impl ManagerBuilder {
         let probe = asked.as_ref().unwrap_or(&self.probe);
         let log = self.log.clone().unwrap_or_else(log_to_stderr);
         let name_guard = self.launcher()?;
+        // The VM runtime, when asked for: its probe boots a canary, and its
+        // verdict is the report's microvm section.
+        #[cfg(target_os = "linux")]
+        let qemu = self.probe_qemu(name_guard.as_ref())?;
+        #[cfg(target_os = "linux")]
+        let with_qemu = qemu.as_ref().map(|q| {
+            let mut p = probe.clone();
+            p.microvm = q.microvm.clone();
+            p
+        });
+        #[cfg(target_os = "linux")]
+        let probe = with_qemu.as_ref().unwrap_or(probe);
         let startup = probe.startup_line(self.switch);
         log(&startup);
         if let Some(dir) = &self.temp_dir {
@@ -461,6 +529,35 @@ impl ManagerBuilder {
             BackendChoice::Gvisor { .. } => {
                 Backend::Unavailable("gVisor runs only on Linux".to_owned())
             }
+            #[cfg(target_os = "linux")]
+            BackendChoice::Qemu => {
+                let filename_rules = match self.filename_rules {
+                    Some(FilenameRules::DropFilenameGlobDenies) => {
+                        log(
+                            "filename-glob write denies (.env, *.key, *.pem) are DROPPED in the QEMU guest (opt-out --no-filename-rules): the name guard does not run in the guest",
+                        );
+                        FilenameRules::DropFilenameGlobDenies
+                    }
+                    Some(FilenameRules::EnforcedByNameGuard) => {
+                        return Err(ErrorKind::NameGuardUnavailable {
+                            reason: "the name guard does not run in the QEMU guest yet".into(),
+                        }
+                        .into());
+                    }
+                    _ => FilenameRules::Refuse,
+                };
+                let config = match &qemu {
+                    Some(q) => q.config(temp_dir()?, filename_rules),
+                    None => Err("the VM runtime was not probed".to_owned()),
+                }
+                .map_err(|reason| ErrorKind::MicrovmRuntimeUnavailable {
+                    runtime: "qemu",
+                    reason,
+                })?;
+                Backend::Microvm(Arc::new(crate::backend::microvm::Runtime::Qemu(config)))
+            }
+            #[cfg(not(target_os = "linux"))]
+            BackendChoice::Qemu => Backend::Unavailable("QEMU guests run only on Linux".to_owned()),
             BackendChoice::Seatbelt => Backend::Seatbelt(seatbelt::Config {
                 temp_dir: temp_dir()?,
                 log_program: self.seatbelt_log_program.clone(),
@@ -561,6 +658,40 @@ impl ManagerBuilder {
         })
     }
 
+    /// The VM runtime's probe (cached per process and launcher) when a QEMU
+    /// runtime was asked for; `None` otherwise. Needs the launcher (the
+    /// guest's agent) and a temp dir (the canary's files). Reads the
+    /// ambient machine.
+    #[cfg(target_os = "linux")]
+    fn probe_qemu(
+        &self,
+        launcher: Option<&NameGuardLauncher>,
+    ) -> Result<Option<crate::backend::microvm::qemu::runtime::Probing>, Error> {
+        if !self.microvm_runtime.is_some_and(RuntimeAsk::is_qemu) {
+            return Ok(None);
+        }
+        let Some(launcher) = launcher else {
+            return Err(ErrorKind::MicrovmRuntimeUnavailable {
+                runtime: "qemu",
+                reason: "the guest's agent is the name-guard launcher: call \
+                         ManagerBuilder::name_guard_from_current_exe or \
+                         ManagerBuilder::name_guard_launcher"
+                    .into(),
+            }
+            .into());
+        };
+        let Some(temp_dir) = &self.temp_dir else {
+            return Err(ErrorKind::MissingSetting {
+                setting: "temp_dir",
+                why: "the VM runtime's probe writes its guest image and canary there",
+            }
+            .into());
+        };
+        Ok(Some(
+            crate::backend::microvm::qemu::runtime::probe_cached_ambient(launcher, temp_dir),
+        ))
+    }
+
     /// Refuses a selection the microvm settings do not allow: a hardware VM
     /// required where the runtime is not one (or the backend is not
     /// `microvm`), a runtime asked for by kind that the probe did not find.
@@ -581,8 +712,8 @@ impl ManagerBuilder {
             };
             return Err(ErrorKind::HardwareVmRequired { found }.into());
         }
-        if let Some(kind) = self.microvm_runtime
-            && (!microvm || probe.microvm.kind != Some(kind) || !probe.microvm.available)
+        if let Some(ask) = self.microvm_runtime
+            && (!microvm || !ask.allows(probe.microvm.kind) || !probe.microvm.available)
         {
             let reason = match (&probe.microvm.note, &probe.microvm.reason) {
                 _ if !microvm => format!("the backend is {}, not microvm", selection.backend),
@@ -591,7 +722,7 @@ impl ManagerBuilder {
                 (None, None) => "the probe found no microvm runtime".to_owned(),
             };
             return Err(ErrorKind::MicrovmRuntimeUnavailable {
-                runtime: kind.as_str(),
+                runtime: ask.name(),
                 reason,
             }
             .into());

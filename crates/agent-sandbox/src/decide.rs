@@ -34,6 +34,9 @@ pub(crate) enum BackendChoice {
         /// Its release.
         version: String,
     },
+    /// QEMU's `microvm` machine behind the `microvm` backend (Linux), on KVM
+    /// or emulated as the probe's canary found.
+    Qemu,
     /// A backend this manager does not implement on this platform: every
     /// launch is refused with the reason.
     Unavailable(String),
@@ -91,6 +94,19 @@ pub(crate) fn backend_choice(
                     "the probe found no working runsc".into(),
                 )),
             }
+        }
+        (SandboxBackend::Microvm, _)
+            if target_is_linux
+                && probe.microvm.available
+                && matches!(
+                    probe.microvm.kind,
+                    Some(
+                        sandbox_core::MicrovmRuntimeKind::QemuKvm
+                            | sandbox_core::MicrovmRuntimeKind::QemuTcg
+                    )
+                ) =>
+        {
+            Ok(BackendChoice::Qemu)
         }
         (other, _) => Ok(BackendChoice::Unavailable(format!(
             "backend {other} is not implemented by this manager on this platform"

@@ -199,11 +199,11 @@ pub enum ErrorKind {
         session_id: String,
     },
     /// The policy forbids creating files by name (`.env`, `*.key`, `*.pem`)
-    /// inside writable mounts, and nothing enforces that under gVisor.
+    /// inside writable mounts, and nothing enforces that in the microvm
+    /// runtime.
     #[error(
         "refusing to launch: the policy forbids creating {globs:?} inside writable mounts {roots:?}, \
-         and under gVisor nothing can refuse new names (the name guard's seccomp filter cannot be \
-         installed inside this gVisor release) (R-DISPATCH-3); make the mounts read-only or opt out \
+         and {why} (R-DISPATCH-3); make the mounts read-only or opt out \
          explicitly with FilenameRules::DropFilenameGlobDenies (agent-run --no-filename-rules)"
     )]
     MicrovmFilenameRules {
@@ -211,6 +211,15 @@ pub enum ErrorKind {
         globs: Vec<String>,
         /// The writable roots they apply to.
         roots: Vec<String>,
+        /// Why nothing refuses new names in this runtime.
+        why: &'static str,
+    },
+    /// The VM runtime's guest could not be started or reached; nothing of
+    /// the session is left running.
+    #[error("the microvm guest could not be started: {reason}")]
+    GuestUnavailable {
+        /// What QEMU, the file server or the guest's agent said.
+        reason: String,
     },
     /// The sandbox plan holds something the gVisor bundle cannot express;
     /// nothing was started (a rule is never dropped).

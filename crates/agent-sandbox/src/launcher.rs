@@ -37,6 +37,11 @@ fn guard_exit_code(args: impl Iterator<Item = std::ffi::OsString>) -> i32 {
     if let Some(code) = name_guard::run_session_init_if_asked(&args) {
         return code;
     }
+    // A microvm guest's first process: the same program, as its agent.
+    #[cfg(target_os = "linux")]
+    if let Some(code) = name_guard::run_vm_agent_if_asked(&args) {
+        return code;
+    }
     let outcome = name_guard::Invocation::parse(args)
         .and_then(|inv| name_guard::run(&inv))
         .map(|o| o.exit_code & 0xff);

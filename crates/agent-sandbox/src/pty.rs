@@ -214,6 +214,24 @@ impl PtyMaster {
     pub(crate) fn resize(&self, size: PtySize) -> io::Result<()> {
         rustix::termios::tcsetwinsize(self.fd.get_ref(), winsize(size)).map_err(io::Error::from)
     }
+
+    /// The terminal's size as (rows, columns). The VM runtime wraps the
+    /// slave it relays a guest's terminal through in this type too, and
+    /// reads the size the host set on the master here.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn size(&self) -> io::Result<(u16, u16)> {
+        let w = rustix::termios::tcgetwinsize(self.fd.get_ref())?;
+        Ok((w.ws_row, w.ws_col))
+    }
+
+    /// Sets the terminal raw (no echo, no line editing, no signals).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn make_raw(&self) -> io::Result<()> {
+        let mut t = rustix::termios::tcgetattr(self.fd.get_ref())?;
+        t.make_raw();
+        rustix::termios::tcsetattr(self.fd.get_ref(), rustix::termios::OptionalActions::Now, &t)?;
+        Ok(())
+    }
 }
 
 /// The host's end of a command's terminal: without terminals (Windows)

@@ -43,10 +43,12 @@ const OUTPUT_GRACE: Duration = Duration::from_millis(100);
 /// How long the agent looks for its port (the driver may load late).
 const PORT_WAIT: Duration = Duration::from_secs(10);
 
-/// Runs the agent when `args` are [`VM_AGENT_FLAG`] alone; `None` else.
-/// Returns only when it could not start (it powers the guest off at its
-/// end).
-pub(crate) fn run_if_asked(args: &[std::ffi::OsString]) -> Option<i32> {
+/// Runs the agent when `args` (the arguments after the program name, and
+/// after a multi-call launcher's marker) are [`VM_AGENT_FLAG`], alone or
+/// followed by [`ROOT_FLAG`]; `None` else. Only a guest's first process
+/// calls it with these. Returns only when it could not start (it powers the
+/// guest off at its end).
+pub fn run_if_asked(args: &[std::ffi::OsString]) -> Option<i32> {
     let (flag, root) = match args {
         [flag] => (flag, Root::Initramfs),
         [flag, root] if root.as_bytes() == ROOT_FLAG.as_bytes() => (flag, Root::HostShare),

@@ -36,7 +36,7 @@ pub(crate) enum Backend {
     Landlock(landlock::Config),
     /// Seatbelt through `sandbox-exec` (macOS).
     Seatbelt(seatbelt::Config),
-    /// A kernel-boundary runtime (Linux): gVisor today.
+    /// A kernel-boundary runtime (Linux): gVisor or QEMU.
     #[cfg(target_os = "linux")]
     Microvm(Arc<microvm::Runtime>),
     /// Not implemented here: every launch is refused with the reason.
@@ -53,6 +53,8 @@ pub(crate) enum BackendSession {
     Seatbelt(Box<seatbelt::Session>),
     #[cfg(target_os = "linux")]
     Gvisor(Box<microvm::gvisor::Session>),
+    #[cfg(target_os = "linux")]
+    Qemu(Box<microvm::qemu::session::Session>),
 }
 
 /// Processes a backend runs besides the command, counted by a process
@@ -97,6 +99,11 @@ impl Backend {
                 microvm::Runtime::Gvisor(config) => microvm::gvisor::launch(config, settings, spec)
                     .await
                     .map(|l| l.map(|s| BackendSession::Gvisor(Box::new(s)))),
+                microvm::Runtime::Qemu(config) => {
+                    microvm::qemu::session::launch(config, settings, spec)
+                        .await
+                        .map(|l| l.map(|s| BackendSession::Qemu(Box::new(s))))
+                }
             },
             Backend::Unavailable(reason) => Err(Error::from(ErrorKind::Core(
                 sandbox_core::Error::from(sandbox_core::ErrorKind::NativeUnavailable {
@@ -129,6 +136,8 @@ impl BackendSession {
             BackendSession::Seatbelt(s) => s.exec(request, io),
             #[cfg(target_os = "linux")]
             BackendSession::Gvisor(s) => s.exec(request, io),
+            #[cfg(target_os = "linux")]
+            BackendSession::Qemu(s) => s.exec(request, io),
         }
     }
 
@@ -149,6 +158,8 @@ impl BackendSession {
             BackendSession::Seatbelt(s) => s.destroy().await,
             #[cfg(target_os = "linux")]
             BackendSession::Gvisor(s) => s.destroy(settings, session_id).await,
+            #[cfg(target_os = "linux")]
+            BackendSession::Qemu(s) => s.destroy(settings, session_id).await,
         }
     }
 

@@ -33,6 +33,8 @@ mod landlock;
 mod microvm;
 #[cfg(unix)]
 mod native;
+#[cfg(target_os = "linux")]
+mod qemu;
 #[cfg(unix)]
 mod unprivileged;
 #[cfg(target_os = "linux")]

@@ -1,22 +1,17 @@
 //! The `microvm` backend: each session behind a kernel boundary
-//! (R-MICROVM). One module per runtime: gVisor (`gvisor`), a user-space
-//! kernel and not a hardware VM, which sessions run on; and QEMU
-//! (`qemu`), a VM on KVM or emulated, which boots guests and runs commands
-//! in them but serves no session yet.
+//! (R-MICROVM). One module per runtime, neither importing the other:
+//! gVisor (`gvisor`), a user-space kernel and not a hardware VM; and QEMU
+//! (`qemu`), a VM with a kernel of its own, on KVM or emulated. Both read
+//! the session's file system from its bubblewrap plan (`layout`).
 
 pub(crate) mod gvisor;
 pub(crate) mod layout;
-#[cfg_attr(
-    not(test),
-    allow(
-        dead_code,
-        reason = "the VM runtime serves no session yet; its tests boot guests"
-    )
-)]
 pub(crate) mod qemu;
 
 /// The runtime every microvm session of a manager gets.
 pub(crate) enum Runtime {
     /// gVisor's `runsc`.
     Gvisor(gvisor::Config),
+    /// QEMU's `microvm` machine.
+    Qemu(qemu::session::Config),
 }

@@ -368,6 +368,8 @@ fn filename_rules_refusal(e: bwrap_spec::Error) -> Error {
             ErrorKind::MicrovmFilenameRules {
                 globs: globs.clone(),
                 roots: roots.clone(),
+                why: "under gVisor nothing can refuse new names (the name guard's seccomp filter \
+                      cannot be installed inside this gVisor release)",
             }
             .into()
         }

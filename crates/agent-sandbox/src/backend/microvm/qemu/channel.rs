@@ -17,7 +17,13 @@ use tokio::sync::mpsc;
 /// Where the host carries a stream opened on a guest port.
 #[derive(Clone, Debug)]
 pub(crate) enum RelayTarget {
+    /// A TCP address (the tests' services).
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "sessions relay to their proxies' Unix sockets")
+    )]
     Tcp(std::net::SocketAddr),
+    /// A Unix socket (a session's proxies).
     Unix(PathBuf),
 }
 

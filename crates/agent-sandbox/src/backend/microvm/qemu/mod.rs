@@ -22,6 +22,8 @@ mod error;
 pub(crate) mod fileserver;
 pub(crate) mod initramfs;
 pub(crate) mod probe;
+pub(crate) mod runtime;
+pub(crate) mod session;
 pub(crate) mod vm;
 
 use channel::Relays;
@@ -29,7 +31,7 @@ use initramfs::GuestKernel;
 use probe::{Canary, Probe, ProbeFacts};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use vm::{Accel, Jail, Vm, VmConfig, VmError};
+use vm::{Accel, Vm, VmConfig, VmError};
 
 /// How long the KVM canary may take before emulation is tried (a working
 /// KVM boots a guest in well under a second).
@@ -43,6 +45,11 @@ const GUEST_MIB: u32 = 256;
 #[derive(Debug)]
 pub(crate) struct Probed {
     pub(crate) config: VmConfig,
+    /// The canary's image (gone with the probe's directory).
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "sessions boot an image of their manager's own")
+    )]
     pub(crate) initrd: PathBuf,
     /// The guest kernel's release, from the canary's hello.
     pub(crate) release: String,
@@ -69,8 +76,9 @@ pub(crate) fn write_initrd(
 /// Reads the ambient machine.
 pub(crate) async fn probe_ambient(
     qemu: Option<&Path>,
-    jail: &Jail,
+    jail: &Path,
     agent: &Path,
+    agent_args: &[String],
     dir: &Path,
 ) -> (Probe, Option<Probed>) {
     let kernel = GuestKernel::find_ambient();
@@ -107,11 +115,12 @@ pub(crate) async fn probe_ambient(
     for &(accel, wait) in tries {
         let config = VmConfig {
             qemu: qemu.to_path_buf(),
-            jail: jail.clone(),
+            jail: jail.to_path_buf(),
             kernel: kernel.clone(),
             accel,
             memory_mib: GUEST_MIB,
             tsc_khz: vm::tsc_khz_ambient(),
+            agent_args: agent_args.to_vec(),
         };
         let started = Instant::now();
         let canary = match Vm::boot(&config, &initrd, dir, wait, Relays::new(), None).await {
@@ -183,8 +192,8 @@ mod tests {
         let Some(bwrap) = test_support::tool("bwrap", "apt-get install bubblewrap") else {
             return;
         };
-        let jail = Jail::Bubblewrap(bwrap);
-        let (probe, probed) = probe_ambient(Some(&qemu), &jail, &agent, dir.path()).await;
+        let jail = bwrap;
+        let (probe, probed) = probe_ambient(Some(&qemu), &jail, &agent, &[], dir.path()).await;
         eprintln!("{}", probe.line());
         let probed = probed.unwrap();
         // QEMU ran in its jail: another network namespace, and none of
@@ -376,8 +385,8 @@ mod tests {
         let work = tempfile::tempdir().unwrap();
         std::fs::write(work.path().join("a.txt"), "from the host\n").unwrap();
         std::fs::create_dir(work.path().join("locked")).unwrap();
-        let jail = Jail::Bubblewrap(bwrap.clone());
-        let (probe, probed) = probe_ambient(Some(&qemu), &jail, &agent, dir.path()).await;
+        let jail = bwrap.clone();
+        let (probe, probed) = probe_ambient(Some(&qemu), &jail, &agent, &[], dir.path()).await;
         let probed = probed.unwrap_or_else(|| panic!("{}", probe.line()));
         let m = |d: &str, kind, access| Mount {
             destination: d.into(),

@@ -6,7 +6,9 @@
 use super::channel::{Channel, Relays};
 pub(crate) use super::error::VmError;
 use super::initramfs::GuestKernel;
-use sandbox_core::vm_wire::{FrameReader, FromGuest, MAX_FROM_GUEST_LEN, ToGuest, VmExec, VmStdio};
+use sandbox_core::vm_wire::{FrameReader, FromGuest, MAX_FROM_GUEST_LEN, ToGuest};
+#[cfg(test)]
+use sandbox_core::vm_wire::{VmExec, VmStdio};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
@@ -30,29 +32,25 @@ impl Accel {
     }
 }
 
-/// What QEMU itself runs in, besides its own seccomp sandbox.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Jail {
-    /// A bubblewrap sandbox of its own (this `bwrap`): no network, no
-    /// other process, the system's `/usr` read-only, and of the rest only
-    /// the kernel and image it boots (read-only) and the guest's own
-    /// directory; `/dev/kvm` only for a KVM guest.
-    Bubblewrap(PathBuf),
-    /// Only QEMU's seccomp sandbox (where bubblewrap cannot run).
-    SeccompOnly,
-}
-
 /// What booting a guest needs.
 #[derive(Clone, Debug)]
 pub(crate) struct VmConfig {
     pub(crate) qemu: PathBuf,
-    pub(crate) jail: Jail,
+    /// The `bwrap` of QEMU's jail, besides its own seccomp sandbox: a
+    /// bubblewrap sandbox of its own with no network, no other process,
+    /// the system's `/usr` read-only, and of the rest only the kernel and
+    /// image it boots (read-only) and the guest's own directory;
+    /// `/dev/kvm` only for a KVM guest.
+    pub(crate) jail: PathBuf,
     pub(crate) kernel: GuestKernel,
     pub(crate) accel: Accel,
     pub(crate) memory_mib: u32,
     /// The host's TSC frequency in kHz, given to the guest kernel (under
     /// emulation about half the boots hang calibrating it otherwise).
     pub(crate) tsc_khz: Option<u64>,
+    /// The agent program's leading arguments (a multi-call launcher's
+    /// marker), before [`name_guard::VM_AGENT_FLAG`] on its command line.
+    pub(crate) agent_args: Vec<String>,
 }
 
 /// The host's TSC frequency in kHz, from the first `cpu MHz` of
@@ -73,14 +71,17 @@ pub(crate) fn tsc_khz_ambient() -> Option<u64> {
 /// A running guest whose agent said hello.
 pub(crate) struct Vm {
     qemu: tokio::process::Child,
-    channel: Channel,
+    channel: std::sync::Arc<Channel>,
     dir: PathBuf,
     /// The guest kernel's release, from the agent's hello.
     pub(crate) release: String,
+    /// The next command's id for [`Vm::run`].
+    #[cfg(test)]
     next_id: u64,
 }
 
 /// What one command did.
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub(crate) struct VmOutput {
     pub(crate) stdout: Vec<u8>,
@@ -88,6 +89,7 @@ pub(crate) struct VmOutput {
     pub(crate) wait_status: i32,
 }
 
+#[cfg(test)]
 impl VmOutput {
     /// The exit code, or 128 plus the signal that ended it.
     pub(crate) fn exit_code(&self) -> i32 {
@@ -111,9 +113,6 @@ impl VmConfig {
         share: Option<&Path>,
     ) -> (PathBuf, Vec<String>) {
         let qemu_args = self.args(initrd, dir, share);
-        let Jail::Bubblewrap(bwrap) = &self.jail else {
-            return (self.qemu.clone(), qemu_args);
-        };
         let mut a: Vec<String> = [
             "--unshare-all",
             "--die-with-parent",
@@ -159,7 +158,7 @@ impl VmConfig {
         a.extend(["--bind".into(), d.clone(), d, "--".into()]);
         a.push(self.qemu.display().to_string());
         a.extend(qemu_args);
-        (bwrap.clone(), a)
+        (self.jail.clone(), a)
     }
 
     /// QEMU's arguments for a guest whose files are in `dir` (and whose
@@ -169,7 +168,12 @@ impl VmConfig {
         if let (Accel::Tcg, Some(khz)) = (self.accel, self.tsc_khz) {
             append.push_str(&format!(" tsc_early_khz={khz}"));
         }
-        append.push_str(" -- ");
+        append.push_str(" --");
+        for a in &self.agent_args {
+            append.push(' ');
+            append.push_str(a);
+        }
+        append.push(' ');
         append.push_str(name_guard_flag());
         let mut machine = String::from("microvm,x-option-roms=off");
         if share.is_some() {
@@ -337,7 +341,7 @@ impl Vm {
         match booted {
             Ok(Ok((stream, frames, release))) => {
                 let ports: Vec<u16> = relays.keys().copied().collect();
-                let channel = Channel::start(stream, frames, relays);
+                let channel = std::sync::Arc::new(Channel::start(stream, frames, relays));
                 for port in ports {
                     channel.send(&ToGuest::Listen { port })?;
                 }
@@ -346,6 +350,7 @@ impl Vm {
                     channel,
                     dir: dir.to_path_buf(),
                     release,
+                    #[cfg(test)]
                     next_id: 1,
                 })
             }
@@ -361,6 +366,18 @@ impl Vm {
         }
     }
 
+    /// The guest's channel, for commands run beside each other.
+    pub(crate) fn channel(&self) -> std::sync::Arc<Channel> {
+        self.channel.clone()
+    }
+
+    /// A pidfd of QEMU's process (or its jail's, which QEMU dies with).
+    pub(crate) fn pidfd(&self) -> Option<rustix::fd::OwnedFd> {
+        let pid = rustix::process::Pid::from_raw(i32::try_from(self.qemu.id()?).ok()?)?;
+        rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+    }
+
+    #[cfg(test)]
     /// Runs `argv` in the guest with `env` in `cwd`, no input, and
     /// returns what it wrote and how it ended (one command at a time).
     pub(crate) async fn run(
@@ -373,6 +390,7 @@ impl Vm {
             .await
     }
 
+    #[cfg(test)]
     /// [`Vm::run`] on a terminal of `size` (rows, columns), resized to
     /// `resize` when given, then typed `input`.
     pub(crate) async fn run_on_terminal(
@@ -390,6 +408,7 @@ impl Vm {
         self.run_with(argv, env, "/", stdio, resize, input).await
     }
 
+    #[cfg(test)]
     async fn run_with(
         &mut self,
         argv: &[&str],
@@ -494,10 +513,10 @@ async fn next(
 mod tests {
     use super::*;
 
-    fn config(jail: Jail, accel: Accel) -> VmConfig {
+    fn config(accel: Accel) -> VmConfig {
         VmConfig {
             qemu: "/usr/bin/qemu-system-x86_64".into(),
-            jail,
+            jail: "/usr/bin/bwrap".into(),
             kernel: GuestKernel {
                 image: "/boot/vmlinuz-6.1.0-57-cloud-amd64".into(),
                 release: "6.1.0-57-cloud-amd64".into(),
@@ -506,6 +525,7 @@ mod tests {
             accel,
             memory_mib: 256,
             tsc_khz: Some(2_596_134),
+            agent_args: Vec::new(),
         }
     }
 
@@ -517,8 +537,7 @@ mod tests {
     #[test]
     fn qemu_runs_in_a_bubblewrap_jail_that_sees_only_what_it_serves() {
         let (initrd, dir) = (Path::new("/s/initrd"), Path::new("/s"));
-        let (p, a) = config(Jail::Bubblewrap("/usr/bin/bwrap".into()), Accel::Tcg)
-            .command(initrd, dir, None);
+        let (p, a) = config(Accel::Tcg).command(initrd, dir, None);
         assert_eq!(p, Path::new("/usr/bin/bwrap"));
         for seq in [
             &["--unshare-all"][..],
@@ -542,19 +561,8 @@ mod tests {
         // Emulation needs no /dev/kvm; a KVM guest gets it.
         assert!(!a.iter().any(|x| x == "/dev/kvm"));
         assert!(a.iter().any(|x| x.contains("tsc_early_khz=2596134")));
-        let (_, a) = config(Jail::Bubblewrap("/usr/bin/bwrap".into()), Accel::Kvm)
-            .command(initrd, dir, None);
+        let (_, a) = config(Accel::Kvm).command(initrd, dir, None);
         assert!(has(&a, &["--dev-bind", "/dev/kvm", "/dev/kvm"]));
         assert!(!a.iter().any(|x| x.contains("tsc_early_khz")));
-        // Where bubblewrap cannot run: QEMU alone, its seccomp sandbox on.
-        let (p, a) = config(Jail::SeccompOnly, Accel::Tcg).command(initrd, dir, None);
-        assert_eq!(p, Path::new("/usr/bin/qemu-system-x86_64"));
-        assert!(has(
-            &a,
-            &[
-                "-sandbox",
-                "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"
-            ]
-        ));
     }
 }

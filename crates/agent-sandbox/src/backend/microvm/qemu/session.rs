@@ -1,0 +1,640 @@
+//! A session on the VM runtime: one guest per session, kept warm.
+//!
+//! - `launch` starts the session's proxies (Unix sockets, as under gVisor),
+//!   reads the bubblewrap plan of the spec as a [`Layout`], starts the file
+//!   server that serves it ([`FileServer`]) and boots the guest with that
+//!   share as its root. The guest has no network card: its agent listens
+//!   on 127.0.0.1:3128 and 127.0.0.1:1080 inside and each connection is
+//!   carried over the channel to the session's proxy, the only way out.
+//! - `exec` asks the agent to start the command (argv, the session's
+//!   sanitised environment, working directory; pipes, or a terminal of the
+//!   guest's own). Its output comes back over the channel into host pipes
+//!   (or a host terminal that mirrors the guest's), so the command's events
+//!   are exactly the other backends'. Signals go to the command's process
+//!   group in the guest. What a command leaves running stays for the next.
+//! - `destroy` powers the guest off (QEMU is killed if it does not end)
+//!   and stops the file server and the proxies.
+//!
+//! Refused rather than weakened: per-command limits (the guest's processes
+//! are in the guest's kernel, outside any host cgroup of the command) and
+//! filename rules (the name guard does not run in the guest yet), unless
+//! dropped explicitly; `suspend` (QEMU cannot save a guest while a
+//! virtio-fs share is attached).
+
+use super::channel::{Channel, RelayTarget, Relays};
+use super::fileserver::FileServer;
+use super::vm::{Accel, Vm, VmConfig};
+use crate::backend::common::bridges::{BRIDGED, bind_private_socket};
+use crate::backend::common::host_repos::{
+    ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
+};
+use crate::backend::microvm::layout::{Layout, layout_from_bwrap_args};
+use crate::egress::{Egress, Listen};
+use crate::inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT};
+use crate::process::CommandProcess;
+use crate::running::{CommandIo, run_process};
+use crate::seam::{CommandTask, ExecRequest, Launched};
+use crate::session_dir::SessionDir;
+use crate::settings::Settings;
+use crate::{Error, ErrorKind};
+use bwrap_spec::{BridgePlan, BwrapBuilder, FilenameRules, PlaceholderFiles};
+use rustix::fd::OwnedFd;
+use sandbox_core::vm_wire::{FromGuest, MAX_DATA, ToGuest, VmExec, VmStdio};
+use sandbox_core::{SandboxSpec, Surface};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, oneshot};
+
+/// How long a guest may take to power off before QEMU is killed.
+const POWER_OFF_WAIT: Duration = Duration::from_secs(5);
+/// How often a terminal's size is compared with the guest's.
+const RESIZE_POLL: Duration = Duration::from_millis(50);
+
+/// What the VM runtime needs besides the shared settings: the probe's
+/// guest (its QEMU, kernel and accelerator, and the image it built), the
+/// jail's and the file server's programs.
+#[derive(Debug)]
+pub(crate) struct Config {
+    pub(crate) vm: VmConfig,
+    pub(crate) initrd: PathBuf,
+    /// Holds the guest image while the manager lives.
+    pub(crate) _image_dir: Arc<SessionDir>,
+    pub(crate) bwrap: PathBuf,
+    pub(crate) virtiofsd: PathBuf,
+    pub(crate) temp_dir: PathBuf,
+    /// `Refuse` or the explicit `DropFilenameGlobDenies`: the name guard
+    /// does not run in the guest yet.
+    pub(crate) filename_rules: FilenameRules,
+    /// How long a guest may take to answer.
+    pub(crate) boot_wait: Duration,
+}
+
+/// A guest session.
+pub(crate) struct Session {
+    guest: Arc<Guest>,
+    vm: tokio::sync::Mutex<Option<Vm>>,
+    fileserver: tokio::sync::Mutex<Option<FileServer>>,
+    egress: Egress,
+    writable: Vec<String>,
+    repos_at_launch: ReposAtLaunch,
+    _placeholders: PlaceholderFiles,
+    /// The guest's files (its sockets, console and the file server's log).
+    _dir: SessionDir,
+}
+
+/// What a running command needs of the guest.
+struct Guest {
+    channel: Arc<Channel>,
+    next_id: AtomicU64,
+    /// QEMU's process (or its jail's), to end the guest when its agent no
+    /// longer ends a command.
+    qemu: Option<OwnedFd>,
+}
+
+impl Guest {
+    /// Ends the guest at once: every command's replies end with it.
+    fn kill(&self) {
+        if let Some(fd) = &self.qemu {
+            let _ = rustix::process::pidfd_send_signal(fd, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+pub(crate) async fn launch(
+    config: &Config,
+    settings: &Settings,
+    spec: &SandboxSpec,
+) -> Result<Launched<Session>, Error> {
+    if settings.surface == Surface::Terminal {
+        return Err(ErrorKind::NotSupported {
+            what: "the terminal surface on the VM runtime (its profile shares the host's network, \
+                   which a guest without a network card does not have)",
+        }
+        .into());
+    }
+    let egress = Egress::start(
+        &settings.egress,
+        spec,
+        &config.temp_dir,
+        Listen::Unbound,
+        None,
+    )
+    .await?;
+    match launch_with(config, settings, spec, &egress).await {
+        Ok(made) => Ok(Launched {
+            session: Session {
+                guest: made.guest,
+                vm: tokio::sync::Mutex::new(Some(made.vm)),
+                fileserver: tokio::sync::Mutex::new(Some(made.fileserver)),
+                egress,
+                writable: made.writable,
+                repos_at_launch: made.repos,
+                _placeholders: made.placeholders,
+                _dir: made.dir,
+            },
+            env: made.env,
+            details: made.details,
+        }),
+        Err(e) => {
+            egress.shutdown().await;
+            Err(e)
+        }
+    }
+}
+
+/// Everything a launch makes once the proxies run.
+struct Made {
+    guest: Arc<Guest>,
+    vm: Vm,
+    fileserver: FileServer,
+    writable: Vec<String>,
+    repos: ReposAtLaunch,
+    placeholders: PlaceholderFiles,
+    dir: SessionDir,
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    details: Vec<(&'static str, String)>,
+}
+
+async fn launch_with(
+    config: &Config,
+    settings: &Settings,
+    spec: &SandboxSpec,
+    egress: &Egress,
+) -> Result<Made, Error> {
+    let host = &*settings.host;
+    let mut bridges = BridgePlan::new(egress.dir())?;
+    bridges
+        .add("http", GUEST_HTTP_PORT)?
+        .add("socks", GUEST_SOCKS_PORT)?;
+    let uid = rustix::process::geteuid().as_raw();
+    let mut relays = Relays::new();
+    for ((b, kind), port) in bridges
+        .bridges()
+        .iter()
+        .zip(BRIDGED)
+        .zip([GUEST_HTTP_PORT, GUEST_SOCKS_PORT])
+    {
+        let socket = bridges.host_socket(b);
+        let listener = bind_private_socket(&socket)?;
+        egress.service().serve_unix(kind, listener, uid);
+        relays.insert(port, RelayTarget::Unix(socket));
+    }
+    let writable = writable_roots(spec);
+    let repos = repos_in_writable_roots(settings, &spec.session_id, &writable);
+    let mut builder = BwrapBuilder::new(spec, &settings.home);
+    builder
+        .nested_repos(repos.repos.clone())
+        .filename_rules(config.filename_rules)
+        .argv_delivery(bwrap_spec::ArgvDelivery::ArgsFd)
+        .bridges(bridges.clone())
+        .read_deny(settings.reads.deny.iter().cloned())
+        .read_reopen(settings.reads.again.iter().cloned());
+    for s in &settings.unix_sockets {
+        builder.allow_unix_socket(s.clone());
+    }
+    let plan = builder.build(host).map_err(filename_rules_refusal)?;
+    if !plan.dropped_filename_globs().is_empty() {
+        (settings.log)(&format!(
+            "session {}: creation-time rules not enforced (opt-out): names {}",
+            spec.session_id,
+            plan.dropped_filename_globs()
+                .iter()
+                .filter(|r| !r.starts_with('/'))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
+    let layout: Layout = layout_from_bwrap_args(plan.args(), |p| host.exists(Path::new(p)))?;
+    let guest_addr = |port| std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let env = egress.env(
+        settings,
+        spec,
+        crate::broker::guest_bundle_path(),
+        (guest_addr(GUEST_HTTP_PORT), guest_addr(GUEST_SOCKS_PORT)),
+        None,
+    )?;
+    let placeholders = PlaceholderFiles::create_on_host(plan.placeholders())?;
+    let dir = SessionDir::create_in(&config.temp_dir)?;
+    let rootless = !rustix::process::geteuid().is_root();
+    let fileserver = FileServer::start(
+        &config.bwrap,
+        &config.virtiofsd,
+        &layout,
+        dir.path(),
+        rootless,
+    )
+    .await
+    .map_err(|reason| ErrorKind::GuestUnavailable { reason })?;
+    let vm = Vm::boot(
+        &config.vm,
+        &config.initrd,
+        dir.path(),
+        config.boot_wait,
+        relays,
+        Some(&fileserver.socket),
+    )
+    .await
+    .map_err(|e| ErrorKind::GuestUnavailable { reason: e.0 })?;
+    let guest = Arc::new(Guest {
+        channel: vm.channel(),
+        next_id: AtomicU64::new(1 << 32),
+        qemu: vm.pidfd(),
+    });
+    let accel = config.vm.accel;
+    let details = vec![
+        ("runtime", "qemu".to_string()),
+        (
+            "accelerator",
+            match accel {
+                Accel::Kvm => "kvm",
+                Accel::Tcg => "tcg",
+            }
+            .to_string(),
+        ),
+        (
+            "hardwareVm",
+            if accel == Accel::Kvm { "yes" } else { "no" }.to_string(),
+        ),
+        ("kernelBoundary", accel.label().to_string()),
+        ("guestKernel", vm.release.clone()),
+        (
+            "fileSharing",
+            "virtio-fs: virtiofsd in a bubblewrap jail holding the session's mounts".to_string(),
+        ),
+        ("httpProxy", format!("127.0.0.1:{GUEST_HTTP_PORT}")),
+        ("socksProxy", format!("127.0.0.1:{GUEST_SOCKS_PORT}")),
+        ("sessionDir", dir.path().display().to_string()),
+    ];
+    Ok(Made {
+        guest,
+        vm,
+        fileserver,
+        writable,
+        repos,
+        placeholders,
+        dir,
+        env,
+        details,
+    })
+}
+
+/// bwrap-spec's refusal of filename rules, in this backend's words.
+fn filename_rules_refusal(e: bwrap_spec::Error) -> Error {
+    match e.kind() {
+        bwrap_spec::ErrorKind::FilenameRulesUnenforceable { globs, roots } => {
+            ErrorKind::MicrovmFilenameRules {
+                globs: globs.clone(),
+                roots: roots.clone(),
+                why: "in a QEMU guest nothing refuses new names yet (the name guard does not run \
+                      in the guest)",
+            }
+            .into()
+        }
+        _ => e.into(),
+    }
+}
+
+/// A new pipe, both ends close-on-exec: (read, write).
+fn pipe() -> Result<(OwnedFd, OwnedFd), Error> {
+    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| Error::io("creating a command's pipe", e.into()))
+}
+
+impl Session {
+    pub(crate) fn exec(
+        &self,
+        request: ExecRequest<'_>,
+        mut io: CommandIo,
+    ) -> Result<CommandTask, Error> {
+        if !request.cgroup_procs.is_empty() {
+            return Err(ErrorKind::LimitUnavailable {
+                limit: "memory, process or CPU",
+                reason: "in a guest a command's processes live in the guest's own kernel, \
+                         outside any per-command cgroup of the host"
+                    .into(),
+            }
+            .into());
+        }
+        let guest = self.guest.clone();
+        let id = guest.next_id.fetch_add(1, Ordering::Relaxed);
+        let text = |v: &std::ffi::OsStr| v.as_bytes().to_vec();
+        let exec = VmExec {
+            id,
+            argv: request.argv.iter().map(|a| text(a)).collect(),
+            env: request
+                .env
+                .iter()
+                .map(|(k, v)| {
+                    let mut kv = text(k);
+                    kv.push(b'=');
+                    kv.extend_from_slice(v.as_bytes());
+                    kv
+                })
+                .collect(),
+            cwd: request.workdir.as_bytes().to_vec(),
+            stdio: match request.terminal {
+                Some(size) => VmStdio::Terminal {
+                    rows: size.rows(),
+                    cols: size.cols(),
+                },
+                None => VmStdio::Pipes,
+            },
+        };
+        let exec = ToGuest::Exec(exec);
+        exec.check().map_err(|e| {
+            Error::io(
+                "passing the command to the guest",
+                std::io::Error::other(e.to_string()),
+            )
+        })?;
+        let replies = guest.channel.command(id);
+        let (status_tx, status_rx) = oneshot::channel();
+        let child = match request.terminal {
+            Some(size) => {
+                let err = |e: std::io::Error| Error::io("opening a terminal for the command", e);
+                let (master, slave) = crate::pty::open_on_host(size).map_err(err)?;
+                io.terminal = Some(Arc::new(crate::pty::PtyMaster::new(master).map_err(err)?));
+                // The relay's end: it only carries bytes between the host's
+                // master and the guest's terminal, whose own line discipline
+                // echoes, edits lines and sends the signals.
+                let slave = crate::pty::PtyMaster::new(slave).map_err(err)?;
+                slave.make_raw().map_err(err)?;
+                tokio::spawn(terminal_pump(id, guest.clone(), slave, replies, status_tx));
+                GuestChild {
+                    id,
+                    guest: guest.clone(),
+                    status: status_rx,
+                    stdio: (None, None, None),
+                }
+            }
+            None => {
+                let (out_r, out_w) = pipe()?;
+                let (err_r, err_w) = pipe()?;
+                let io_err = |e: std::io::Error| Error::io("creating a command's pipe", e);
+                let out_w = tokio::net::unix::pipe::Sender::from_owned_fd(out_w).map_err(io_err)?;
+                let err_w = tokio::net::unix::pipe::Sender::from_owned_fd(err_w).map_err(io_err)?;
+                let stdin = match request.stdin {
+                    sandbox_core::Stdin::Piped => {
+                        let (in_r, in_w) = pipe()?;
+                        let in_r = tokio::net::unix::pipe::Receiver::from_owned_fd(in_r)
+                            .map_err(io_err)?;
+                        tokio::spawn(stdin_pump(id, guest.clone(), in_r));
+                        Some(
+                            tokio::process::ChildStdin::from_std(std::process::ChildStdin::from(
+                                in_w,
+                            ))
+                            .map_err(io_err)?,
+                        )
+                    }
+                    _ => None,
+                };
+                tokio::spawn(output_pump(
+                    replies,
+                    (out_w, err_w),
+                    status_tx,
+                    guest.clone(),
+                ));
+                GuestChild {
+                    id,
+                    guest: guest.clone(),
+                    status: status_rx,
+                    stdio: (
+                        stdin,
+                        Some(
+                            tokio::process::ChildStdout::from_std(std::process::ChildStdout::from(
+                                out_r,
+                            ))
+                            .map_err(io_err)?,
+                        ),
+                        Some(
+                            tokio::process::ChildStderr::from_std(std::process::ChildStderr::from(
+                                err_r,
+                            ))
+                            .map_err(io_err)?,
+                        ),
+                    ),
+                }
+            }
+        };
+        guest
+            .channel
+            .send(&exec)
+            .map_err(|e| ErrorKind::GuestUnavailable { reason: e.0 })?;
+        if request.stdin != sandbox_core::Stdin::Piped && request.terminal.is_none() {
+            // Its input ends at once.
+            let _ = guest.channel.send(&ToGuest::Stdin {
+                id,
+                data: Vec::new(),
+            });
+        }
+        let signals = guest.clone();
+        io.control.remote_started(Box::new(move |signal| {
+            let _ = signals.channel.send(&ToGuest::Signal { id, signal });
+        }));
+        let violations = Some(self.egress.violations(None));
+        Ok(Box::pin(async move {
+            let _ = run_process(child, io, violations, Vec::new()).await;
+        }))
+    }
+
+    /// Powers the guest off (killing QEMU if it does not end), stops the
+    /// file server and the proxies. The guest's directory goes when `self`
+    /// is dropped.
+    pub(crate) async fn destroy(self, settings: &Settings, session_id: &str) {
+        if let Some(vm) = self.vm.lock().await.take() {
+            vm.power_off(POWER_OFF_WAIT).await;
+        }
+        if let Some(fs) = self.fileserver.lock().await.take() {
+            fs.stop().await;
+        }
+        log_repos_made_inside(settings, session_id, &self.writable, &self.repos_at_launch);
+        self.egress.shutdown().await;
+    }
+}
+
+/// Carries what the host writes to the command's stdin into the guest;
+/// its end ends the guest command's input.
+async fn stdin_pump(id: u64, guest: Arc<Guest>, mut r: tokio::net::unix::pipe::Receiver) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = vec![0u8; MAX_DATA];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let data = buf.get(..n).unwrap_or_default().to_vec();
+                if guest.channel.send(&ToGuest::Stdin { id, data }).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    let _ = guest.channel.send(&ToGuest::Stdin {
+        id,
+        data: Vec::new(),
+    });
+}
+
+/// The command's end as the host sees a process's: its wait status, or
+/// why it has none.
+type Ended = std::io::Result<std::process::ExitStatus>;
+
+/// What the guest said of a command, to the command's end.
+fn ended_with(m: &FromGuest) -> Option<Ended> {
+    use std::os::unix::process::ExitStatusExt;
+    match m {
+        FromGuest::Ended { wait_status, .. } => {
+            Some(Ok(std::process::ExitStatus::from_raw(*wait_status)))
+        }
+        FromGuest::Failed { errno, .. } => Some(Err(std::io::Error::from_raw_os_error(*errno))),
+        _ => None,
+    }
+}
+
+fn guest_gone() -> Ended {
+    Err(std::io::Error::other(
+        "the guest ended before the command did",
+    ))
+}
+
+/// Writes the command's output from the guest into the host pipes, in
+/// order, then closes them and reports its end.
+async fn output_pump(
+    mut replies: mpsc::UnboundedReceiver<FromGuest>,
+    (mut out, mut err): (
+        tokio::net::unix::pipe::Sender,
+        tokio::net::unix::pipe::Sender,
+    ),
+    status: oneshot::Sender<Ended>,
+    _guest: Arc<Guest>,
+) {
+    let ended = loop {
+        let Some(m) = replies.recv().await else {
+            break guest_gone();
+        };
+        match &m {
+            FromGuest::Stdout { data, .. } => {
+                let _ = out.write_all(data).await;
+            }
+            FromGuest::Stderr { data, .. } => {
+                let _ = err.write_all(data).await;
+            }
+            _ => {
+                if let Some(e) = ended_with(&m) {
+                    break e;
+                }
+            }
+        }
+    };
+    drop((out, err));
+    let _ = status.send(ended);
+}
+
+/// Carries a terminal command's screen from the guest to the host
+/// terminal's slave, what is typed on the host to the guest, and the host
+/// terminal's size to the guest's (compared every [`RESIZE_POLL`]).
+async fn terminal_pump(
+    id: u64,
+    guest: Arc<Guest>,
+    slave: crate::pty::PtyMaster,
+    mut replies: mpsc::UnboundedReceiver<FromGuest>,
+    status: oneshot::Sender<Ended>,
+) {
+    let mut size = slave.size().ok();
+    let mut buf = vec![0u8; MAX_DATA];
+    let mut tick = tokio::time::interval(RESIZE_POLL);
+    let ended = loop {
+        tokio::select! {
+            m = replies.recv() => {
+                let Some(m) = m else { break guest_gone() };
+                match &m {
+                    FromGuest::Stdout { data, .. } | FromGuest::Stderr { data, .. } => {
+                        // A host terminal that is gone shows nothing.
+                        let _ = slave.write_all(data).await;
+                    }
+                    _ => if let Some(e) = ended_with(&m) { break e },
+                }
+            }
+            r = slave.read(&mut buf) => {
+                match r {
+                    Ok(n) if n > 0 => {
+                        let data = buf.get(..n).unwrap_or_default().to_vec();
+                        let _ = guest.channel.send(&ToGuest::Stdin { id, data });
+                    }
+                    // Nothing more is typed; the screen still comes.
+                    _ => tokio::time::sleep(RESIZE_POLL).await,
+                }
+            }
+            _ = tick.tick() => {
+                let now = slave.size().ok();
+                if let Some((rows, cols)) = now
+                    && now != size
+                {
+                    size = now;
+                    let _ = guest.channel.send(&ToGuest::Resize { id, rows, cols });
+                }
+            }
+        }
+    };
+    // The master reads what is left, then the end of the terminal.
+    drop(slave);
+    let _ = status.send(ended);
+}
+
+/// A command in the guest as the runner task follows it.
+struct GuestChild {
+    id: u64,
+    guest: Arc<Guest>,
+    status: oneshot::Receiver<Ended>,
+    stdio: (
+        Option<tokio::process::ChildStdin>,
+        Option<tokio::process::ChildStdout>,
+        Option<tokio::process::ChildStderr>,
+    ),
+}
+
+impl CommandProcess for GuestChild {
+    fn host_pid(&self) -> Option<u32> {
+        None
+    }
+
+    fn take_stdio(
+        &mut self,
+    ) -> (
+        Option<tokio::process::ChildStdin>,
+        Option<tokio::process::ChildStdout>,
+        Option<tokio::process::ChildStderr>,
+    ) {
+        (
+            self.stdio.0.take(),
+            self.stdio.1.take(),
+            self.stdio.2.take(),
+        )
+    }
+
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match (&mut self.status).await {
+            Ok(ended) => ended,
+            Err(_) => guest_gone(),
+        }
+    }
+
+    fn start_kill(&mut self) -> std::io::Result<()> {
+        let _ = self.guest.channel.send(&ToGuest::Signal {
+            id: self.id,
+            signal: libc::SIGKILL,
+        });
+        Ok(())
+    }
+
+    fn force_kill(&mut self) -> std::io::Result<()> {
+        // The agent did not end it within the grace: the guest ends, every
+        // process in it with it, and later commands are refused.
+        self.guest.kill();
+        Ok(())
+    }
+}
