@@ -274,14 +274,18 @@ mod tests {
         let dep = "kernel/drivers/virtio/virtio_mmio.ko: kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko\n\
                    kernel/drivers/char/virtio_console.ko: kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko\n\
                    kernel/drivers/virtio/virtio.ko: kernel/drivers/virtio/virtio_ring.ko\n\
-                   kernel/drivers/virtio/virtio_ring.ko:\n";
+                   kernel/drivers/virtio/virtio_ring.ko:\n\
+                   kernel/fs/fuse/virtiofs.ko: kernel/fs/fuse/fuse.ko kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko\n\
+                   kernel/fs/fuse/fuse.ko:\n";
         assert_eq!(
             module_order(dep, MODULES).unwrap(),
             [
                 "kernel/drivers/virtio/virtio_ring.ko",
                 "kernel/drivers/virtio/virtio.ko",
                 "kernel/drivers/virtio/virtio_mmio.ko",
-                "kernel/drivers/char/virtio_console.ko"
+                "kernel/drivers/char/virtio_console.ko",
+                "kernel/fs/fuse/fuse.ko",
+                "kernel/fs/fuse/virtiofs.ko",
             ]
         );
         assert!(
