@@ -238,6 +238,65 @@ fn backend_microvm_runs_in_gvisor_and_a_hardware_vm_requirement_refuses_it() {
 }
 
 #[test]
+fn microvm_runtime_qemu_runs_in_a_guest_and_an_emulated_one_is_not_a_hardware_vm() {
+    let install = "apt-get install qemu-system-x86 linux-image-cloud-amd64 bubblewrap";
+    if test_support::tool("qemu-system-x86_64", install).is_none() {
+        return;
+    }
+    let d = scratch("microvm-qemu");
+    std::fs::write(d.join("in.txt"), "from the host\n").unwrap();
+    let qemu = [
+        "--backend",
+        "microvm",
+        "--microvm-runtime",
+        "qemu",
+        "--no-filename-rules",
+    ];
+    let o = agent_run(
+        &d,
+        &[
+            &qemu[..],
+            &[
+                "--",
+                "sh",
+                "-c",
+                "uname -r; cat in.txt; echo made > out.txt",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let inside = out.lines().next().unwrap_or_default();
+    assert!(!inside.is_empty() && inside != host.trim(), "{out}");
+    assert!(out.contains("from the host"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(d.join("out.txt")).unwrap(),
+        "made\n"
+    );
+    let emulated = err(&o).contains("emulated");
+    assert!(
+        emulated || err(&o).contains("hardware VM"),
+        "the label names the runtime: {}",
+        err(&o)
+    );
+    if emulated {
+        let o = agent_run(
+            &d,
+            &[&qemu[..], &["--require-hardware-vm", "--", "true"]].concat(),
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+        assert!(
+            err(&o).contains("a hardware VM was required"),
+            "{}",
+            err(&o)
+        );
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn bad_arguments_are_usage_errors() {
     let d = scratch("usage");
     for args in [

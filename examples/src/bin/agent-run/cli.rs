@@ -14,7 +14,7 @@ use std::time::Duration;
 #[derive(Debug)]
 pub(crate) struct Options {
     pub(crate) mechanism: Option<NativeMechanism>,
-    pub(crate) microvm_runtime: Option<MicrovmRuntimeKind>,
+    pub(crate) microvm_runtime: Option<MicrovmRuntime>,
     pub(crate) require_hardware_vm: bool,
     pub(crate) allow: Vec<String>,
     pub(crate) deny: Vec<String>,
@@ -164,11 +164,14 @@ struct Cli {
     mechanism: Option<NativeMechanism>,
 
     /// With --backend microvm, the runtime: gvisor (a user-space kernel,
-    /// not a hardware VM). One that does not work here is an error.
-    #[arg(long, value_name = "gvisor", value_parser = microvm_runtime)]
-    microvm_runtime: Option<MicrovmRuntimeKind>,
+    /// not a hardware VM), or qemu (a guest kernel under QEMU: on KVM where
+    /// its canary guest boots, else emulated), qemu-kvm or qemu-tcg for one
+    /// accelerator only. One that does not work here is an error.
+    #[arg(long, value_name = "gvisor|qemu|qemu-kvm|qemu-tcg", value_parser = microvm_runtime)]
+    microvm_runtime: Option<MicrovmRuntime>,
 
-    /// Refuse anything that is not a hardware VM (gVisor is not one).
+    /// Refuse anything that is not a hardware VM (gVisor and an emulated
+    /// guest are not).
     #[arg(long)]
     require_hardware_vm: bool,
 
@@ -432,10 +435,20 @@ fn mechanism(v: &str) -> Result<NativeMechanism, String> {
     }
 }
 
-fn microvm_runtime(v: &str) -> Result<MicrovmRuntimeKind, String> {
-    match MicrovmRuntimeKind::from_name(v) {
-        Some(MicrovmRuntimeKind::Gvisor) => Ok(MicrovmRuntimeKind::Gvisor),
-        _ => Err("give gvisor".into()),
+/// The microvm runtime asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MicrovmRuntime {
+    /// Exactly this kind.
+    Kind(MicrovmRuntimeKind),
+    /// QEMU, on KVM or emulated as its canary finds.
+    Qemu,
+}
+
+fn microvm_runtime(v: &str) -> Result<MicrovmRuntime, String> {
+    match (v, MicrovmRuntimeKind::from_name(v)) {
+        ("qemu", _) => Ok(MicrovmRuntime::Qemu),
+        (_, Some(k)) => Ok(MicrovmRuntime::Kind(k)),
+        _ => Err("give gvisor, qemu, qemu-kvm or qemu-tcg".into()),
     }
 }
 

@@ -30,6 +30,9 @@
 //! `--backend microvm` runs the command in a gVisor sandbox (the probe's
 //! runtime; `--microvm-runtime gvisor` asks for it by name), a kernel
 //! boundary that is not a hardware VM: `--require-hardware-vm` refuses it.
+//! `--microvm-runtime qemu` runs it in a QEMU guest with a kernel of its own
+//! (on KVM where the canary guest boots, else emulated, which
+//! `--require-hardware-vm` refuses too).
 //!
 //! On a host without a native sandbox it refuses to run CMD, naming the
 //! packages to install; `--backend none` or `--sandbox off` is the explicit
@@ -311,8 +314,14 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
     if let Some(m) = o.mechanism {
         builder.native_mechanism(m);
     }
-    if let Some(k) = o.microvm_runtime {
-        builder.microvm_runtime(k);
+    match o.microvm_runtime {
+        Some(cli::MicrovmRuntime::Kind(k)) => {
+            builder.microvm_runtime(k);
+        }
+        Some(cli::MicrovmRuntime::Qemu) => {
+            builder.microvm_runtime_qemu();
+        }
+        None => {}
     }
     if o.require_hardware_vm {
         builder.require_hardware_vm(agent_sandbox::VmRequirement::HardwareVm);
