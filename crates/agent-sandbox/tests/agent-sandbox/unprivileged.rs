@@ -1,5 +1,6 @@
-//! The command tests (`commands`, `acp`) and the gVisor tests (`microvm`,
-//! with `runsc --rootless`) once more as an unprivileged user: this test
+//! The command tests (`commands`, `acp`), the gVisor tests (`microvm`,
+//! with `runsc --rootless`) and the QEMU tests (`qemu`: bubblewrap jails in
+//! user namespaces, no `/dev/kvm`) once more as an unprivileged user: this test
 //! binary runs itself again under `setpriv` as uid 65534, with only those
 //! tests selected, and requires every one of them to pass.
 //! (The limit tests then meet a cgroup tree they cannot write and check
@@ -61,7 +62,7 @@ fn the_command_tests_pass_as_an_unprivileged_user() {
 }
 
 #[test]
-fn the_microvm_tests_pass_as_an_unprivileged_user() {
+fn the_microvm_and_qemu_tests_pass_as_an_unprivileged_user() {
     if std::env::var_os(RERUN).is_some() {
         return;
     }
@@ -78,7 +79,7 @@ fn the_microvm_tests_pass_as_an_unprivileged_user() {
     let out = Command::new("/usr/bin/setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&me)
-        .args(["microvm::", "--test-threads=2"])
+        .args(["microvm::", "qemu::", "--test-threads=2"])
         .env(RERUN, "1")
         .env("TMPDIR", "/tmp")
         .env("HOME", "/tmp")
@@ -89,7 +90,7 @@ fn the_microvm_tests_pass_as_an_unprivileged_user() {
     assert!(out.status.success(), "as uid 65534:\n{stdout}\n{stderr}");
     let passed = tests_passed(&stdout);
     assert!(
-        passed >= 7,
+        passed >= 11,
         "only {passed} tests ran as uid 65534:\n{stdout}"
     );
 }

@@ -416,7 +416,8 @@ mod tests {
                     .push((to.display().to_string(), top.into()));
             }
         }
-        let fs = fileserver::FileServer::start(&bwrap, &virtiofsd, &layout, dir.path(), false)
+        let rootless = !rustix::process::geteuid().is_root();
+        let fs = fileserver::FileServer::start(&bwrap, &virtiofsd, &layout, dir.path(), rootless)
             .await
             .unwrap();
         let mut vm = Vm::boot(
