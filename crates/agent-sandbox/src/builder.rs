@@ -531,20 +531,22 @@ impl ManagerBuilder {
             }
             #[cfg(target_os = "linux")]
             BackendChoice::Qemu => {
+                // The guest's agent is the launcher, so the guard is always
+                // there to run around the guest's file server.
                 let filename_rules = match self.filename_rules {
                     Some(FilenameRules::DropFilenameGlobDenies) => {
                         log(
-                            "filename-glob write denies (.env, *.key, *.pem) are DROPPED in the QEMU guest (opt-out --no-filename-rules): the name guard does not run in the guest",
+                            "filename-glob write denies (.env, *.key, *.pem) are DROPPED for the QEMU guest (opt-out --no-filename-rules)",
                         );
                         FilenameRules::DropFilenameGlobDenies
                     }
-                    Some(FilenameRules::EnforcedByNameGuard) => {
-                        return Err(ErrorKind::NameGuardUnavailable {
-                            reason: "the name guard does not run in the QEMU guest yet".into(),
-                        }
-                        .into());
+                    Some(FilenameRules::Refuse) => FilenameRules::Refuse,
+                    _ => {
+                        log(
+                            "filename-glob write denies (.env, *.key, *.pem) enforced at creation by name-guard around the guest's file server, on the host",
+                        );
+                        FilenameRules::EnforcedByNameGuard
                     }
-                    _ => FilenameRules::Refuse,
                 };
                 let config = match &qemu {
                     Some(q) => q.config(temp_dir()?, filename_rules),
@@ -554,7 +556,9 @@ impl ManagerBuilder {
                     runtime: "qemu",
                     reason,
                 })?;
-                Backend::Microvm(Arc::new(crate::backend::microvm::Runtime::Qemu(config)))
+                Backend::Microvm(Arc::new(crate::backend::microvm::Runtime::Qemu(Box::new(
+                    config,
+                ))))
             }
             #[cfg(not(target_os = "linux"))]
             BackendChoice::Qemu => Backend::Unavailable("QEMU guests run only on Linux".to_owned()),

@@ -93,6 +93,7 @@ where
         deny_globs: rules.to_vec(),
         unix_sockets: unix_sockets.iter().map(Into::into).collect(),
         state_dirs: state_dirs.iter().map(Into::into).collect(),
+        keep_capabilities: Vec::new(),
         host: None,
         command: command.into_iter().map(Into::into).collect(),
     };

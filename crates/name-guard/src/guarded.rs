@@ -52,7 +52,7 @@ pub(crate) fn run(inv: &Invocation) -> Result<Outcome, Error> {
     };
     let _ = sys::ignore_signal(libc::SIGPIPE);
     // The supervisor and the command run with no capability at all.
-    sys::drop_all_capabilities().map_err(sup_err)?;
+    sys::drop_capabilities_except(inv.keep_capabilities).map_err(sup_err)?;
     // On the host, Landlock holds this process (the supervisor to be) and
     // the command alike, before anything else runs.
     let (place, nesting) = match &inv.host {
@@ -279,6 +279,7 @@ mod tests {
             updates_fd: None,
             notify_fd: None,
             unix_sockets: Vec::new(),
+            keep_capabilities: 0,
             host: None,
         };
         let e = run(&inv).unwrap_err();

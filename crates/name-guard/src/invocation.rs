@@ -31,6 +31,10 @@ pub struct Invocation {
     /// processes bind (`--allow-unix-socket PATH`): known by what each path
     /// names when the command starts.
     pub unix_sockets: Vec<OsString>,
+    /// The capabilities the guard and the command keep
+    /// (`--keep-capability`), as a mask of capability numbers; empty but
+    /// for the VM runtime's file server.
+    pub keep_capabilities: u64,
     /// Confinement on the host without namespaces (`--landlock`): Landlock
     /// rules the launcher applies to itself before it forks, and the
     /// supervisor's checks of protected paths and TCP connects.
@@ -64,9 +68,28 @@ impl Invocation {
             updates_fd: line.updates_fd,
             notify_fd: line.notify_fd,
             unix_sockets: line.unix_sockets,
+            keep_capabilities: capability_mask(&line.keep_capabilities),
             host: line.host.as_ref().map(crate::HostRules::new).transpose()?,
         })
     }
+}
+
+/// The capability numbers of `names` (checked already against
+/// [`sandbox_core::KEEPABLE_CAPABILITIES`]; an unknown name adds nothing).
+fn capability_mask(names: &[String]) -> u64 {
+    names
+        .iter()
+        .filter_map(|n| match n.as_str() {
+            "chown" => Some(0),
+            "fowner" => Some(3),
+            "fsetid" => Some(4),
+            "setgid" => Some(6),
+            "setuid" => Some(7),
+            "setpcap" => Some(8),
+            "sys_chroot" => Some(18),
+            _ => None,
+        })
+        .fold(0u64, |m, c| m | (1u64 << c))
 }
 
 #[cfg(test)]

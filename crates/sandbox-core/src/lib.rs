@@ -167,7 +167,8 @@ pub use host::{
 };
 pub use mode::{Access, Mode};
 pub use name_guard_invocation::{
-    HostConfinement, InvocationProblem, NAME_GUARD_USAGE, NameGuardInvocation,
+    HostConfinement, InvocationProblem, KEEPABLE_CAPABILITIES, NAME_GUARD_USAGE,
+    NameGuardInvocation,
 };
 pub use output::{CommandOutput, CommandStatus, Dropped, OutputLimit};
 pub use paths::{PathEntry, PathSet, expand_tilde, is_glob, reaches_into};

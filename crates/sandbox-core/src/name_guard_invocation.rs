@@ -2,7 +2,7 @@
 //! puts the launcher in front of a command, parsed by the launcher.
 //!
 //! `[--report-fd N] [--updates-fd N] [--notify-fd N] [--allow-unix-socket PATH]...
-//! [--state-dir PATH]... [--landlock [--write PATH]...
+//! [--state-dir PATH]... [--keep-capability NAME]... [--landlock [--write PATH]...
 //! [--read-deny PATH]... [--read-again PATH]... [--protect PATH]...
 //! [--connect-tcp PORT]...] --deny GLOB... -- CMD ARGS`: options come before
 //! `--`,
@@ -12,9 +12,24 @@
 use crate::{Error, ErrorKind};
 use std::ffi::{OsStr, OsString};
 
+/// The capabilities `--keep-capability` may name: those that make files as
+/// another user (ownership, set-id bits, file and group ids), enter a
+/// directory as the root, and drop capabilities from the bounding set
+/// (`setpcap`, which grants nothing past that set). None of them reaches
+/// the guard's memory, passes by file permissions, mounts or makes devices.
+pub const KEEPABLE_CAPABILITIES: [&str; 7] = [
+    "chown",
+    "fowner",
+    "fsetid",
+    "setgid",
+    "setuid",
+    "setpcap",
+    "sys_chroot",
+];
+
 /// The usage line, for error messages.
 pub const NAME_GUARD_USAGE: &str = "name-guard-exec [--report-fd N] [--updates-fd N] [--notify-fd N] [--allow-unix-socket PATH]... \
-     [--state-dir PATH]... [--landlock [--write PATH]... [--read-deny PATH]... [--read-again PATH]... [--protect PATH]... \
+     [--state-dir PATH]... [--keep-capability NAME]... [--landlock [--write PATH]... [--read-deny PATH]... [--read-again PATH]... [--protect PATH]... \
      [--connect-tcp PORT]...] --deny GLOB... -- CMD ARGS";
 
 /// The arguments of the name-guard launcher, after its program name (and
@@ -55,6 +70,13 @@ pub struct NameGuardInvocation {
     /// `EXDEV`, so a tree made there reaches the workspace only by copying,
     /// file by file under the rules.
     pub state_dirs: Vec<OsString>,
+    /// Capabilities the guard and its command keep (`--keep-capability
+    /// NAME`, once each, from [`KEEPABLE_CAPABILITIES`]); every other one
+    /// is dropped as always. The guard and the command hold the same
+    /// credentials still, so the guard can do nothing on the command's
+    /// behalf that the command could not. For a program that must act as
+    /// the users it serves (the VM runtime's file server); none by default.
+    pub keep_capabilities: Vec<String>,
     /// Confinement on the host itself, without namespaces (`--landlock`
     /// and the options after it): Landlock rules that the launcher applies
     /// to itself before it forks, and the supervisor's extra checks.
@@ -125,6 +147,13 @@ pub enum InvocationProblem {
     BadUpdatesFd {
         /// The value (at most 32 characters of it).
         value: String,
+    },
+    /// A `--keep-capability` name is not one the guard may keep (or is
+    /// given twice).
+    #[error("--keep-capability takes each of {KEEPABLE_CAPABILITIES:?} at most once, not {name:?}")]
+    CapabilityNotKeepable {
+        /// The name (at most 32 characters of it, lossy).
+        name: String,
     },
     /// A `--state-dir` path is not absolute.
     #[error("--state-dir needs an absolute path, not {path:?}")]
@@ -266,6 +295,7 @@ impl NameGuardInvocation {
             deny_globs: deny_globs.into_iter().map(Into::into).collect(),
             unix_sockets: Vec::new(),
             state_dirs: Vec::new(),
+            keep_capabilities: Vec::new(),
             host: None,
             command: command.into_iter().map(Into::into).collect(),
         }
@@ -297,6 +327,10 @@ impl NameGuardInvocation {
         for d in &self.state_dirs {
             out.push("--state-dir".into());
             out.push(d.clone());
+        }
+        for c in &self.keep_capabilities {
+            out.push("--keep-capability".into());
+            out.push(c.into());
         }
         if let Some(h) = &self.host {
             out.push("--landlock".into());
@@ -377,6 +411,20 @@ impl NameGuardInvocation {
                     .into());
                 }
                 inv.state_dirs.push(v);
+            } else if a == "--keep-capability" {
+                let v = it.next().ok_or(InvocationProblem::MissingValue {
+                    option: "--keep-capability",
+                })?;
+                let name = v.to_str().unwrap_or_default();
+                if !KEEPABLE_CAPABILITIES.contains(&name)
+                    || inv.keep_capabilities.iter().any(|c| c == name)
+                {
+                    return Err(InvocationProblem::CapabilityNotKeepable {
+                        name: preview(&v, 32),
+                    }
+                    .into());
+                }
+                inv.keep_capabilities.push(name.to_owned());
             } else if a == "--landlock" {
                 if inv.host.is_some() {
                     return Err(InvocationProblem::RepeatedLandlock.into());
@@ -505,6 +553,16 @@ impl NameGuardInvocation {
             if !d.as_encoded_bytes().starts_with(b"/") {
                 return Err(InvocationProblem::RelativeStateDir {
                     path: preview(d, 64),
+                }
+                .into());
+            }
+        }
+        for (i, c) in self.keep_capabilities.iter().enumerate() {
+            if !KEEPABLE_CAPABILITIES.contains(&c.as_str())
+                || self.keep_capabilities[..i].contains(c)
+            {
+                return Err(InvocationProblem::CapabilityNotKeepable {
+                    name: preview(OsStr::new(c), 32),
                 }
                 .into());
             }

@@ -115,6 +115,7 @@ pub(crate) async fn launch(
         deny_globs: plan.name_rules.clone(),
         unix_sockets: os(&settings.unix_sockets),
         state_dirs: os(&plan.state_dirs),
+        keep_capabilities: Vec::new(),
         host: Some(HostConfinement {
             writable: writable_trees,
             read_deny: os(&plan.read_deny),

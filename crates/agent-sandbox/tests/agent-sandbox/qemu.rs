@@ -57,10 +57,10 @@ fn builder(t: &Tree, rules: Option<FilenameRules>, origin_port: Option<u16>) -> 
     b
 }
 
+/// A manager with the filename rules at their default: enforced by the
+/// name guard around the guest's file server.
 fn manager(t: &Tree, origin_port: Option<u16>) -> SandboxManager {
-    builder(t, Some(FilenameRules::DropFilenameGlobDenies), origin_port)
-        .build()
-        .unwrap()
+    builder(t, None, origin_port).build().unwrap()
 }
 
 /// Host processes whose command line holds `needle`.
@@ -114,6 +114,8 @@ async fn the_escape_tests_hold_in_a_qemu_guest() {
              echo x > .git/config && echo CONFIG; echo x > ~/.bashrc && echo BASHRC; \
              echo x > /usr/evil && echo USR; \
              echo ok > ws-file && echo WS-WRITABLE; \
+             echo s > .env && echo DOTENV; echo k > deploy.key && echo KEY; \
+             mv ws-file moved.pem && echo PEM; mkdir sub; echo k > sub/x.key && echo SUBKEY; \
              echo RELEASE=$(uname -r); env | sort; \
              for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); \
                [ -n \"$c\" ] && echo \"PROCESS: $c\"; done; \
@@ -136,7 +138,9 @@ async fn the_escape_tests_hold_in_a_qemu_guest() {
     );
     // Whole lines: the process listing shows the script itself.
     let said = |word: &str| out.lines().any(|l| l == word);
-    for denied in ["HOOK", "CONFIG", "BASHRC", "USR"] {
+    for denied in [
+        "HOOK", "CONFIG", "BASHRC", "USR", "DOTENV", "KEY", "PEM", "SUBKEY",
+    ] {
         assert!(!said(denied), "write deny {denied} holds: {out}");
     }
     assert!(said("WS-WRITABLE"), "the mount is writable: {out}");
@@ -353,27 +357,28 @@ async fn what_the_qemu_runtime_cannot_honour_is_refused() {
         return;
     }
     let t = Tree::new("qemu-refuse");
-    // Filename rules: nothing in the guest refuses new names yet.
-    let m = builder(&t, None, None).build().unwrap();
-    let err = m.launch(t.spec("qemu-refuse")).await.unwrap_err();
-    assert!(
-        matches!(err.kind(), ErrorKind::MicrovmFilenameRules { .. }),
-        "{err}"
-    );
-    assert!(err.to_string().contains("QEMU guest"), "{err}");
-    let err = builder(&t, Some(FilenameRules::EnforcedByNameGuard), None)
+    // Without the launcher there is no agent for the guest.
+    let err = ManagerBuilder::from_ambient()
+        .request(
+            BackendRequest::Explicit(SandboxBackend::Microvm),
+            Surface::Dispatch,
+        )
+        .microvm_runtime_qemu()
+        .home(t.p("home"))
+        .temp_dir(t.p("sockets"))
         .build()
         .unwrap_err();
     assert!(
-        matches!(err.kind(), ErrorKind::NameGuardUnavailable { .. }),
+        matches!(err.kind(), ErrorKind::MicrovmRuntimeUnavailable { .. }),
         "{err}"
     );
+    assert!(err.to_string().contains("launcher"), "{err}");
     // A hardware VM, where the guest is emulated.
     let m = manager(&t, None);
     if !m.selection().label.contains("not a hardware VM") {
         return;
     }
-    let err = builder(&t, Some(FilenameRules::DropFilenameGlobDenies), None)
+    let err = builder(&t, None, None)
         .require_hardware_vm(VmRequirement::HardwareVm)
         .build()
         .unwrap_err();

@@ -30,7 +30,7 @@ pub(crate) use notify::{
     notif_set_sync_wakeup,
 };
 pub(crate) use process::{
-    Disposition, ExitStatus, SignalFd, drop_all_capabilities, exited_child, getpid, getppid,
+    Disposition, ExitStatus, SignalFd, drop_capabilities_except, exited_child, getpid, getppid,
     ignore_signal, kill, kill_every_other_process, loopback_up, pidfd_exited, pidfd_getfd,
     pidfd_open, pidfd_open_task, poll_in, read_target, reap, set_child_subreaper, set_non_dumpable,
     wait_child, write_target,

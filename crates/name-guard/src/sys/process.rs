@@ -48,14 +48,17 @@ pub(crate) fn set_non_dumpable() -> Result<(), i32> {
     check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) }).map(|_| ())
 }
 
-/// Gives up every capability, for good: the bounding set (where this
-/// process may change it), the ambient set, and the effective, permitted
-/// and inheritable sets. Called before the fork, so the supervisor and the
-/// guarded command hold the same credentials: the supervisor can do nothing
-/// on the command's behalf that the command could not, and a command
-/// without `CAP_SYS_PTRACE` cannot read or write the non-dumpable
-/// supervisor's memory.
-pub(crate) fn drop_all_capabilities() -> Result<(), i32> {
+/// Gives up every capability but those in `keep` (a mask of capability
+/// numbers, empty but for the VM runtime's file server), for good: the
+/// bounding set (where this process may change it), the ambient set, and
+/// the effective, permitted and inheritable sets. Called before the fork,
+/// so the supervisor and the guarded command hold the same credentials:
+/// the supervisor can do nothing on the command's behalf that the command
+/// could not, and a command without `CAP_SYS_PTRACE` (never kept) cannot
+/// read or write the non-dumpable supervisor's memory. A kept capability
+/// survives the command's exec only for a root user (of the namespace);
+/// with no new privileges the exec grants nothing more.
+pub(crate) fn drop_capabilities_except(keep: u64) -> Result<(), i32> {
     #[repr(C)]
     struct CapHeader {
         version: u32,
@@ -74,6 +77,9 @@ pub(crate) fn drop_all_capabilities() -> Result<(), i32> {
     // case the capset below still leaves nothing to raise.
     unsafe {
         for cap in 0..64 {
+            if keep & (1u64 << cap) != 0 {
+                continue;
+            }
             if libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) == 1 {
                 libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
             }
@@ -90,11 +96,36 @@ pub(crate) fn drop_all_capabilities() -> Result<(), i32> {
         version: LINUX_CAPABILITY_VERSION_3,
         pid: 0,
     };
-    let data = [CapData {
+    // Kept only where this process holds it.
+    let mut held = [CapData {
         effective: 0,
         permitted: 0,
         inheritable: 0,
     }; 2];
+    if keep != 0 {
+        // SAFETY: capget with a valid version-3 header and room for two
+        // data words, as the version requires; both outlive the call.
+        check(unsafe {
+            libc::syscall(
+                libc::SYS_capget,
+                &mut header as *mut CapHeader,
+                held.as_mut_ptr(),
+            ) as libc::c_int
+        })?;
+    }
+    let word = |i: usize, held: u32| (keep >> (32 * i)) as u32 & held;
+    let data = [
+        CapData {
+            effective: word(0, held[0].permitted),
+            permitted: word(0, held[0].permitted),
+            inheritable: 0,
+        },
+        CapData {
+            effective: word(1, held[1].permitted),
+            permitted: word(1, held[1].permitted),
+            inheritable: 0,
+        },
+    ];
     // SAFETY: capset with a valid version-3 header and two data words, as
     // the version requires; both outlive the call.
     check(unsafe {

@@ -335,6 +335,42 @@ fn exit_status_is_the_commands() {
 }
 
 #[test]
+fn only_the_capabilities_asked_for_are_kept_and_only_those_the_guard_allows() {
+    let Some(sb) = Sandbox::new() else { return };
+    // bubblewrap keeps root's capabilities; without root there are none.
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    let script =
+        "grep -E '^Cap(Eff|Bnd)' /proc/self/status; chroot / true 2>/dev/null && echo CHROOTED";
+    let keep = [
+        "--keep-capability",
+        "sys_chroot",
+        "--keep-capability",
+        "setuid",
+    ];
+    let out = sb.output(sb.command(Some(&[".env"]), &keep, script), script);
+    let text = stdout(&out);
+    // setuid (7) and sys_chroot (18), nothing else, bounding set included.
+    assert!(text.contains("CapEff:\t0000000000040080"), "{text}");
+    assert!(text.contains("CapBnd:\t0000000000040080"), "{text}");
+    assert!(text.contains("CHROOTED"), "{text}");
+    // By default none at all.
+    let out = sb.output(sb.command(Some(&[".env"]), &[], script), script);
+    let text = stdout(&out);
+    assert!(text.contains("CapEff:\t0000000000000000"), "{text}");
+    assert!(!text.contains("CHROOTED"), "{text}");
+    // One that would reach past the guard is a usage error.
+    for cap in ["sys_admin", "sys_ptrace", "dac_override"] {
+        let out = sb.output(
+            sb.command(Some(&[".env"]), &["--keep-capability", cap], script),
+            script,
+        );
+        assert_eq!(out.status.code(), Some(125), "{cap}");
+    }
+}
+
+#[test]
 fn tar_extraction_runs_and_denied_members_are_refused() {
     let Some(sb) = Sandbox::new() else { return };
     let d = sb.path();

@@ -70,6 +70,8 @@ fn valid() -> impl Strategy<Value = NameGuardInvocation> {
         (
             prop::collection::vec(socket_path(), 0..3),
             prop::collection::vec(socket_path(), 0..3),
+            prop::sample::subsequence(sandbox_core::KEEPABLE_CAPABILITIES.to_vec(), 0..=7)
+                .prop_shuffle(),
         ),
         prop::collection::vec(arg_without_nul(), 1..8),
         prop::option::of(host()),
@@ -78,7 +80,7 @@ fn valid() -> impl Strategy<Value = NameGuardInvocation> {
             |(
                 (report_fd, updates_fd, notify_fd),
                 deny_globs,
-                (unix_sockets, state_dirs),
+                (unix_sockets, state_dirs, keep),
                 command,
                 host,
             )| {
@@ -89,6 +91,7 @@ fn valid() -> impl Strategy<Value = NameGuardInvocation> {
                     deny_globs,
                     unix_sockets,
                     state_dirs,
+                    keep_capabilities: keep.into_iter().map(String::from).collect(),
                     host,
                     command,
                 }
@@ -138,6 +141,7 @@ fn any_value() -> impl Strategy<Value = NameGuardInvocation> {
             deny_globs,
             unix_sockets: vec!["relative.sock".into(), "/abs.sock".into()],
             state_dirs: Vec::new(),
+            keep_capabilities: Vec::new(),
             host: None,
             command,
         })
@@ -273,5 +277,6 @@ fn refusals_quote_at_most_64_characters() {
         panic!("{e}");
     };
     assert_eq!(argument.chars().count(), 64);
-    assert!(e.to_string().len() < 420, "{e}");
+    // The quote, and the usage line (about 360 characters).
+    assert!(e.to_string().len() < 450, "{e}");
 }

@@ -485,6 +485,8 @@ struct InvocationCase {
     #[serde(default)]
     state_dirs: Vec<String>,
     #[serde(default)]
+    keep_capabilities: Vec<String>,
+    #[serde(default)]
     command: Vec<String>,
     /// The host confinement after `--landlock`, when the line has one.
     landlock: Option<HostCase>,
@@ -531,6 +533,7 @@ fn problem_name(p: &InvocationProblem) -> &'static str {
         InvocationProblem::TooManyValues { .. } => "TooManyValues",
         InvocationProblem::BadPort { .. } => "BadPort",
         InvocationProblem::RelativeStateDir { .. } => "RelativeStateDir",
+        InvocationProblem::CapabilityNotKeepable { .. } => "CapabilityNotKeepable",
         InvocationProblem::TooManyStateDirs { .. } => "TooManyStateDirs",
         _ => "unknown",
     }
@@ -550,6 +553,7 @@ fn name_guard_invocation_table() {
                     deny_globs: c.deny.clone(),
                     unix_sockets: c.sockets.iter().map(Into::into).collect(),
                     state_dirs: c.state_dirs.iter().map(Into::into).collect(),
+                    keep_capabilities: c.keep_capabilities.clone(),
                     host: c.landlock.as_ref().map(|h| {
                         let os = |v: &Vec<String>| v.iter().map(Into::into).collect();
                         sandbox_core::HostConfinement {

@@ -13,5 +13,5 @@ pub(crate) enum Runtime {
     /// gVisor's `runsc`.
     Gvisor(gvisor::Config),
     /// QEMU's `microvm` machine.
-    Qemu(qemu::session::Config),
+    Qemu(Box<qemu::session::Config>),
 }

@@ -1,40 +1,46 @@
 //! The guest's file system, served from the host: one `virtiofsd` per
-//! guest, in a bubblewrap jail whose `/share` is the session's [`Layout`]
-//! (the system directories read-only, the spec's mounts with their
-//! access, a private home and `/tmp`, the secret set masked, protected
-//! paths and the write-deny set read-only). The guest mounts that share as
-//! its root, and moves its own `/proc` and `/dev` onto it.
+//! guest, in a bubblewrap jail whose root is the session's [`Layout`] (the
+//! system directories read-only, the spec's mounts with their access, a
+//! private home and `/tmp`, the secret set masked, protected paths and the
+//! write-deny set read-only), exactly the file system a bubblewrap sandbox
+//! of the same spec shows. The guest mounts the jail's root as its own,
+//! and its own `/proc` and `/dev` over the jail's.
 //!
 //! Every rule is the host kernel's: a read-only bind in the jail stays
 //! read-only whatever the guest asks (the file server has no
 //! `CAP_SYS_ADMIN` to remount it), a mask is a mount of the jail, and what
-//! is not in the layout is not in the jail. A guest kernel that is taken
-//! over reaches what the file server reaches and nothing more.
+//! is not in the layout is not in the jail. With filename rules, the file
+//! server runs under the name guard in the jail, as a native sandbox's
+//! command does: a name the rules deny is refused when the file server
+//! would make it, whatever the guest's kernel does. A guest kernel that is
+//! taken over reaches what the file server reaches and nothing more.
 //!
 //! The file server drops its own capabilities before it reads anything
 //! the guest sends (the bounding set emptied, no new privileges, its own
-//! seccomp filter, `chroot` into the share): it keeps only those that make
-//! files as the guest's users (ownership, set-id bits, its credentials),
-//! and not those to make device nodes (`CAP_MKNOD`), to pass by file
-//! permissions (`CAP_DAC_OVERRIDE`) or to set file capabilities. It starts
-//! with all of root's, because its capability library fails under a
-//! smaller bounding set once it is in the share (seen here: killed by its
-//! own filter). Without root its jail is a user namespace whose root is
-//! the caller, and those capabilities are that namespace's.
+//! seccomp filter, `chroot`): it keeps only those that make files as the
+//! guest's users (ownership, set-id bits, its credentials), and not those
+//! to make device nodes (`CAP_MKNOD`), to pass by file permissions
+//! (`CAP_DAC_OVERRIDE`) or to set file capabilities. It starts with all of
+//! root's, because its capability library fails under a smaller bounding
+//! set once it is chrooted (seen here: killed by its own filter). Without
+//! root its jail is a user namespace whose root is the caller, and those
+//! capabilities are that namespace's. Its socket is handed to it already
+//! listening, so nothing of the host's but the layout is in its jail.
 
 use crate::backend::microvm::layout::{Layout, MountKind};
 use sandbox_core::Access;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Where Debian's QEMU packages put the file server.
 pub(crate) const VIRTIOFSD_PATHS: &[&str] = &["/usr/lib/qemu/virtiofsd"];
+/// The capabilities the file server keeps under the name guard (all of
+/// [`sandbox_core::KEEPABLE_CAPABILITIES`]): those it keeps once it has
+/// dropped the rest itself, and `setpcap`, which it needs to empty its
+/// bounding set (its capability library fails without it) and drops then.
+pub(crate) const KEPT_CAPABILITIES: [&str; 7] = sandbox_core::KEEPABLE_CAPABILITIES;
 /// The share's tag, which the guest's agent mounts as its root.
 pub(crate) const ROOT_TAG: &str = "root";
-/// Where the share is inside the file server's jail.
-const SHARE: &str = "/share";
-/// How long the file server may take to make its socket.
-const SOCKET_WAIT: Duration = Duration::from_secs(10);
 
 /// The host's file server, when installed. Reads the ambient machine.
 pub(crate) fn find_virtiofsd_ambient() -> Option<PathBuf> {
@@ -44,16 +50,10 @@ pub(crate) fn find_virtiofsd_ambient() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// A share path: `dst` under [`SHARE`].
-fn shared(dst: &str) -> String {
-    format!("{SHARE}{}", if dst == "/" { "" } else { dst })
-}
-
-/// bubblewrap's options for the file server's jail: the file server's own
-/// needs (the system's `/usr`, its `/proc`, the socket's directory `dir`)
-/// and the layout under [`SHARE`]. Without root (`rootless`) the jail is a
-/// user namespace mapping the caller to root.
-pub(crate) fn jail_args(layout: &Layout, dir: &Path, rootless: bool) -> Vec<String> {
+/// bubblewrap's options for the file server's jail: the layout as its
+/// root. Without root (`rootless`) the jail is a user namespace mapping the
+/// caller to root.
+pub(crate) fn jail_args(layout: &Layout, rootless: bool) -> Vec<String> {
     let mut a: Vec<String> = ["--unshare-all", "--die-with-parent", "--new-session"]
         .map(String::from)
         .to_vec();
@@ -71,39 +71,17 @@ pub(crate) fn jail_args(layout: &Layout, dir: &Path, rootless: bool) -> Vec<Stri
             .map(String::from),
         );
     }
-    a.extend(["--ro-bind", "/usr", "/usr"].map(String::from));
-    for top in ["/bin", "/sbin", "/lib", "/lib32", "/lib64"] {
-        match std::fs::read_link(top) {
-            Ok(to) => a.extend(["--symlink".into(), to.display().to_string(), top.into()]),
-            Err(_) => a.extend(["--ro-bind-try".into(), top.into(), top.into()]),
-        }
-    }
-    a.extend(
-        [
-            "--ro-bind-try",
-            "/etc/ld.so.cache",
-            "/etc/ld.so.cache",
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-        ]
-        .map(String::from),
-    );
-    let d = dir.display().to_string();
-    a.extend(["--bind".into(), d.clone(), d]);
-    a.extend(["--dir".into(), SHARE.into()]);
     for d in &layout.root_dirs {
-        a.extend(["--dir".into(), shared(d)]);
+        a.extend(["--dir".into(), d.clone()]);
     }
     for (target, link) in &layout.root_symlinks {
-        a.extend(["--symlink".into(), target.clone(), shared(link)]);
+        a.extend(["--symlink".into(), target.clone(), link.clone()]);
     }
     // A read-only tmpfs (a masked directory) is made read-only after what
     // is bound beneath it.
     let mut remount = Vec::new();
     for m in &layout.mounts {
-        let dst = shared(&m.destination);
+        let dst = m.destination.clone();
         match &m.kind {
             MountKind::Bind(src) => {
                 let opt = match m.access {
@@ -118,8 +96,10 @@ pub(crate) fn jail_args(layout: &Layout, dir: &Path, rootless: bool) -> Vec<Stri
                     remount.push(dst);
                 }
             }
-            // The guest's own, moved onto these directories.
-            MountKind::Proc | MountKind::Dev => a.extend(["--dir".into(), dst]),
+            // The file server's own (it reads its descriptors there); the
+            // guest mounts its own over them.
+            MountKind::Proc => a.extend(["--proc".into(), dst]),
+            MountKind::Dev => a.extend(["--dev".into(), dst]),
         }
     }
     for dst in remount.into_iter().rev() {
@@ -128,16 +108,16 @@ pub(crate) fn jail_args(layout: &Layout, dir: &Path, rootless: bool) -> Vec<Stri
     a
 }
 
-/// The file server's own arguments: its socket, the share, `chroot` into
-/// it (the jail is its namespace), no cache (the host may change the
-/// files), no extended attributes, and the capabilities it drops besides
-/// those it drops by default.
-pub(crate) fn virtiofsd_args(virtiofsd: &Path, socket: &Path) -> Vec<String> {
+/// The file server's own command line: its socket (listening on
+/// descriptor `socket_fd`), the jail's root as the share, `chroot` into it, no cache
+/// (the host may change the files), no extended attributes, and the
+/// capabilities it drops besides those it drops by default.
+pub(crate) fn virtiofsd_args(virtiofsd: &Path, socket_fd: i32) -> Vec<String> {
     vec![
         virtiofsd.display().to_string(),
-        format!("--socket-path={}", socket.display()),
+        format!("--fd={socket_fd}"),
         "-o".into(),
-        format!("source={SHARE}"),
+        "source=/".into(),
         "-o".into(),
         "sandbox=chroot".into(),
         "-o".into(),
@@ -153,56 +133,66 @@ pub(crate) fn virtiofsd_args(virtiofsd: &Path, socket: &Path) -> Vec<String> {
 pub(crate) struct FileServer {
     child: tokio::process::Child,
     pub(crate) socket: PathBuf,
+    log: PathBuf,
 }
 
 impl FileServer {
-    /// Starts `virtiofsd` with `bwrap` in its jail for `layout`, its socket
-    /// and log in `dir`, and waits for the socket.
-    pub(crate) async fn start(
+    /// Starts the file server with `bwrap` in the jail of `layout`: the
+    /// command `command` makes of its socket's descriptor (the file
+    /// server's, [`virtiofsd_args`], or the name guard's around it), its
+    /// socket bound at `dir/fs.sock` and listening before it starts, its
+    /// log in `dir`; `inherit`: a descriptor it keeps at the same number
+    /// (the guard's report pipe).
+    pub(crate) fn start(
         bwrap: &Path,
-        virtiofsd: &Path,
+        command: impl FnOnce(i32) -> Vec<std::ffi::OsString>,
         layout: &Layout,
         dir: &Path,
         rootless: bool,
+        inherit: Option<i32>,
     ) -> Result<FileServer, String> {
         let socket = dir.join("fs.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&socket)
+            .map_err(|e| format!("binding {}: {e}", socket.display()))?;
+        let fd = listener.as_raw_fd();
         let log_path = dir.join("fileserver.log");
         let log = std::fs::File::create(&log_path)
             .map_err(|e| format!("creating {}: {e}", log_path.display()))?;
-        let mut args = jail_args(layout, dir, rootless);
-        args.push("--".into());
-        args.extend(virtiofsd_args(virtiofsd, &socket));
-        let mut child = tokio::process::Command::new(bwrap)
-            .args(&args)
+        let mut c = tokio::process::Command::new(bwrap);
+        c.args(jail_args(layout, rootless))
+            .arg("--")
+            .args(command(fd))
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
             .current_dir("/")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(log)
-            .kill_on_drop(true)
+            .kill_on_drop(true);
+        crate::process_fds::close_inherited_fds(&mut c);
+        crate::process_fds::inherit_fds(&mut c, [fd]);
+        if let Some(fd) = inherit {
+            crate::process_fds::inherit_fds(&mut c, [fd]);
+        }
+        let child = c
             .spawn()
             .map_err(|e| format!("starting {}: {e}", bwrap.display()))?;
-        let deadline = tokio::time::Instant::now() + SOCKET_WAIT;
-        loop {
-            if socket.exists() {
-                return Ok(FileServer { child, socket });
-            }
-            if let Ok(Some(st)) = child.try_wait() {
-                return Err(format!(
-                    "the file server ended ({st}): {}",
-                    last_words(&log_path)
-                ));
-            }
-            if tokio::time::Instant::now() > deadline {
-                return Err(format!(
-                    "the file server made no socket within {} s: {}",
-                    SOCKET_WAIT.as_secs(),
-                    last_words(&log_path)
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        // The file server holds the socket now; QEMU connects to its path.
+        drop(listener);
+        Ok(FileServer {
+            child,
+            socket,
+            log: log_path,
+        })
+    }
+
+    /// Why the file server ended, when it has.
+    pub(crate) fn ended(&mut self) -> Option<String> {
+        let st = self.child.try_wait().ok()??;
+        Some(format!(
+            "the file server ended ({st}): {}",
+            last_words(&self.log)
+        ))
     }
 
     /// Ends the file server.
@@ -231,7 +221,7 @@ mod tests {
     }
 
     #[test]
-    fn the_jail_holds_the_layout_under_the_share_with_its_access() {
+    fn the_jail_holds_the_layout_with_its_access() {
         let m = |d: &str, kind, access| Mount {
             destination: d.into(),
             kind,
@@ -260,19 +250,18 @@ mod tests {
             ],
             cwd: None,
         };
-        let a = jail_args(&layout, Path::new("/s"), false);
+        let a = jail_args(&layout, false);
         for seq in [
             &["--unshare-all"][..],
-            &["--bind", "/s", "/s"],
-            &["--dir", "/share/var"],
-            &["--symlink", "usr/bin", "/share/bin"],
-            &["--ro-bind", "/usr", "/share/usr"],
-            &["--bind", "/host/w", "/share/w"],
-            &["--tmpfs", "/share/h/.ssh"],
-            &["--ro-bind", "/host/w/.git/hooks", "/share/w/.git/hooks"],
-            &["--tmpfs", "/share/tmp"],
-            &["--dir", "/share/proc"],
-            &["--dir", "/share/dev"],
+            &["--dir", "/var"],
+            &["--symlink", "usr/bin", "/bin"],
+            &["--ro-bind", "/usr", "/usr"],
+            &["--bind", "/host/w", "/w"],
+            &["--tmpfs", "/h/.ssh"],
+            &["--ro-bind", "/host/w/.git/hooks", "/w/.git/hooks"],
+            &["--tmpfs", "/tmp"],
+            &["--proc", "/proc"],
+            &["--dev", "/dev"],
         ] {
             assert!(has(&a, seq), "{seq:?} in {a:?}");
         }
@@ -283,17 +272,19 @@ mod tests {
                 .position(|w| w.iter().zip(s).all(|(x, y)| x == y))
         };
         assert!(
-            pos(&["--remount-ro", "/share/h/.ssh"])
-                > pos(&["--ro-bind", "/h/.ssh/ok", "/share/h/.ssh/ok"])
+            pos(&["--remount-ro", "/h/.ssh"]) > pos(&["--ro-bind", "/h/.ssh/ok", "/h/.ssh/ok"])
         );
-        assert!(!has(&a, &["--remount-ro", "/share/tmp"]));
+        assert!(!has(&a, &["--remount-ro", "/tmp"]));
+        // Nothing of the host's besides the layout.
+        assert!(!a.iter().any(|x| x.contains("sock")));
         assert!(!a.iter().any(|x| x == "--unshare-user"));
-        let a = jail_args(&layout, Path::new("/s"), true);
+        let a = jail_args(&layout, true);
         assert!(has(&a, &["--unshare-user", "--uid", "0", "--gid", "0"]));
         // It keeps no capability to make devices, pass by permissions or
         // set file capabilities.
-        let v = virtiofsd_args(Path::new("/v"), Path::new("/s/fs.sock"));
+        let v = virtiofsd_args(Path::new("/v"), 3);
         assert!(has(&v, &["-o", "modcaps=-dac_override:-mknod:-setfcap"]));
         assert!(has(&v, &["-o", "sandbox=chroot"]));
+        assert!(has(&v, &["--fd=3"]));
     }
 }

@@ -417,9 +417,20 @@ mod tests {
             }
         }
         let rootless = !rustix::process::geteuid().is_root();
-        let fs = fileserver::FileServer::start(&bwrap, &virtiofsd, &layout, dir.path(), rootless)
-            .await
-            .unwrap();
+        let fs = fileserver::FileServer::start(
+            &bwrap,
+            |fd| {
+                fileserver::virtiofsd_args(&virtiofsd, fd)
+                    .into_iter()
+                    .map(Into::into)
+                    .collect()
+            },
+            &layout,
+            dir.path(),
+            rootless,
+            None,
+        )
+        .unwrap();
         let mut vm = Vm::boot(
             &probed.config,
             &probed.initrd,

@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 #[derive(Debug)]
 pub(crate) struct Found {
     probed: Probed,
-    /// The agent program the image is built around.
-    agent: PathBuf,
+    /// The agent program the image is built around (the launcher).
+    launcher: NameGuardLauncher,
     bwrap: PathBuf,
     virtiofsd: PathBuf,
 }
@@ -62,7 +62,11 @@ impl Probing {
             .as_ref()
             .ok_or_else(|| "the probe booted no guest".to_owned())?;
         let image_dir = SessionDir::create_in(&temp_dir).map_err(|e| e.to_string())?;
-        let initrd = super::write_initrd(&f.probed.config.kernel, &f.agent, image_dir.path())?;
+        let initrd = super::write_initrd(
+            &f.probed.config.kernel,
+            f.launcher.host_path(),
+            image_dir.path(),
+        )?;
         Ok(Config {
             vm: f.probed.config.clone(),
             initrd,
@@ -71,6 +75,7 @@ impl Probing {
             virtiofsd: f.virtiofsd.clone(),
             temp_dir,
             filename_rules,
+            name_guard: f.launcher.clone(),
             boot_wait: TCG_BOOT_WAIT,
         })
     }
@@ -189,7 +194,7 @@ async fn probe(launcher: &NameGuardLauncher, temp_dir: &Path) -> Probing {
             },
             found: Some(Arc::new(Found {
                 probed,
-                agent: launcher.host_path().to_path_buf(),
+                launcher: launcher.clone(),
                 bwrap,
                 virtiofsd,
             })),

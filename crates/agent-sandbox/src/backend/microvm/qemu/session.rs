@@ -15,11 +15,15 @@
 //! - `destroy` powers the guest off (QEMU is killed if it does not end)
 //!   and stops the file server and the proxies.
 //!
+//! Filename rules (R-NAMEGUARD-1) hold where the files are made: the file
+//! server runs under the name guard in its jail, so a denied name is
+//! refused on the host, whatever the guest's kernel does, and reported as
+//! the command's violation (the guard's reader is lent to each command).
+//!
 //! Refused rather than weakened: per-command limits (the guest's processes
-//! are in the guest's kernel, outside any host cgroup of the command) and
-//! filename rules (the name guard does not run in the guest yet), unless
-//! dropped explicitly; `suspend` (QEMU cannot save a guest while a
-//! virtio-fs share is attached).
+//! are in the guest's kernel, outside any host cgroup of the command);
+//! `suspend` (QEMU cannot save a guest while a virtio-fs share is
+//! attached).
 
 use super::channel::{Channel, RelayTarget, Relays};
 use super::fileserver::FileServer;
@@ -28,6 +32,7 @@ use crate::backend::common::bridges::{BRIDGED, bind_private_socket};
 use crate::backend::common::host_repos::{
     ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
 };
+use crate::backend::common::name_guard_reports::{ReportPipe, ReportReader};
 use crate::backend::microvm::layout::{Layout, layout_from_bwrap_args};
 use crate::egress::{Egress, Listen};
 use crate::inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT};
@@ -36,8 +41,11 @@ use crate::running::{CommandIo, run_process};
 use crate::seam::{CommandTask, ExecRequest, Launched};
 use crate::session_dir::SessionDir;
 use crate::settings::Settings;
+use crate::violations::GuardPipe;
 use crate::{Error, ErrorKind};
-use bwrap_spec::{BridgePlan, BwrapBuilder, FilenameRules, PlaceholderFiles};
+use bwrap_spec::{
+    BridgePlan, BwrapBuilder, FilenameRules, GuardFds, NameGuardLauncher, PlaceholderFiles,
+};
 use rustix::fd::OwnedFd;
 use sandbox_core::vm_wire::{FromGuest, MAX_DATA, ToGuest, VmExec, VmStdio};
 use sandbox_core::{SandboxSpec, Surface};
@@ -66,9 +74,11 @@ pub(crate) struct Config {
     pub(crate) bwrap: PathBuf,
     pub(crate) virtiofsd: PathBuf,
     pub(crate) temp_dir: PathBuf,
-    /// `Refuse` or the explicit `DropFilenameGlobDenies`: the name guard
-    /// does not run in the guest yet.
+    /// `EnforcedByNameGuard` (the file server runs under the guard), or
+    /// the explicit `DropFilenameGlobDenies`.
     pub(crate) filename_rules: FilenameRules,
+    /// The name guard's launcher (also the guest's agent).
+    pub(crate) name_guard: NameGuardLauncher,
     /// How long a guest may take to answer.
     pub(crate) boot_wait: Duration,
 }
@@ -76,6 +86,8 @@ pub(crate) struct Config {
 /// A guest session.
 pub(crate) struct Session {
     guest: Arc<Guest>,
+    /// The file server's name guard's reports, lent to the running command.
+    guard: Arc<std::sync::Mutex<Option<ReportReader>>>,
     vm: tokio::sync::Mutex<Option<Vm>>,
     fileserver: tokio::sync::Mutex<Option<FileServer>>,
     egress: Egress,
@@ -128,6 +140,7 @@ pub(crate) async fn launch(
         Ok(made) => Ok(Launched {
             session: Session {
                 guest: made.guest,
+                guard: Arc::new(std::sync::Mutex::new(made.guard)),
                 vm: tokio::sync::Mutex::new(Some(made.vm)),
                 fileserver: tokio::sync::Mutex::new(Some(made.fileserver)),
                 egress,
@@ -149,6 +162,7 @@ pub(crate) async fn launch(
 /// Everything a launch makes once the proxies run.
 struct Made {
     guest: Arc<Guest>,
+    guard: Option<ReportReader>,
     vm: Vm,
     fileserver: FileServer,
     writable: Vec<String>,
@@ -186,6 +200,9 @@ async fn launch_with(
     let writable = writable_roots(spec);
     let repos = repos_in_writable_roots(settings, &spec.session_id, &writable);
     let mut builder = BwrapBuilder::new(spec, &settings.home);
+    if config.filename_rules == FilenameRules::EnforcedByNameGuard {
+        builder.name_guard_launcher(config.name_guard.clone());
+    }
     builder
         .nested_repos(repos.repos.clone())
         .filename_rules(config.filename_rules)
@@ -221,16 +238,56 @@ async fn launch_with(
     let placeholders = PlaceholderFiles::create_on_host(plan.placeholders())?;
     let dir = SessionDir::create_in(&config.temp_dir)?;
     let rootless = !rustix::process::geteuid().is_root();
-    let fileserver = FileServer::start(
+    // Under the name guard when the rules ask: its reports come back on
+    // a pipe of the session's.
+    let reports = match plan.is_guarded() {
+        true => Some(
+            ReportPipe::new().map_err(|e| Error::io("creating the name guard's report pipe", e))?,
+        ),
+        false => None,
+    };
+    let report_fd = reports.as_ref().map(ReportPipe::write_fd);
+    let virtiofsd = &config.virtiofsd;
+    let mut fileserver = FileServer::start(
         &config.bwrap,
-        &config.virtiofsd,
+        |fd| {
+            let mut argv = plan.guarded_command_with(
+                super::fileserver::virtiofsd_args(virtiofsd, fd),
+                GuardFds {
+                    report: report_fd,
+                    updates: None,
+                    notify: None,
+                },
+            );
+            if plan.is_guarded() {
+                // The guard's options follow the launcher and its leading
+                // arguments: the file server keeps what it needs to make
+                // files as the guest's users, and the guard with it.
+                let at = (1 + config.name_guard.leading_args().len()).min(argv.len());
+                let keep = super::fileserver::KEPT_CAPABILITIES
+                    .iter()
+                    .flat_map(|c| ["--keep-capability".into(), std::ffi::OsString::from(c)]);
+                argv.splice(at..at, keep);
+            }
+            argv
+        },
         &layout,
         dir.path(),
         rootless,
+        report_fd,
     )
-    .await
     .map_err(|reason| ErrorKind::GuestUnavailable { reason })?;
-    let vm = Vm::boot(
+    let guard = match reports {
+        Some(p) => {
+            let (write_end, reader) = p
+                .start()
+                .map_err(|e| Error::io("reading the name guard's reports", e))?;
+            drop(write_end);
+            Some(reader)
+        }
+        None => None,
+    };
+    let vm = match Vm::boot(
         &config.vm,
         &config.initrd,
         dir.path(),
@@ -239,7 +296,17 @@ async fn launch_with(
         Some(&fileserver.socket),
     )
     .await
-    .map_err(|e| ErrorKind::GuestUnavailable { reason: e.0 })?;
+    {
+        Ok(vm) => vm,
+        Err(e) => {
+            let server = fileserver.ended().unwrap_or_default();
+            fileserver.stop().await;
+            return Err(ErrorKind::GuestUnavailable {
+                reason: format!("{}; {server}", e.0),
+            }
+            .into());
+        }
+    };
     let guest = Arc::new(Guest {
         channel: vm.channel(),
         next_id: AtomicU64::new(1 << 32),
@@ -272,6 +339,7 @@ async fn launch_with(
     ];
     Ok(Made {
         guest,
+        guard,
         vm,
         fileserver,
         writable,
@@ -436,9 +504,17 @@ impl Session {
         io.control.remote_started(Box::new(move |signal| {
             let _ = signals.channel.send(&ToGuest::Signal { id, signal });
         }));
-        let violations = Some(self.egress.violations(None));
+        let mut violations = self.egress.violations(None);
+        let lent = self.guard.clone();
+        violations.guard = lent.lock().ok().and_then(|mut g| g.take());
+        violations.guard_pipe = GuardPipe::EndsWithSession;
         Ok(Box::pin(async move {
-            let _ = run_process(child, io, violations, Vec::new()).await;
+            let back = run_process(child, io, Some(violations), Vec::new()).await;
+            if let Some(reader) = back.and_then(|v| v.guard)
+                && let Ok(mut g) = lent.lock()
+            {
+                *g = Some(reader);
+            }
         }))
     }
 
