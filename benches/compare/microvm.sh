@@ -12,10 +12,19 @@
 #     `sleep infinity` as the first process: `run --detach`, EXECS
 #     `exec /bin/true`, `checkpoint`, `restore --detach`, `kill` and
 #     `delete`, each timed around the runsc process.
-#   - ours, native (bubblewrap): the same driver, a new sandbox per command
-#     (what a native exec costs today), for scale.
+#   - ours, native (bubblewrap): the same driver, a warm session, for scale.
+#   - ours, QEMU (QEMU=1, the default where qemu-system-x86_64 is
+#     installed): the same driver with `--runtime qemu`: a guest per session
+#     (the file server, QEMU, the guest's kernel and agent, its root over
+#     virtio-fs), launch to a warm handle and EXECS `/bin/true`.
+#   - bare QEMU booting the same kernel, with the same machine and
+#     accelerator, and a busybox initramfs made here whose /init is the
+#     shell on the serial console: launch is QEMU's start to the shell's
+#     first answer, each exec is `true; echo MARK` to its mark coming back.
+#     This host has no working hardware virtualization, so both are
+#     emulated (TCG).
 # Prints each figure's median over ROUNDS rounds and the ratios; targets:
-# launch and exec p50 at most 1.2x bare runsc. SMOKE=1: a dev build, one
+# launch and exec p50 at most 1.2x bare runsc, and at most 1.5x bare QEMU. SMOKE=1: a dev build, one
 # round of 10 execs, nothing timed asserted. Needs runsc (gVisor) and
 # bubblewrap. Exits non-zero when a run fails.
 set -euo pipefail
@@ -27,6 +36,7 @@ else
     EXECS=${EXECS:-300} ROUNDS=${ROUNDS:-3} profile=release dir=release
 fi
 need runsc bwrap python3
+QEMU=${QEMU:-$(command -v qemu-system-x86_64 >/dev/null && echo 1 || echo 0)}
 RUNSC=$(command -v runsc)
 cargo build --locked -q --profile "$profile" -p asbx-agent-sandbox --example microvm_bench
 DRIVER="$TARGET_DIR/$dir/examples/microvm_bench"
@@ -85,6 +95,68 @@ print(" ".join("%s=%.2f" % kv for kv in out.items()))
 PY
 }
 
+# bare_qemu: bare QEMU's figures as name=milliseconds pairs.
+bare_qemu() {
+    python3 - "$EXECS" "$work/qemu-bare" <<'PY'
+import glob, os, select, shutil, subprocess, sys, time
+
+execs, d = int(sys.argv[1]), sys.argv[2]
+os.makedirs(os.path.join(d, "root/bin"), exist_ok=True)
+kernel = sorted(glob.glob("/boot/vmlinuz-*"))[-1]
+shutil.copy("/bin/busybox", os.path.join(d, "root/bin/busybox"))
+os.symlink("busybox", os.path.join(d, "root/bin/sh"))
+os.symlink("busybox", os.path.join(d, "root/bin/true"))
+with open(os.path.join(d, "root/init"), "w") as f:
+    f.write("#!/bin/sh\nexec /bin/sh\n")
+os.chmod(os.path.join(d, "root/init"), 0o755)
+initrd = os.path.join(d, "initrd")
+subprocess.run("cd %s/root && find . | cpio -o -H newc --quiet > %s" % (d, initrd), shell=True, check=True)
+khz = None
+for line in open("/proc/cpuinfo"):
+    if line.startswith("cpu MHz"):
+        khz = round(float(line.split(":")[1]) * 1000)
+        break
+append = "console=ttyS0 quiet panic=-1" + (" tsc_early_khz=%d" % khz if khz else "")
+t0 = time.perf_counter()
+q = subprocess.Popen(["qemu-system-x86_64", "-M", "microvm,x-option-roms=off", "-accel", "tcg",
+                      "-m", "256", "-smp", "1", "-nodefaults", "-no-user-config", "-display", "none",
+                      "-no-reboot", "-kernel", kernel, "-initrd", initrd, "-append", append,
+                      "-serial", "stdio"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+buf = b""
+
+def ask(cmd, mark, limit=60):
+    global buf
+    q.stdin.write(cmd)
+    q.stdin.flush()
+    end = time.time() + limit
+    while mark not in buf:
+        if time.time() > end or q.poll() is not None:
+            sys.exit("bare QEMU did not answer %r" % mark)
+        r, _, _ = select.select([q.stdout], [], [], 0.5)
+        if r:
+            buf += os.read(q.stdout.fileno(), 65536)
+    buf = buf[buf.index(mark) + len(mark):]
+
+# The echo is the shell's answer (the terminal echoes the line first).
+ask(b"stty -echo; echo READ''Y\n", b"READY")
+out = {"launch": (time.perf_counter() - t0) * 1000}
+times = []
+for i in range(execs):
+    t = time.perf_counter()
+    ask(b"true; echo D''%d\n" % i, b"D%d\r" % i)
+    times.append((time.perf_counter() - t) * 1000)
+times.sort()
+pick = lambda p: times[round((len(times) - 1) * p)]
+out["exec_p50"], out["exec_p99"] = pick(0.5), pick(0.99)
+t = time.perf_counter()
+q.kill()
+q.wait()
+out["destroy"] = (time.perf_counter() - t) * 1000
+print(" ".join("%s=%.2f" % kv for kv in out.items()))
+PY
+}
+
 declare -A ALL
 add() { # add TOOL LINE: appends each name=value of LINE to ALL[TOOL.name]
     local kv
@@ -103,6 +175,15 @@ for round in $(seq "$ROUNDS"); do
     line=$("$DRIVER" --backend native --execs "$EXECS") || die "ours (native) failed"
     echo "round $round ours-native:  $line"
     add native "$line"
+    if [ "$QEMU" = 1 ]; then
+        line=$("$DRIVER" --backend microvm --runtime qemu --execs "$EXECS") || die "ours (qemu) failed"
+        echo "round $round ours-qemu:    $line"
+        add qemu "$line"
+        rm -rf "$work/qemu-bare"
+        line=$(bare_qemu) || die "bare QEMU failed"
+        echo "round $round bare-qemu:    $line"
+        add bareqemu "$line"
+    fi
 done
 
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else print v[int((NR + 1) / 2)] }'; }
@@ -120,4 +201,16 @@ done
 echo
 target "launch, ours / bare runsc" "${MED[ours.launch]:-}" "${MED[bare.launch]:-}" "<=" 1.2
 target "exec p50, ours / bare runsc" "${MED[ours.exec_p50]:-}" "${MED[bare.exec_p50]:-}" "<=" 1.2
+if [ "$QEMU" = 1 ]; then
+    echo
+    echo "microvm on QEMU (emulated here: no hardware virtualization): median of $ROUNDS round(s), $EXECS execs each, milliseconds"
+    printf '  %-10s %12s %12s %12s\n' figure ours-qemu bare-qemu ours/bare
+    for f in launch exec_p50 exec_p99 destroy; do
+        printf '  %-10s %12s %12s %12s\n' "$f" "${MED[qemu.$f]:--}" "${MED[bareqemu.$f]:--}" \
+            "$(awk -v a="${MED[qemu.$f]:-0}" -v b="${MED[bareqemu.$f]:-0}" 'BEGIN { if (b > 0) printf "%.3fx", a / b; else print "n/a" }')"
+    done
+    echo
+    target "launch, ours / bare QEMU" "${MED[qemu.launch]:-}" "${MED[bareqemu.launch]:-}" "<=" 1.5
+    target "exec p50, ours / bare QEMU" "${MED[qemu.exec_p50]:-}" "${MED[bareqemu.exec_p50]:-}" "<=" 1.5
+fi
 finish

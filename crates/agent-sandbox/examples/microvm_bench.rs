@@ -1,11 +1,13 @@
 //! The timing driver of `benches/compare/microvm.sh`: one session of the
 //! chosen backend, the time from `launch` to a warm handle, `--execs N`
 //! sequential commands (`/bin/true`, each timed from `exec` to its last
-//! event), and for `microvm` a `suspend` and a `resume`; then `destroy`.
-//! Prints one line of `name=milliseconds` pairs.
+//! event), and for `microvm` on gVisor a `suspend` and a `resume`; then
+//! `destroy`. Prints one line of `name=milliseconds` pairs. With
+//! `--runtime qemu` the session is a QEMU guest (the probe's canary boots
+//! at build, before anything is timed).
 //!
 //! `cargo run --release -p asbx-agent-sandbox --example microvm_bench --
-//! [--backend microvm|native] [--execs N]`
+//! [--backend microvm|native] [--runtime gvisor|qemu] [--execs N]`
 use agent_sandbox::{BackendRequest::Explicit, ManagerBuilder, SandboxBackend, SandboxCommand};
 use agent_sandbox::{SandboxSpec, Surface};
 use std::time::Instant;
@@ -23,14 +25,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     agent_sandbox::run_name_guard_if_launched(); // first, before any thread
     let mut backend = SandboxBackend::Microvm;
     let mut execs = 200usize;
+    let mut qemu = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match (a.as_str(), args.next()) {
             ("--backend", Some(b)) => backend = SandboxBackend::from_name(Some(&b)),
             ("--execs", Some(n)) => execs = n.parse()?,
+            ("--runtime", Some(r)) if r == "qemu" || r == "gvisor" => qemu = r == "qemu",
             _ => {
                 return Err(
-                    format!("usage: microvm_bench [--backend B] [--execs N]; got {a}").into()
+                    format!(
+                        "usage: microvm_bench [--backend B] [--runtime gvisor|qemu] [--execs N]; got {a}"
+                    )
+                    .into()
                 );
             }
         }
@@ -38,12 +45,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join(format!("microvm-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let done = tokio::runtime::Runtime::new()?.block_on(async {
-        let manager = ManagerBuilder::from_ambient()
+        let mut builder = ManagerBuilder::from_ambient();
+        builder
             .home(&dir)
             .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())])
             .request(Explicit(backend), Surface::Dispatch)
-            .name_guard_from_current_exe()
-            .build()?;
+            .name_guard_from_current_exe();
+        if qemu {
+            builder.microvm_runtime_qemu();
+        }
+        let manager = builder.build()?;
         let spec = SandboxSpec::new("microvm-bench", "bench");
         let t = Instant::now();
         let mut h = manager.launch(spec).await?;
@@ -64,7 +75,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             percentile(&times, 0.5),
             percentile(&times, 0.99)
         );
-        if backend == SandboxBackend::Microvm {
+        // QEMU cannot save a guest with a virtio-fs share attached.
+        if backend == SandboxBackend::Microvm && !qemu {
             let t = Instant::now();
             manager.suspend(&mut h).await?;
             let suspend = ms(t);

@@ -70,6 +70,7 @@ enum RuntimeAsk {
 }
 
 impl RuntimeAsk {
+    #[cfg(target_os = "linux")]
     fn is_qemu(self) -> bool {
         matches!(
             self,
@@ -417,6 +418,15 @@ impl ManagerBuilder {
         // verdict is the report's microvm section.
         #[cfg(target_os = "linux")]
         let qemu = self.probe_qemu(name_guard.as_ref())?;
+        // The VM runtime's probe line: what it booted, on what, and why not
+        // on KVM (R-MICROVM-1).
+        #[cfg(target_os = "linux")]
+        if let Some(line) = qemu
+            .as_ref()
+            .and_then(|q| q.microvm.note.clone().or_else(|| q.microvm.reason.clone()))
+        {
+            log(&line);
+        }
         #[cfg(target_os = "linux")]
         let with_qemu = qemu.as_ref().map(|q| {
             let mut p = probe.clone();

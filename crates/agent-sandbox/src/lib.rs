@@ -132,6 +132,22 @@
 //! hidden) in a gVisor sandbox of its own, the handle's `network` detail
 //! saying `host`.
 //!
+//! Asked for with [`ManagerBuilder::microvm_runtime_qemu`], the `microvm`
+//! backend runs each session in a QEMU guest with a kernel of its own (a
+//! kernel installed on the host; the guest's `/init` is the launcher
+//! program), on KVM where the probe's canary guest boots, else emulated
+//! (TCG), which the label, the handle's `hardwareVm` and `accelerator`
+//! details say and [`ManagerBuilder::require_hardware_vm`] refuses. The
+//! guest has no network card: its agent carries each connection to the
+//! proxies' ports over its channel. Its root is the bubblewrap plan's file
+//! system, served over virtio-fs by `virtiofsd` in a bubblewrap jail that
+//! holds exactly that file system (so every rule is a mount of the host's
+//! kernel), under the name guard, so the filename rules hold on the host
+//! and are reported as the command's violations. Commands, pipes, a
+//! terminal of the guest's own, signals, timeouts and kills work as on the
+//! other backends; per-command limits, `suspend` and the terminal surface
+//! are refused with the reason.
+//!
 //! With `none` nothing is confined, but the command still starts with the
 //! sanitised environment (R-DISPATCH-2).
 //!

@@ -439,6 +439,9 @@ impl SandboxManager {
             }
             .into());
         }
+        if let Some(what) = session.backend.suspend_refusal() {
+            return Err(ErrorKind::NotSupported { what }.into());
+        }
         session
             .backend
             .suspender()

@@ -173,6 +173,16 @@ impl BackendSession {
         }
     }
 
+    /// Why this session's runtime cannot suspend, where a `microvm` one
+    /// cannot (QEMU); `None` elsewhere.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn suspend_refusal(&self) -> Option<&'static str> {
+        match self {
+            BackendSession::Qemu(_) => Some(microvm::qemu::session::SUSPEND_REFUSAL),
+            _ => None,
+        }
+    }
+
     /// Whether the session is checkpointed to disk.
     pub(crate) fn is_suspended(&self) -> bool {
         match self {

@@ -4,6 +4,11 @@
 //! the guest opens on a port the host relays is carried to that port's
 //! target (a session's proxy); any other is closed at once. Nothing else
 //! leaves the guest.
+//!
+//! What the guest sends is queued for its command or stream at most
+//! [`QUEUE`] messages deep (at most 64 KiB of data each): past that the
+//! reader waits, and so the guest's writes do, rather than the host
+//! holding whatever a guest sends faster than it is taken.
 
 use super::error::VmError;
 use sandbox_core::vm_wire::{FrameReader, FromGuest, MAX_DATA, ToGuest};
@@ -30,9 +35,12 @@ pub(crate) enum RelayTarget {
 /// Guest port to what the host carries its streams to.
 pub(crate) type Relays = HashMap<u16, RelayTarget>;
 
-type Commands = Arc<Mutex<HashMap<u64, mpsc::UnboundedSender<FromGuest>>>>;
+/// How many messages from the guest wait for one command or stream.
+pub(crate) const QUEUE: usize = 64;
+
+type Commands = Arc<Mutex<HashMap<u64, mpsc::Sender<FromGuest>>>>;
 /// A stream's bytes from the guest; `None`: the guest closed its end.
-type Streams = Arc<Mutex<HashMap<u64, mpsc::UnboundedSender<Option<Vec<u8>>>>>>;
+type Streams = Arc<Mutex<HashMap<u64, mpsc::Sender<Option<Vec<u8>>>>>>;
 
 /// The running channel.
 pub(crate) struct Channel {
@@ -72,8 +80,8 @@ impl Channel {
     /// The messages about command `id` from now on (register before its
     /// `Exec` is sent). They end after its `Ended` or `Failed`, or when the
     /// channel closes.
-    pub(crate) fn command(&self, id: u64) -> mpsc::UnboundedReceiver<FromGuest> {
-        let (tx, rx) = mpsc::unbounded_channel();
+    pub(crate) fn command(&self, id: u64) -> mpsc::Receiver<FromGuest> {
+        let (tx, rx) = mpsc::channel(QUEUE);
         if let Ok(mut c) = self.commands.lock() {
             c.insert(id, tx);
         }
@@ -108,7 +116,7 @@ async fn read_all(
             let Ok(m) = FromGuest::decode(&body) else {
                 break 'read;
             };
-            dispatch(m, &commands, &streams, &out, &relays);
+            dispatch(m, &commands, &streams, &out, &relays).await;
         }
         match r.read(&mut buf).await {
             Ok(0) | Err(_) => break,
@@ -124,7 +132,7 @@ async fn read_all(
     }
 }
 
-fn dispatch(
+async fn dispatch(
     m: FromGuest,
     commands: &Commands,
     streams: &Streams,
@@ -135,13 +143,15 @@ fn dispatch(
         FromGuest::Started { id, .. }
         | FromGuest::Stdout { id, .. }
         | FromGuest::Stderr { id, .. } => {
-            if let Some(tx) = commands.lock().ok().and_then(|c| c.get(&id).cloned()) {
-                let _ = tx.send(m);
+            let tx = commands.lock().ok().and_then(|c| c.get(&id).cloned());
+            if let Some(tx) = tx {
+                let _ = tx.send(m).await;
             }
         }
         FromGuest::Failed { id, .. } | FromGuest::Ended { id, .. } => {
-            if let Some(tx) = commands.lock().ok().and_then(|mut c| c.remove(&id)) {
-                let _ = tx.send(m);
+            let tx = commands.lock().ok().and_then(|mut c| c.remove(&id));
+            if let Some(tx) = tx {
+                let _ = tx.send(m).await;
             }
         }
         FromGuest::TcpOpen { conn, port } => {
@@ -149,20 +159,22 @@ fn dispatch(
                 let _ = out.send(ToGuest::TcpClose { conn }.encode());
                 return;
             };
-            let (tx, rx) = mpsc::unbounded_channel();
+            let (tx, rx) = mpsc::channel(QUEUE);
             if let Ok(mut s) = streams.lock() {
                 s.insert(conn, tx);
             }
             tokio::spawn(relay(conn, target, rx, out.clone()));
         }
         FromGuest::TcpData { conn, data } => {
-            if let Some(tx) = streams.lock().ok().and_then(|s| s.get(&conn).cloned()) {
-                let _ = tx.send(Some(data));
+            let tx = streams.lock().ok().and_then(|s| s.get(&conn).cloned());
+            if let Some(tx) = tx {
+                let _ = tx.send(Some(data)).await;
             }
         }
         FromGuest::TcpClose { conn } => {
-            if let Some(tx) = streams.lock().ok().and_then(|mut s| s.remove(&conn)) {
-                let _ = tx.send(None);
+            let tx = streams.lock().ok().and_then(|mut s| s.remove(&conn));
+            if let Some(tx) = tx {
+                let _ = tx.send(None).await;
             }
         }
         FromGuest::Hello { .. } => {}
@@ -173,7 +185,7 @@ fn dispatch(
 async fn relay(
     conn: u64,
     target: RelayTarget,
-    rx: mpsc::UnboundedReceiver<Option<Vec<u8>>>,
+    rx: mpsc::Receiver<Option<Vec<u8>>>,
     out: mpsc::UnboundedSender<Vec<u8>>,
 ) {
     match target {
@@ -202,7 +214,7 @@ async fn pump<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
     conn: u64,
     mut r: R,
     mut w: W,
-    mut rx: mpsc::UnboundedReceiver<Option<Vec<u8>>>,
+    mut rx: mpsc::Receiver<Option<Vec<u8>>>,
     out: mpsc::UnboundedSender<Vec<u8>>,
 ) {
     let to_target = async move {

@@ -57,6 +57,12 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
+/// Why a session on this runtime cannot be suspended, and what it would
+/// take.
+pub(crate) const SUSPEND_REFUSAL: &str = "suspend on the QEMU runtime: QEMU cannot save a guest \
+     while a virtio-fs share is attached (the file server's state is outside the VM); it would \
+     take a file sharing that can be saved with the guest (a disk image of the session's files, \
+     or a file server whose state migrates)";
 /// How long a guest may take to power off before QEMU is killed.
 const POWER_OFF_WAIT: Duration = Duration::from_secs(5);
 /// How often a terminal's size is compared with the guest's.
@@ -580,7 +586,7 @@ fn guest_gone() -> Ended {
 /// Writes the command's output from the guest into the host pipes, in
 /// order, then closes them and reports its end.
 async fn output_pump(
-    mut replies: mpsc::UnboundedReceiver<FromGuest>,
+    mut replies: mpsc::Receiver<FromGuest>,
     (mut out, mut err): (
         tokio::net::unix::pipe::Sender,
         tokio::net::unix::pipe::Sender,
@@ -617,7 +623,7 @@ async fn terminal_pump(
     id: u64,
     guest: Arc<Guest>,
     slave: crate::pty::PtyMaster,
-    mut replies: mpsc::UnboundedReceiver<FromGuest>,
+    mut replies: mpsc::Receiver<FromGuest>,
     status: oneshot::Sender<Ended>,
 ) {
     let mut size = slave.size().ok();
