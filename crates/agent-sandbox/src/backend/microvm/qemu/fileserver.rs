@@ -109,9 +109,10 @@ pub(crate) fn jail_args(layout: &Layout, rootless: bool) -> Vec<String> {
 }
 
 /// The file server's own command line: its socket (listening on
-/// descriptor `socket_fd`), the jail's root as the share, `chroot` into it, no cache
-/// (the host may change the files), no extended attributes, and the
-/// capabilities it drops besides those it drops by default.
+/// descriptor `socket_fd`), the jail's root as the share, `chroot` into
+/// it, the guest's caching as virtiofsd sets it by default (`auto`: what
+/// the host changes shows within a second), no extended attributes, and
+/// the capabilities it drops besides those it drops by default.
 pub(crate) fn virtiofsd_args(virtiofsd: &Path, socket_fd: i32) -> Vec<String> {
     vec![
         virtiofsd.display().to_string(),
@@ -121,7 +122,7 @@ pub(crate) fn virtiofsd_args(virtiofsd: &Path, socket_fd: i32) -> Vec<String> {
         "-o".into(),
         "sandbox=chroot".into(),
         "-o".into(),
-        "cache=none".into(),
+        "cache=auto".into(),
         "-o".into(),
         "no_xattr".into(),
         "-o".into(),

@@ -38,8 +38,16 @@ use vm::{Accel, Vm, VmConfig, VmError};
 const KVM_CANARY_WAIT: Duration = Duration::from_secs(5);
 /// How long an emulated guest may take to answer (about 2 s here).
 pub(crate) const TCG_BOOT_WAIT: Duration = Duration::from_secs(60);
-/// Memory of a guest.
+/// Memory of a guest, at least.
 const GUEST_MIB: u32 = 256;
+
+/// Memory for a guest booting an image of `image_bytes`: the kernel keeps
+/// the image while it unpacks it into its root, so a large agent program
+/// (a host program built with debug information) needs room for both.
+pub(crate) fn guest_mib(image_bytes: u64) -> u32 {
+    let image_mib = u32::try_from(image_bytes.div_ceil(1 << 20)).unwrap_or(u32::MAX / 4);
+    GUEST_MIB.max(image_mib.saturating_mul(3).saturating_add(256))
+}
 
 /// A runtime the probe found working: how to boot it, and the image.
 #[derive(Debug)]
@@ -118,7 +126,7 @@ pub(crate) async fn probe_ambient(
             jail: jail.to_path_buf(),
             kernel: kernel.clone(),
             accel,
-            memory_mib: GUEST_MIB,
+            memory_mib: guest_mib(std::fs::metadata(&initrd).map_or(0, |m| m.len())),
             tsc_khz: vm::tsc_khz_ambient(),
             agent_args: agent_args.to_vec(),
         };

@@ -67,8 +67,10 @@ impl Probing {
             f.launcher.host_path(),
             image_dir.path(),
         )?;
+        let mut vm = f.probed.config.clone();
+        vm.memory_mib = super::guest_mib(std::fs::metadata(&initrd).map_or(0, |m| m.len()));
         Ok(Config {
-            vm: f.probed.config.clone(),
+            vm,
             initrd,
             _image_dir: Arc::new(image_dir),
             bwrap: f.bwrap.clone(),

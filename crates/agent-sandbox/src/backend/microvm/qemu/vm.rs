@@ -277,12 +277,29 @@ async fn ended_saying(qemu: &mut tokio::process::Child, dir: &Path) -> String {
     out
 }
 
-/// The last lines of the guest's console, for an error.
+/// The last lines of the guest's console that say something, for an
+/// error: a panic's stack frames and registers are left out.
 fn console_tail(dir: &Path) -> String {
     let text = std::fs::read(dir.join("console.log")).unwrap_or_default();
     let text = String::from_utf8_lossy(&text);
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(5)..].join(" | ")
+    let said: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            let msg = l.split_once("] ").map_or(*l, |(_, m)| m);
+            !(msg.starts_with(' ')
+                || msg.starts_with('?')
+                || msg.contains("+0x")
+                || msg.contains("TASK>")
+                || msg.starts_with("Call Trace")
+                || msg.starts_with("CPU: ")
+                || msg.starts_with("Hardware name")
+                || msg
+                    .split_whitespace()
+                    .next()
+                    .is_some_and(|w| w.len() <= 4 && w.ends_with(':') && w.starts_with('R')))
+        })
+        .collect();
+    said[said.len().saturating_sub(6)..].join(" | ")
 }
 
 impl Vm {
