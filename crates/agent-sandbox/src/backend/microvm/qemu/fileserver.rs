@@ -187,6 +187,12 @@ impl FileServer {
         })
     }
 
+    /// The jail's process (bubblewrap's), while it runs.
+    #[cfg(test)]
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// Why the file server ended, when it has.
     pub(crate) fn ended(&mut self) -> Option<String> {
         let st = self.child.try_wait().ok()??;

@@ -486,14 +486,36 @@ mod tests {
         // The file server serves with no capability but those that make
         // files as their owners, an empty bounding set, no new privileges
         // and its own seccomp filter.
-        let sock = fs.socket.display().to_string();
+        let jail = fs.pid().expect("the file server's jail");
+        let parent_of = |pid: &str| -> Option<u32> {
+            let st = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            st.lines()
+                .find_map(|l| l.strip_prefix("PPid:"))?
+                .trim()
+                .parse()
+                .ok()
+        };
         let status = std::fs::read_dir("/proc")
             .unwrap()
             .flatten()
             .find_map(|e| {
+                let name = e.file_name().to_str()?.to_owned();
                 let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
                 let cmd = String::from_utf8_lossy(&cmd);
-                (cmd.starts_with(&*virtiofsd.display().to_string()) && cmd.contains(&sock))
+                // The jail's own virtiofsd: below the jail's bubblewrap.
+                let mut p = name.clone();
+                let mut below = false;
+                for _ in 0..8 {
+                    match parent_of(&p) {
+                        Some(pp) if pp == jail => {
+                            below = true;
+                            break;
+                        }
+                        Some(pp) if pp > 1 => p = pp.to_string(),
+                        _ => break,
+                    }
+                }
+                (cmd.starts_with(&*virtiofsd.display().to_string()) && below)
                     .then(|| std::fs::read_to_string(e.path().join("status")).ok())?
             })
             .expect("the file server's process");
