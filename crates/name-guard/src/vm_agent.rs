@@ -86,6 +86,10 @@ fn agent_main(root: Root) -> i32 {
             return 1;
         }
     };
+    // No command (they have no capability) may trace or read the agent.
+    if let Err(errno) = crate::sys::set_non_dumpable() {
+        eprintln!("vm-agent: {}", std::io::Error::from_raw_os_error(errno));
+    }
     if root == Root::HostShare
         && let Err(e) = switch_to_host_share()
     {
@@ -499,6 +503,24 @@ fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
             }
             master = Some(m);
         }
+    }
+    // Every command runs with no capability and no new privileges, as a
+    // native sandbox's does: it cannot unmount the guest's own `/proc` and
+    // `/dev` to look at the file server's beneath them, make devices, load
+    // modules, trace the agent or power the guest off.
+    // SAFETY: the closure runs in the forked child before exec and makes
+    // only async-signal-safe system calls (prctl, capget, capset) on values
+    // on its stack; it allocates nothing.
+    #[allow(
+        unsafe_code,
+        reason = "a command's capabilities are dropped between fork and exec; SAFETY comment above"
+    )]
+    unsafe {
+        c.pre_exec(|| {
+            crate::sys::drop_capabilities_except(0).map_err(std::io::Error::from_raw_os_error)?;
+            rustix::thread::set_no_new_privs(true)?;
+            Ok(())
+        });
     }
     // Spawned under the lock: the reaper cannot take the end of a pid not
     // yet recorded.

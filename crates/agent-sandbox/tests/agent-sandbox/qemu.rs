@@ -116,7 +116,8 @@ async fn the_escape_tests_hold_in_a_qemu_guest() {
              echo ok > ws-file && echo WS-WRITABLE; \
              echo s > .env && echo DOTENV; echo k > deploy.key && echo KEY; \
              mv ws-file moved.pem && echo PEM; mkdir sub; echo k > sub/x.key && echo SUBKEY; \
-             echo RELEASE=$(uname -r); env | sort; \
+             echo RELEASE=$(uname -r); env | sort; grep -E '^Cap(Eff|Bnd)' /proc/self/status; \
+             umount /proc 2>/dev/null && echo UNMOUNTED; mknod /tmp/nd c 1 3 2>/dev/null && echo MKNOD; \
              for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); \
                [ -n \"$c\" ] && echo \"PROCESS: $c\"; done; \
              echo NET=$(ls /sys/class/net 2>/dev/null || ls /proc/sys/net/ipv4/conf | grep -v -e all -e default); \
@@ -138,8 +139,21 @@ async fn the_escape_tests_hold_in_a_qemu_guest() {
     );
     // Whole lines: the process listing shows the script itself.
     let said = |word: &str| out.lines().any(|l| l == word);
+    // The command has no capability in the guest: it cannot uncover what
+    // is beneath the guest's own /proc or make a device.
+    assert!(said("CapEff:\t0000000000000000"), "{out}");
+    assert!(said("CapBnd:\t0000000000000000"), "{out}");
     for denied in [
-        "HOOK", "CONFIG", "BASHRC", "USR", "DOTENV", "KEY", "PEM", "SUBKEY",
+        "HOOK",
+        "CONFIG",
+        "BASHRC",
+        "USR",
+        "DOTENV",
+        "KEY",
+        "PEM",
+        "SUBKEY",
+        "UNMOUNTED",
+        "MKNOD",
     ] {
         assert!(!said(denied), "write deny {denied} holds: {out}");
     }
