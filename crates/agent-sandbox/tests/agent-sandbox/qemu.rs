@@ -242,6 +242,27 @@ async fn a_guest_command_has_input_a_terminal_signals_and_a_timeout() {
     let (out, last) = collect(&mut running).await;
     assert_eq!(out, "TYPED INPUT\nend\n");
     assert_eq!(last, Some(SandboxEvent::Exit { exit_code: 0 }));
+    // Output faster than it is taken arrives whole: the channel's queues
+    // wait rather than drop, and the host holds at most their depth.
+    let mut cmd = SandboxCommand::new("/bin/sh");
+    cmd.arg("-c").arg("head -c 5000000 /dev/zero | tr '\\0' a");
+    let mut running = m.exec(&h, cmd).await.unwrap();
+    let mut bytes = 0usize;
+    let mut last = None;
+    while let Some(ev) = running.next_event().await {
+        match ev {
+            SandboxEvent::Stdout { data } => {
+                assert!(data.iter().all(|b| *b == b'a'));
+                bytes += data.len();
+                // A slow reader.
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            e @ (SandboxEvent::Exit { .. } | SandboxEvent::Killed { .. }) => last = Some(e),
+            _ => {}
+        }
+    }
+    assert_eq!(bytes, 5_000_000);
+    assert_eq!(last, Some(SandboxEvent::Exit { exit_code: 0 }));
     // A terminal of the guest's own, its size, a resize and what is typed.
     let mut cmd = SandboxCommand::new("/bin/sh");
     cmd.arg("-c")

@@ -8,7 +8,11 @@
 //! What the guest sends is queued for its command or stream at most
 //! [`QUEUE`] messages deep (at most 64 KiB of data each): past that the
 //! reader waits, and so the guest's writes do, rather than the host
-//! holding whatever a guest sends faster than it is taken.
+//! holding whatever a guest sends faster than it is taken. What goes to
+//! the guest is queued at most [`OUT_QUEUE`] frames deep: data (input, a
+//! proxy's answer) waits for room, so a guest that stops reading its port
+//! holds up its own streams rather than the host's memory; a control
+//! message finding no room is an error.
 
 use super::error::VmError;
 use sandbox_core::vm_wire::{FrameReader, FromGuest, MAX_DATA, ToGuest};
@@ -37,6 +41,8 @@ pub(crate) type Relays = HashMap<u16, RelayTarget>;
 
 /// How many messages from the guest wait for one command or stream.
 pub(crate) const QUEUE: usize = 64;
+/// How many frames wait to be written to the guest.
+pub(crate) const OUT_QUEUE: usize = 256;
 
 type Commands = Arc<Mutex<HashMap<u64, mpsc::Sender<FromGuest>>>>;
 /// A stream's bytes from the guest; `None`: the guest closed its end.
@@ -44,7 +50,7 @@ type Streams = Arc<Mutex<HashMap<u64, mpsc::Sender<Option<Vec<u8>>>>>>;
 
 /// The running channel.
 pub(crate) struct Channel {
-    out: mpsc::UnboundedSender<Vec<u8>>,
+    out: mpsc::Sender<Vec<u8>>,
     commands: Commands,
 }
 
@@ -57,7 +63,7 @@ impl Channel {
         relays: Relays,
     ) -> Channel {
         let (read, write) = stream.into_split();
-        let (out, out_rx) = mpsc::unbounded_channel();
+        let (out, out_rx) = mpsc::channel(OUT_QUEUE);
         let commands: Commands = Arc::default();
         tokio::spawn(write_all(write, out_rx));
         tokio::spawn(read_all(
@@ -70,10 +76,23 @@ impl Channel {
         Channel { out, commands }
     }
 
-    /// Sends `m` to the guest.
+    /// Sends `m` to the guest now: a control message (a command, a signal,
+    /// a resize, the end of input, power-off), refused when the guest has
+    /// not read what waits for it.
     pub(crate) fn send(&self, m: &ToGuest) -> Result<(), VmError> {
+        self.out.try_send(m.encode()).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => {
+                VmError("the guest does not read its channel".into())
+            }
+            mpsc::error::TrySendError::Closed(_) => VmError("the guest's channel closed".into()),
+        })
+    }
+
+    /// Sends data (`m`, a command's input) to the guest once there is room.
+    pub(crate) async fn send_data(&self, m: &ToGuest) -> Result<(), VmError> {
         self.out
             .send(m.encode())
+            .await
             .map_err(|_| VmError("the guest's channel closed".into()))
     }
 
@@ -89,7 +108,7 @@ impl Channel {
     }
 }
 
-async fn write_all(mut w: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
+async fn write_all(mut w: OwnedWriteHalf, mut rx: mpsc::Receiver<Vec<u8>>) {
     while let Some(frame) = rx.recv().await {
         if w.write_all(&frame).await.is_err() {
             return;
@@ -101,7 +120,7 @@ async fn read_all(
     mut r: OwnedReadHalf,
     mut frames: FrameReader,
     commands: Commands,
-    out: mpsc::UnboundedSender<Vec<u8>>,
+    out: mpsc::Sender<Vec<u8>>,
     relays: Relays,
 ) {
     let streams: Streams = Arc::default();
@@ -136,7 +155,7 @@ async fn dispatch(
     m: FromGuest,
     commands: &Commands,
     streams: &Streams,
-    out: &mpsc::UnboundedSender<Vec<u8>>,
+    out: &mpsc::Sender<Vec<u8>>,
     relays: &Relays,
 ) {
     match m {
@@ -156,7 +175,9 @@ async fn dispatch(
         }
         FromGuest::TcpOpen { conn, port } => {
             let Some(target) = relays.get(&port).cloned() else {
-                let _ = out.send(ToGuest::TcpClose { conn }.encode());
+                // Without room the guest's end stays open: waiting here
+                // could wait on the guest, which may wait on this reader.
+                let _ = out.try_send(ToGuest::TcpClose { conn }.encode());
                 return;
             };
             let (tx, rx) = mpsc::channel(QUEUE);
@@ -186,7 +207,7 @@ async fn relay(
     conn: u64,
     target: RelayTarget,
     rx: mpsc::Receiver<Option<Vec<u8>>>,
-    out: mpsc::UnboundedSender<Vec<u8>>,
+    out: mpsc::Sender<Vec<u8>>,
 ) {
     match target {
         RelayTarget::Tcp(addr) => match tokio::net::TcpStream::connect(addr).await {
@@ -195,7 +216,7 @@ async fn relay(
                 pump(conn, r, w, rx, out).await;
             }
             Err(_) => {
-                let _ = out.send(ToGuest::TcpClose { conn }.encode());
+                let _ = out.send(ToGuest::TcpClose { conn }.encode()).await;
             }
         },
         RelayTarget::Unix(path) => match tokio::net::UnixStream::connect(path).await {
@@ -204,7 +225,7 @@ async fn relay(
                 pump(conn, r, w, rx, out).await;
             }
             Err(_) => {
-                let _ = out.send(ToGuest::TcpClose { conn }.encode());
+                let _ = out.send(ToGuest::TcpClose { conn }.encode()).await;
             }
         },
     }
@@ -215,7 +236,7 @@ async fn pump<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
     mut r: R,
     mut w: W,
     mut rx: mpsc::Receiver<Option<Vec<u8>>>,
-    out: mpsc::UnboundedSender<Vec<u8>>,
+    out: mpsc::Sender<Vec<u8>>,
 ) {
     let to_target = async move {
         while let Some(Some(data)) = rx.recv().await {
@@ -232,13 +253,17 @@ async fn pump<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
                     let data = buf.get(..n).unwrap_or_default().to_vec();
-                    if out.send(ToGuest::TcpData { conn, data }.encode()).is_err() {
+                    if out
+                        .send(ToGuest::TcpData { conn, data }.encode())
+                        .await
+                        .is_err()
+                    {
                         return;
                     }
                 }
             }
         }
-        let _ = out.send(ToGuest::TcpClose { conn }.encode());
+        let _ = out.send(ToGuest::TcpClose { conn }.encode()).await;
     };
     tokio::join!(to_target, from_target);
 }

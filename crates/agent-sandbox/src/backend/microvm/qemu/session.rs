@@ -549,16 +549,24 @@ async fn stdin_pump(id: u64, guest: Arc<Guest>, mut r: tokio::net::unix::pipe::R
             Ok(0) | Err(_) => break,
             Ok(n) => {
                 let data = buf.get(..n).unwrap_or_default().to_vec();
-                if guest.channel.send(&ToGuest::Stdin { id, data }).is_err() {
+                if guest
+                    .channel
+                    .send_data(&ToGuest::Stdin { id, data })
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }
         }
     }
-    let _ = guest.channel.send(&ToGuest::Stdin {
-        id,
-        data: Vec::new(),
-    });
+    let _ = guest
+        .channel
+        .send_data(&ToGuest::Stdin {
+            id,
+            data: Vec::new(),
+        })
+        .await;
 }
 
 /// The command's end as the host sees a process's: its wait status, or
@@ -645,7 +653,7 @@ async fn terminal_pump(
                 match r {
                     Ok(n) if n > 0 => {
                         let data = buf.get(..n).unwrap_or_default().to_vec();
-                        let _ = guest.channel.send(&ToGuest::Stdin { id, data });
+                        let _ = guest.channel.send_data(&ToGuest::Stdin { id, data }).await;
                     }
                     // Nothing more is typed; the screen still comes.
                     _ => tokio::time::sleep(RESIZE_POLL).await,
