@@ -277,9 +277,8 @@ async fn a_guest_command_has_input_a_terminal_signals_and_a_timeout() {
             None => panic!("ended early: {seen}"),
         }
     }
+    // The size travels to the guest before the line typed after it.
     running.resize(PtySize::new(30, 100).unwrap()).unwrap();
-    // The size travels to the guest before the line does.
-    tokio::time::sleep(Duration::from_millis(300)).await;
     running.write_stdin(b"words\r").await.unwrap();
     let (rest, last) = collect(&mut running).await;
     let text = format!("{seen}{rest}").replace('\r', "");

@@ -652,6 +652,9 @@ async fn terminal_pump(
             r = slave.read(&mut buf) => {
                 match r {
                     Ok(n) if n > 0 => {
+                        // A resize made before this was typed reaches the
+                        // guest first.
+                        resize_if_changed(&slave, &mut size, id, &guest);
                         let data = buf.get(..n).unwrap_or_default().to_vec();
                         let _ = guest.channel.send_data(&ToGuest::Stdin { id, data }).await;
                     }
@@ -659,20 +662,29 @@ async fn terminal_pump(
                     _ => tokio::time::sleep(RESIZE_POLL).await,
                 }
             }
-            _ = tick.tick() => {
-                let now = slave.size().ok();
-                if let Some((rows, cols)) = now
-                    && now != size
-                {
-                    size = now;
-                    let _ = guest.channel.send(&ToGuest::Resize { id, rows, cols });
-                }
-            }
+            _ = tick.tick() => resize_if_changed(&slave, &mut size, id, &guest),
         }
     };
     // The master reads what is left, then the end of the terminal.
     drop(slave);
     let _ = status.send(ended);
+}
+
+/// Sends the host terminal's size to the guest's when it changed since
+/// `size` (the size last sent).
+fn resize_if_changed(
+    slave: &crate::pty::PtyMaster,
+    size: &mut Option<(u16, u16)>,
+    id: u64,
+    guest: &Guest,
+) {
+    let now = slave.size().ok();
+    if let Some((rows, cols)) = now
+        && now != *size
+    {
+        *size = now;
+        let _ = guest.channel.send(&ToGuest::Resize { id, rows, cols });
+    }
 }
 
 /// A command in the guest as the runner task follows it.
