@@ -1,5 +1,5 @@
 //! The command tests (`commands`, `acp`), the gVisor tests (`microvm`,
-//! with `runsc --rootless`) and the QEMU tests (`qemu`: bubblewrap jails in
+//! with `runsc --rootless`) and the QEMU escape test (bubblewrap jails in
 //! user namespaces, no `/dev/kvm`) once more as an unprivileged user: this test
 //! binary runs itself again under `setpriv` as uid 65534, with only those
 //! tests selected, and requires every one of them to pass.
@@ -79,7 +79,11 @@ fn the_microvm_and_qemu_tests_pass_as_an_unprivileged_user() {
     let out = Command::new("/usr/bin/setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&me)
-        .args(["microvm::", "qemu::", "--test-threads=2"])
+        .args([
+            "microvm::",
+            "qemu::the_escape_tests_hold_in_a_qemu_guest",
+            "--test-threads=2",
+        ])
         .env(RERUN, "1")
         .env("TMPDIR", "/tmp")
         .env("HOME", "/tmp")
@@ -90,7 +94,7 @@ fn the_microvm_and_qemu_tests_pass_as_an_unprivileged_user() {
     assert!(out.status.success(), "as uid 65534:\n{stdout}\n{stderr}");
     let passed = tests_passed(&stdout);
     assert!(
-        passed >= 11,
+        passed >= 8,
         "only {passed} tests ran as uid 65534:\n{stdout}"
     );
 }
