@@ -42,12 +42,10 @@
 mod oci;
 mod runsc;
 
+use super::dispatch_plan::{DispatchPlan, dispatch_plan};
 use super::layout;
 
-use crate::backend::common::bridges::{BRIDGED, bind_private_socket};
-use crate::backend::common::host_repos::{
-    ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
-};
+use crate::backend::common::host_repos::{ReposAtLaunch, log_repos_made_inside};
 use crate::egress::{Egress, Listen, plain_env};
 use crate::inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT};
 use crate::running::{CommandIo, prepare, run_child};
@@ -204,41 +202,21 @@ async fn launch_with(
     host: &(dyn sandbox_core::HostView + Send + Sync),
     egress: &Egress,
 ) -> Result<Made, Error> {
-    let mut bridges = BridgePlan::new(egress.dir())?;
-    bridges
-        .add("http", GUEST_HTTP_PORT)?
-        .add("socks", GUEST_SOCKS_PORT)?;
-    let uid = rustix::process::geteuid().as_raw();
-    for (b, kind) in bridges.bridges().iter().zip(BRIDGED) {
-        let listener = bind_private_socket(&bridges.host_socket(b))?;
-        egress.service().serve_unix(kind, listener, uid);
-    }
-    let writable = writable_roots(spec);
-    let repos = repos_in_writable_roots(settings, &spec.session_id, &writable);
-    let mut builder = BwrapBuilder::new(spec, &settings.home);
-    builder
-        .nested_repos(repos.repos.clone())
-        .filename_rules(config.filename_rules)
-        .argv_delivery(bwrap_spec::ArgvDelivery::ArgsFd)
-        .bridges(bridges.clone())
-        .read_deny(settings.reads.deny.iter().cloned())
-        .read_reopen(settings.reads.again.iter().cloned());
-    for s in &settings.unix_sockets {
-        builder.allow_unix_socket(s.clone());
-    }
-    let plan = builder.build(host).map_err(filename_rules_refusal)?;
-    if !plan.dropped_filename_globs().is_empty() {
-        (settings.log)(&format!(
-            "session {}: creation-time rules not enforced (opt-out): names {}",
-            spec.session_id,
-            plan.dropped_filename_globs()
-                .iter()
-                .filter(|r| !r.starts_with('/'))
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(" ")
-        ));
-    }
+    let DispatchPlan {
+        plan,
+        bridges,
+        writable,
+        repos,
+        ..
+    } = dispatch_plan(
+        settings,
+        spec,
+        egress,
+        config.filename_rules,
+        None,
+        "under gVisor nothing can refuse new names (the name guard's seccomp filter cannot be \
+         installed inside this gVisor release)",
+    )?;
     let guest = |port| std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let env = egress.env(
         settings,
@@ -359,22 +337,6 @@ async fn start_sandbox(
         )
         .await?;
     Ok((shared, placeholders))
-}
-
-/// bwrap-spec's refusal of filename rules, in this backend's words.
-fn filename_rules_refusal(e: bwrap_spec::Error) -> Error {
-    match e.kind() {
-        bwrap_spec::ErrorKind::FilenameRulesUnenforceable { globs, roots } => {
-            ErrorKind::MicrovmFilenameRules {
-                globs: globs.clone(),
-                roots: roots.clone(),
-                why: "under gVisor nothing can refuse new names (the name guard's seccomp filter \
-                      cannot be installed inside this gVisor release)",
-            }
-            .into()
-        }
-        _ => e.into(),
-    }
 }
 
 /// Writes `bundle/config.json` and the empty root with its directories

@@ -173,6 +173,23 @@ mod tests {
         .then_some(p)
     }
 
+    /// QEMU, the launcher, bubblewrap, a guest kernel and busybox, or the
+    /// test fails with the install line (or, under the documented skip,
+    /// `None`).
+    fn host_tools() -> Option<(PathBuf, PathBuf, PathBuf)> {
+        let install =
+            "apt-get install qemu-system-x86 linux-image-cloud-amd64 busybox-static bubblewrap";
+        let qemu = test_support::tool("qemu-system-x86_64", install)?;
+        let agent = launcher()?;
+        let bwrap = test_support::tool("bwrap", install)?;
+        test_support::require(
+            GuestKernel::find_ambient().is_ok() && Path::new("/bin/busybox").is_file(),
+            "a kernel in /boot with its modules, and a static busybox",
+            install,
+        )
+        .then_some((qemu, agent, bwrap))
+    }
+
     fn host_release() -> String {
         rustix::system::uname()
             .release()
@@ -182,24 +199,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_guest_boots_and_runs_commands_behind_its_own_kernel() {
-        let Some(qemu) = test_support::tool(
-            "qemu-system-x86_64",
-            "apt-get install qemu-system-x86 linux-image-cloud-amd64 busybox-static",
-        ) else {
+        let Some((qemu, agent, bwrap)) = host_tools() else {
             return;
         };
-        let Some(agent) = launcher() else { return };
-        if !test_support::require(
-            GuestKernel::find_ambient().is_ok() && Path::new("/bin/busybox").is_file(),
-            "a kernel in /boot with its modules, and a static busybox",
-            "apt-get install linux-image-cloud-amd64 busybox-static",
-        ) {
-            return;
-        }
         let dir = tempfile::tempdir().unwrap();
-        let Some(bwrap) = test_support::tool("bwrap", "apt-get install bubblewrap") else {
-            return;
-        };
         let jail = bwrap;
         let (probe, probed) = probe_ambient(Some(&qemu), &jail, &agent, &[], dir.path()).await;
         eprintln!("{}", probe.line());
@@ -376,14 +379,7 @@ mod tests {
     async fn a_guest_takes_its_root_from_the_host_share_with_its_access() {
         use crate::backend::microvm::layout::{Layout, Mount, MountKind};
         use sandbox_core::Access::{ReadOnly, ReadWrite};
-        let Some(qemu) = test_support::tool(
-            "qemu-system-x86_64",
-            "apt-get install qemu-system-x86 linux-image-cloud-amd64 busybox-static",
-        ) else {
-            return;
-        };
-        let Some(agent) = launcher() else { return };
-        let Some(bwrap) = test_support::tool("bwrap", "apt-get install bubblewrap") else {
+        let Some((qemu, agent, bwrap)) = host_tools() else {
             return;
         };
         let Some(virtiofsd) = fileserver::find_virtiofsd_ambient() else {

@@ -28,11 +28,9 @@
 use super::channel::{Channel, RelayTarget, Relays};
 use super::fileserver::FileServer;
 use super::vm::{Accel, Vm, VmConfig};
-use crate::backend::common::bridges::{BRIDGED, bind_private_socket};
-use crate::backend::common::host_repos::{
-    ReposAtLaunch, log_repos_made_inside, repos_in_writable_roots, writable_roots,
-};
+use crate::backend::common::host_repos::{ReposAtLaunch, log_repos_made_inside};
 use crate::backend::common::name_guard_reports::{ReportPipe, ReportReader};
+use crate::backend::microvm::dispatch_plan::{DispatchPlan, dispatch_plan};
 use crate::backend::microvm::layout::{Layout, layout_from_bwrap_args};
 use crate::egress::{Egress, Listen};
 use crate::inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT};
@@ -43,9 +41,7 @@ use crate::session_dir::SessionDir;
 use crate::settings::Settings;
 use crate::violations::GuardPipe;
 use crate::{Error, ErrorKind};
-use bwrap_spec::{
-    BridgePlan, BwrapBuilder, FilenameRules, GuardFds, NameGuardLauncher, PlaceholderFiles,
-};
+use bwrap_spec::{FilenameRules, GuardFds, NameGuardLauncher, PlaceholderFiles};
 use rustix::fd::OwnedFd;
 use sandbox_core::vm_wire::{FromGuest, MAX_DATA, ToGuest, VmExec, VmStdio};
 use sandbox_core::{SandboxSpec, Surface};
@@ -186,52 +182,25 @@ async fn launch_with(
     egress: &Egress,
 ) -> Result<Made, Error> {
     let host = &*settings.host;
-    let mut bridges = BridgePlan::new(egress.dir())?;
-    bridges
-        .add("http", GUEST_HTTP_PORT)?
-        .add("socks", GUEST_SOCKS_PORT)?;
-    let uid = rustix::process::geteuid().as_raw();
-    let mut relays = Relays::new();
-    for ((b, kind), port) in bridges
-        .bridges()
-        .iter()
-        .zip(BRIDGED)
-        .zip([GUEST_HTTP_PORT, GUEST_SOCKS_PORT])
-    {
-        let socket = bridges.host_socket(b);
-        let listener = bind_private_socket(&socket)?;
-        egress.service().serve_unix(kind, listener, uid);
-        relays.insert(port, RelayTarget::Unix(socket));
-    }
-    let writable = writable_roots(spec);
-    let repos = repos_in_writable_roots(settings, &spec.session_id, &writable);
-    let mut builder = BwrapBuilder::new(spec, &settings.home);
-    if config.filename_rules == FilenameRules::EnforcedByNameGuard {
-        builder.name_guard_launcher(config.name_guard.clone());
-    }
-    builder
-        .nested_repos(repos.repos.clone())
-        .filename_rules(config.filename_rules)
-        .argv_delivery(bwrap_spec::ArgvDelivery::ArgsFd)
-        .bridges(bridges.clone())
-        .read_deny(settings.reads.deny.iter().cloned())
-        .read_reopen(settings.reads.again.iter().cloned());
-    for s in &settings.unix_sockets {
-        builder.allow_unix_socket(s.clone());
-    }
-    let plan = builder.build(host).map_err(filename_rules_refusal)?;
-    if !plan.dropped_filename_globs().is_empty() {
-        (settings.log)(&format!(
-            "session {}: creation-time rules not enforced (opt-out): names {}",
-            spec.session_id,
-            plan.dropped_filename_globs()
-                .iter()
-                .filter(|r| !r.starts_with('/'))
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(" ")
-        ));
-    }
+    let DispatchPlan {
+        plan,
+        proxies,
+        writable,
+        repos,
+        ..
+    } = dispatch_plan(
+        settings,
+        spec,
+        egress,
+        config.filename_rules,
+        (config.filename_rules == FilenameRules::EnforcedByNameGuard).then_some(&config.name_guard),
+        "this manager runs the QEMU guest's file server without the name guard \
+         (FilenameRules::Refuse)",
+    )?;
+    let relays: Relays = proxies
+        .into_iter()
+        .map(|(port, socket)| (port, RelayTarget::Unix(socket)))
+        .collect();
     let layout: Layout = layout_from_bwrap_args(plan.args(), |p| host.exists(Path::new(p)))?;
     let guest_addr = |port| std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let env = egress.env(
@@ -355,22 +324,6 @@ async fn launch_with(
         env,
         details,
     })
-}
-
-/// bwrap-spec's refusal of filename rules, in this backend's words.
-fn filename_rules_refusal(e: bwrap_spec::Error) -> Error {
-    match e.kind() {
-        bwrap_spec::ErrorKind::FilenameRulesUnenforceable { globs, roots } => {
-            ErrorKind::MicrovmFilenameRules {
-                globs: globs.clone(),
-                roots: roots.clone(),
-                why: "in a QEMU guest nothing refuses new names yet (the name guard does not run \
-                      in the guest)",
-            }
-            .into()
-        }
-        _ => e.into(),
-    }
 }
 
 /// A new pipe, both ends close-on-exec: (read, write).
