@@ -98,6 +98,7 @@ fn agent_main(root: Root) -> i32 {
         power_off();
         return 1;
     }
+    hide_host_facing_devices();
     let out = match port.try_clone() {
         Ok(o) => Arc::new(Mutex::new(o)),
         Err(e) => {
@@ -249,6 +250,27 @@ fn mount_basics() {
         MountFlags::NOSUID | MountFlags::NOEXEC,
         Some(c"mode=0620,ptmxmode=0666"),
     );
+}
+
+/// Removes the device nodes that reach the host from the guest's `/dev`:
+/// the serial console (QEMU writes it into a host file, which a command
+/// writing to it could grow without end), the kernel log's writer (which
+/// prints to that console) and the virtio ports (the agent's own is open
+/// already). Commands, without `CAP_MKNOD`, cannot make them again.
+fn hide_host_facing_devices() {
+    const PREFIXES: [&str; 4] = ["console", "ttyS", "kmsg", "vport"];
+    let Ok(entries) = std::fs::read_dir("/dev") else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if PREFIXES.iter().any(|p| name.starts_with(p))
+            && let Err(err) = std::fs::remove_file(e.path())
+        {
+            eprintln!("vm-agent: removing /dev/{name}: {err}");
+        }
+    }
 }
 
 /// Mounts the host's share tagged [`ROOT_TAG`] and makes it the root, as

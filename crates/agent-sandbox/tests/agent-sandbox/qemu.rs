@@ -118,6 +118,8 @@ async fn the_escape_tests_hold_in_a_qemu_guest() {
              mv ws-file moved.pem && echo PEM; mkdir sub; echo k > sub/x.key && echo SUBKEY; \
              echo RELEASE=$(uname -r); env | sort; grep -E '^Cap(Eff|Bnd)' /proc/self/status; \
              umount /proc 2>/dev/null && echo UNMOUNTED; mknod /tmp/nd c 1 3 2>/dev/null && echo MKNOD; \
+             ls /dev | grep -q -E '^(console|ttyS|kmsg|vport)' && echo HOSTDEV; \
+             for d in console ttyS0 kmsg; do echo console-$((6*7))-mark > /dev/$d; done 2>/dev/null; \
              for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); \
                [ -n \"$c\" ] && echo \"PROCESS: $c\"; done; \
              echo NET=$(ls /sys/class/net 2>/dev/null || ls /proc/sys/net/ipv4/conf | grep -v -e all -e default); \
@@ -154,6 +156,7 @@ async fn the_escape_tests_hold_in_a_qemu_guest() {
         "SUBKEY",
         "UNMOUNTED",
         "MKNOD",
+        "HOSTDEV",
     ] {
         assert!(!said(denied), "write deny {denied} holds: {out}");
     }
@@ -206,6 +209,10 @@ async fn the_escape_tests_hold_in_a_qemu_guest() {
         std::fs::read_to_string(t.p("ws/.git/config")).unwrap(),
         "[core]\n"
     );
+    // Nothing a command writes reaches the guest's console, which QEMU
+    // writes into a host file.
+    let console = std::fs::read_to_string(format!("{dir}/console.log")).unwrap_or_default();
+    assert!(!console.contains("console-42-mark"), "{console}");
     // QEMU and the file server run for the session, and end with it.
     assert!(!processes_naming(&dir).is_empty());
     m.destroy(&mut h).await.unwrap();
