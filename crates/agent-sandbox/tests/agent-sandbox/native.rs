@@ -1001,7 +1001,12 @@ async fn on_macos_a_dispatch_gets_a_seatbelt_profile_that_reaches_only_its_proxi
         assert!(m.exec(&h, SandboxCommand::new("true")).await.is_err());
     }
     m.destroy(&mut h).await.unwrap();
-    // The proxies are gone with the session.
+    // The proxies are gone with the session (their listeners close as their
+    // tasks end, which a loaded machine may take a moment to run).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while std::net::TcpStream::connect(http).is_ok() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     assert!(std::net::TcpStream::connect(http).is_err());
 }
 
@@ -1234,6 +1239,10 @@ async fn a_seatbelt_session_streams_its_tagged_denials_from_launch_to_destroy() 
     let pid = pid.trim().to_owned();
     assert!(running(&pid));
     m.destroy(&mut h).await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while running(&pid) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     assert!(!running(&pid), "the log stream outlived its session");
     // A second session gets a tag of its own.
     let mut h2 = m.launch(t.spec("seatbelt-log")).await.unwrap();
