@@ -1187,9 +1187,17 @@ fn stand_in_log(dir: &Path) -> PathBuf {
     p
 }
 
-fn running(pid: &str) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+/// The start time (in clock ticks since boot) of live process `pid`, not
+/// a zombie: with it a process is told from a later one that got its pid
+/// again (pids wrap at 32,768 here, and the fork-bomb test cycles them).
+fn started(pid: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(") ")?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state is field 3, start time field 22.
+    (fields.first() != Some(&"Z")).then(|| fields.get(19).map(|s| s.to_string()))?
 }
+
 
 #[tokio::test]
 async fn a_seatbelt_session_streams_its_tagged_denials_from_launch_to_destroy() {
@@ -1237,13 +1245,13 @@ async fn a_seatbelt_session_streams_its_tagged_denials_from_launch_to_destroy() 
     );
     let pid = std::fs::read_to_string(dir.join("pid")).unwrap();
     let pid = pid.trim().to_owned();
-    assert!(running(&pid));
+    let born = started(&pid).expect("the log stream runs");
     m.destroy(&mut h).await.unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
-    while running(&pid) && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert!(!running(&pid), "the log stream outlived its session");
+    assert_ne!(
+        started(&pid),
+        Some(born),
+        "the log stream outlived its session"
+    );
     // A second session gets a tag of its own.
     let mut h2 = m.launch(t.spec("seatbelt-log")).await.unwrap();
     let other = m.seatbelt_profile(&h2).unwrap();
