@@ -1198,7 +1198,6 @@ fn started(pid: &str) -> Option<String> {
     (fields.first() != Some(&"Z")).then(|| fields.get(19).map(|s| s.to_string()))?
 }
 
-
 #[tokio::test]
 async fn a_seatbelt_session_streams_its_tagged_denials_from_launch_to_destroy() {
     let t = Tree::new("seatbelt-log");
