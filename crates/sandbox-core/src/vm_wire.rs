@@ -26,7 +26,7 @@ pub const MAX_FROM_GUEST_LEN: usize = MAX_DATA + 64;
 /// environment (twice Linux's default argument space).
 pub const MAX_TO_GUEST_LEN: usize = 4 << 20;
 /// The protocol's version, in the agent's hello.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// How a command's stdio is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +53,27 @@ pub struct VmExec {
     pub cwd: Vec<u8>,
     /// How stdio is given.
     pub stdio: VmStdio,
+    /// The limits the agent holds the command (and what it starts) to.
+    pub limits: VmLimits,
+}
+
+/// A command's limits inside the guest, each absent or a bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VmLimits {
+    /// Most bytes of memory; past it the command ends, reported by
+    /// [`FromGuest::OutOfMemory`] before its [`FromGuest::Ended`].
+    pub memory_bytes: Option<u64>,
+    /// Most processes and threads at once.
+    pub max_processes: Option<u32>,
+    /// CPU time per wall-clock second, in thousandths of a CPU.
+    pub cpu_millis: Option<u32>,
+}
+
+impl VmLimits {
+    /// Whether no limit is set.
+    pub fn is_empty(&self) -> bool {
+        self.memory_bytes.is_none() && self.max_processes.is_none() && self.cpu_millis.is_none()
+    }
 }
 
 /// What the host sends the agent.
@@ -77,6 +98,10 @@ pub enum ToGuest {
     /// becomes a stream ([`FromGuest::TcpOpen`]) the host relays (to a
     /// session's proxy).
     Listen { port: u16 },
+    /// Asks for [`FromGuest::Synced`] with the same `n` once every message
+    /// before this one was taken (the host pauses its side of the channel
+    /// before a checkpoint with it).
+    Sync { n: u64 },
 }
 
 /// What the agent sends the host.
@@ -103,6 +128,12 @@ pub enum FromGuest {
     TcpData { conn: u64, data: Vec<u8> },
     /// The guest's end of stream `conn` is closed.
     TcpClose { conn: u64 },
+    /// Every message the host sent before its [`ToGuest::Sync`] `n` was
+    /// taken.
+    Synced { n: u64 },
+    /// Command `id` went past its memory limit and was ended; its
+    /// [`FromGuest::Ended`] follows.
+    OutOfMemory { id: u64 },
 }
 
 const EXEC: u8 = 1;
@@ -113,6 +144,7 @@ const TCP_DATA_IN: u8 = 5;
 const TCP_CLOSE_IN: u8 = 6;
 const POWER_OFF: u8 = 7;
 const LISTEN: u8 = 8;
+const SYNC: u8 = 9;
 const HELLO: u8 = 21;
 const STARTED: u8 = 22;
 const FAILED: u8 = 23;
@@ -122,6 +154,8 @@ const ENDED: u8 = 26;
 const TCP_OPEN: u8 = 27;
 const TCP_DATA_OUT: u8 = 28;
 const TCP_CLOSE_OUT: u8 = 29;
+const SYNCED: u8 = 30;
+const OUT_OF_MEMORY: u8 = 31;
 
 /// Longest kernel release in a hello.
 const MAX_KERNEL_LEN: usize = 256;
@@ -147,6 +181,27 @@ fn data(r: &mut Reader<'_>) -> Result<Vec<u8>, WireError> {
         });
     }
     Ok(d.to_vec())
+}
+
+/// An optional field: a presence byte (0 or 1, nothing else), then the
+/// value when present.
+fn put_optional<const N: usize>(b: &mut Vec<u8>, v: Option<[u8; N]>) {
+    match v {
+        None => b.push(0),
+        Some(bytes) => {
+            b.push(1);
+            b.extend_from_slice(&bytes);
+        }
+    }
+}
+
+/// Whether an optional field's value follows.
+fn optional(r: &mut Reader<'_>) -> Result<bool, WireError> {
+    match r.u8()? {
+        0 => Ok(false),
+        1 => Ok(true),
+        t => Err(WireError::UnknownTag(t)),
+    }
 }
 
 fn u16_of(r: &mut Reader<'_>) -> Result<u16, WireError> {
@@ -183,6 +238,9 @@ impl ToGuest {
                         b.extend_from_slice(&cols.to_le_bytes());
                     }
                 }
+                put_optional(&mut b, e.limits.memory_bytes.map(|v| v.to_le_bytes()));
+                put_optional(&mut b, e.limits.max_processes.map(|v| v.to_le_bytes()));
+                put_optional(&mut b, e.limits.cpu_millis.map(|v| v.to_le_bytes()));
             }
             ToGuest::Stdin { id, data } => id_and_data(&mut b, STDIN, *id, data),
             ToGuest::Resize { id, rows, cols } => {
@@ -205,6 +263,10 @@ impl ToGuest {
             ToGuest::Listen { port } => {
                 b.push(LISTEN);
                 b.extend_from_slice(&port.to_le_bytes());
+            }
+            ToGuest::Sync { n } => {
+                b.push(SYNC);
+                b.extend_from_slice(&n.to_le_bytes());
             }
         }
         framed(&b)
@@ -234,6 +296,11 @@ impl ToGuest {
                     },
                     t => return Err(WireError::UnknownTag(t)),
                 };
+                let limits = VmLimits {
+                    memory_bytes: optional(&mut r)?.then(|| r.u64()).transpose()?,
+                    max_processes: optional(&mut r)?.then(|| r.u32()).transpose()?,
+                    cpu_millis: optional(&mut r)?.then(|| r.u32()).transpose()?,
+                };
                 let nul = |s: &Vec<u8>| s.contains(&0);
                 if argv.is_empty() || argv.iter().any(nul) || env.iter().any(nul) || nul(&cwd) {
                     return Err(WireError::BadString);
@@ -244,6 +311,7 @@ impl ToGuest {
                     env,
                     cwd,
                     stdio,
+                    limits,
                 })
             }
             STDIN => ToGuest::Stdin {
@@ -268,6 +336,7 @@ impl ToGuest {
             LISTEN => ToGuest::Listen {
                 port: u16_of(&mut r)?,
             },
+            SYNC => ToGuest::Sync { n: r.u64()? },
             t => return Err(WireError::UnknownTag(t)),
         };
         r.end()?;
@@ -312,6 +381,14 @@ impl FromGuest {
             FromGuest::TcpClose { conn } => {
                 b.push(TCP_CLOSE_OUT);
                 b.extend_from_slice(&conn.to_le_bytes());
+            }
+            FromGuest::Synced { n } => {
+                b.push(SYNCED);
+                b.extend_from_slice(&n.to_le_bytes());
+            }
+            FromGuest::OutOfMemory { id } => {
+                b.push(OUT_OF_MEMORY);
+                b.extend_from_slice(&id.to_le_bytes());
             }
         }
         framed(&b)
@@ -365,6 +442,8 @@ impl FromGuest {
                 data: data(&mut r)?,
             },
             TCP_CLOSE_OUT => FromGuest::TcpClose { conn: r.u64()? },
+            SYNCED => FromGuest::Synced { n: r.u64()? },
+            OUT_OF_MEMORY => FromGuest::OutOfMemory { id: r.u64()? },
             t => return Err(WireError::UnknownTag(t)),
         };
         r.end()?;
@@ -388,6 +467,24 @@ mod tests {
             FromGuest::decode(&big[4..]),
             Err(WireError::TooLong { .. })
         ));
+        // A limit's presence byte is 0 or 1, nothing else.
+        let mut exec = ToGuest::Exec(VmExec {
+            id: 1,
+            argv: vec![b"true".to_vec()],
+            env: Vec::new(),
+            cwd: b"/".to_vec(),
+            stdio: VmStdio::Pipes,
+            limits: VmLimits {
+                memory_bytes: Some(1 << 20),
+                max_processes: None,
+                cpu_millis: Some(500),
+            },
+        })
+        .encode();
+        assert!(ToGuest::decode(&exec[4..]).is_ok());
+        let at = exec.len() - 15; // the memory limit's presence byte
+        exec[at] = 2;
+        assert_eq!(ToGuest::decode(&exec[4..]), Err(WireError::UnknownTag(2)));
         // A host message is not a guest's.
         let e = ToGuest::PowerOff.encode();
         assert_eq!(
@@ -402,6 +499,7 @@ mod tests {
                 env,
                 cwd: b"/".to_vec(),
                 stdio: VmStdio::Pipes,
+                limits: VmLimits::default(),
             })
         };
         assert_eq!(exec(vec![], vec![]).check(), Err(WireError::BadString));

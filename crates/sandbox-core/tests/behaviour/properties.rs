@@ -210,15 +210,29 @@ mod vm_wire_props {
                 prop::collection::vec(string(), 1..4),
                 prop::collection::vec(string(), 0..4),
                 string(),
-                stdio
+                stdio,
+                (
+                    any::<Option<u64>>(),
+                    any::<Option<u32>>(),
+                    any::<Option<u32>>()
+                )
             )
-                .prop_map(|(id, argv, env, cwd, stdio)| ToGuest::Exec(VmExec {
-                    id,
-                    argv,
-                    env,
-                    cwd,
-                    stdio
-                })),
+                .prop_map(
+                    |(id, argv, env, cwd, stdio, (memory_bytes, max_processes, cpu_millis))| {
+                        ToGuest::Exec(VmExec {
+                            id,
+                            argv,
+                            env,
+                            cwd,
+                            stdio,
+                            limits: VmLimits {
+                                memory_bytes,
+                                max_processes,
+                                cpu_millis,
+                            },
+                        })
+                    }
+                ),
             (any::<u64>(), bytes()).prop_map(|(id, data)| ToGuest::Stdin { id, data }),
             (any::<u64>(), any::<u16>(), any::<u16>())
                 .prop_map(|(id, rows, cols)| ToGuest::Resize { id, rows, cols }),
@@ -227,6 +241,7 @@ mod vm_wire_props {
             any::<u64>().prop_map(|conn| ToGuest::TcpClose { conn }),
             Just(ToGuest::PowerOff),
             any::<u16>().prop_map(|port| ToGuest::Listen { port }),
+            any::<u64>().prop_map(|n| ToGuest::Sync { n }),
         ]
     }
 
@@ -243,6 +258,8 @@ mod vm_wire_props {
             (any::<u64>(), any::<u16>()).prop_map(|(conn, port)| FromGuest::TcpOpen { conn, port }),
             (any::<u64>(), bytes()).prop_map(|(conn, data)| FromGuest::TcpData { conn, data }),
             any::<u64>().prop_map(|conn| FromGuest::TcpClose { conn }),
+            any::<u64>().prop_map(|n| FromGuest::Synced { n }),
+            any::<u64>().prop_map(|id| FromGuest::OutOfMemory { id }),
         ]
     }
 
