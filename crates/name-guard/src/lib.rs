@@ -304,6 +304,6 @@ pub use rules::{MAX_RULE_LEN, MAX_RULES, Rules};
 pub use session_init::{SESSION_INIT_FLAG, run_if_asked as run_session_init_if_asked};
 #[cfg(target_os = "linux")]
 pub use vm_agent::{
-    PORT_NAME as VM_AGENT_PORT_NAME, ROOT_FLAG as VM_AGENT_ROOT_FLAG, VM_AGENT_FLAG,
-    run_if_asked as run_vm_agent_if_asked,
+    PORT_NAME as VM_AGENT_PORT_NAME, ROOT_FLAG as VM_AGENT_ROOT_FLAG,
+    STDIO_FLAG as VM_AGENT_STDIO_FLAG, VM_AGENT_FLAG, run_if_asked as run_vm_agent_if_asked,
 };

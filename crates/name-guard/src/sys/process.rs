@@ -423,3 +423,45 @@ pub(crate) fn write_target(pid: u32, addr: u64, data: &[u8]) -> Result<(), i32> 
     }
     Ok(())
 }
+
+/// Makes descriptor number `to` a copy of `from` (`dup2`), closing what
+/// `to` was.
+pub(crate) fn dup_onto(from: std::os::fd::BorrowedFd<'_>, to: i32) -> Result<(), i32> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: integer arguments only; `from` is open for the call, and the
+    // caller owns descriptor `to` (one of its stdio).
+    let r = unsafe { libc::dup2(from.as_raw_fd(), to) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    Ok(())
+}
+
+/// Starts a new session (`setsid`), async-signal-safe. The session's id is
+/// not read: gVisor's kernel answers 0 where Linux gives the caller's pid.
+pub(crate) fn new_session() -> Result<(), i32> {
+    // SAFETY: no arguments; only the return value is read.
+    let r = unsafe { libc::setsid() };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    Ok(())
+}
+
+/// Makes this process's group the foreground one of its controlling
+/// terminal on `fd`, async-signal-safe (a kernel that does not do it at
+/// `TIOCSCTTY`, as gVisor's, then sends the terminal's signals to it).
+pub(crate) fn take_foreground(fd: i32) -> Result<(), i32> {
+    // SAFETY: integer arguments only.
+    let r = unsafe { libc::tcsetpgrp(fd, libc::getpgrp()) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    Ok(())
+}

@@ -15,12 +15,28 @@
 //! A guest's process 1 must not end or panic (the kernel panics): every
 //! failure is reported on the console and, where the host can be told, on
 //! the port.
+//!
+//! Under gVisor the same agent is the sandbox's first process
+//! ([`STDIO_FLAG`]): gVisor's runtime has made the file system already, and
+//! the channel is the agent's own stdin and stdout, which gVisor binds anew
+//! to the restoring runtime's after a checkpoint, so the agent, its
+//! commands and their terminals carry on over a new channel. At the
+//! channel's end it kills every process and exits.
+//!
+//! Limits ([`sandbox_core::vm_wire::VmLimits`]) are held by a cgroup of the
+//! guest's kernel per command (`cgroup.rs`).
+
+mod cgroup;
+mod streams;
+
+use streams::Streams;
 
 use sandbox_core::vm_wire::{
     FrameReader, FromGuest, MAX_DATA, MAX_TO_GUEST_LEN, ToGuest, VERSION, VmExec, VmStdio,
 };
 use std::collections::HashMap;
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,6 +49,10 @@ pub const VM_AGENT_FLAG: &str = "--vm-agent";
 /// host's virtio-fs share tagged [`ROOT_TAG`] as the guest's root (once
 /// its port is found, before its hello): the session's file system.
 pub const ROOT_FLAG: &str = "--root-from-host";
+/// The argument after [`VM_AGENT_FLAG`] that makes the agent speak on its
+/// stdin and stdout (the first process of a gVisor sandbox) instead of a
+/// guest's port.
+pub const STDIO_FLAG: &str = "--channel-on-stdio";
 /// The tag of the share the agent takes as its root.
 const ROOT_TAG: &str = "root";
 /// The name the host gives the agent's virtio-serial port.
@@ -52,12 +72,16 @@ pub fn run_if_asked(args: &[std::ffi::OsString]) -> Option<i32> {
     let (flag, root) = match args {
         [flag] => (flag, Root::Initramfs),
         [flag, root] if root.as_bytes() == ROOT_FLAG.as_bytes() => (flag, Root::HostShare),
+        [flag, stdio] if stdio.as_bytes() == STDIO_FLAG.as_bytes() => (flag, Root::Sandbox),
         _ => return None,
     };
     if flag.as_bytes() != VM_AGENT_FLAG.as_bytes() {
         return None;
     }
-    Some(agent_main(root))
+    Some(match root {
+        Root::Sandbox => sandbox_main(),
+        _ => agent_main(root),
+    })
 }
 
 /// The guest's root file system.
@@ -67,6 +91,69 @@ enum Root {
     Initramfs,
     /// The host's share tagged [`ROOT_TAG`].
     HostShare,
+    /// A gVisor sandbox's, made by its runtime; the channel on stdio.
+    Sandbox,
+}
+
+/// The first process of a gVisor sandbox: the channel is stdin and stdout.
+fn sandbox_main() -> i32 {
+    // Stderr goes to the runtime's log; stdin and stdout are the channel.
+    let dup = |fd: i32| {
+        // SAFETY: 0 and 1 are this process's stdio, open for its life; the
+        // borrow lasts only for the duplication.
+        #[allow(
+            unsafe_code,
+            reason = "the channel's descriptors are the process's stdio; SAFETY comment above"
+        )]
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        rustix::io::fcntl_dupfd_cloexec(fd, 3).map(std::fs::File::from)
+    };
+    let (port, out) = match (dup(0), dup(1)) {
+        (Ok(i), Ok(o)) => (i, Arc::new(Mutex::new(o))),
+        _ => {
+            eprintln!("vm-agent: no channel on stdio");
+            return 1;
+        }
+    };
+    // Commands must not inherit the channel as their stdio by accident.
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        use std::os::fd::AsFd;
+        let _ = crate::sys::dup_onto(null.as_fd(), 0);
+        let _ = crate::sys::dup_onto(null.as_fd(), 1);
+    }
+    mount_terminals_if_missing();
+    TERMINAL_SIGNALS.store(true, Ordering::SeqCst);
+    if let Err(errno) = crate::sys::set_non_dumpable() {
+        eprintln!("vm-agent: {}", std::io::Error::from_raw_os_error(errno));
+    }
+    serve_all(port, &out);
+    crate::sys::kill_every_other_process();
+    0
+}
+
+/// Mounts a `devpts` on `/dev/pts` when there is no `/dev/ptmx` to open.
+fn mount_terminals_if_missing() {
+    if std::path::Path::new("/dev/ptmx").exists() && std::path::Path::new("/dev/pts/ptmx").exists()
+    {
+        return;
+    }
+    let _ = std::fs::create_dir_all("/dev/pts");
+    if let Err(e) = rustix::mount::mount(
+        "devpts",
+        "/dev/pts",
+        "devpts",
+        rustix::mount::MountFlags::NOSUID | rustix::mount::MountFlags::NOEXEC,
+        Some(c"mode=0620,ptmxmode=0666"),
+    ) {
+        eprintln!("vm-agent: mounting /dev/pts: {e}");
+    }
+    if !std::path::Path::new("/dev/ptmx").exists() {
+        let _ = std::os::unix::fs::symlink("pts/ptmx", "/dev/ptmx");
+    }
 }
 
 fn agent_main(root: Root) -> i32 {
@@ -107,9 +194,16 @@ fn agent_main(root: Root) -> i32 {
             return 1;
         }
     };
+    serve_all(port, &out);
+    power_off();
+    0
+}
+
+/// Says hello, then serves the host's messages until the channel ends.
+fn serve_all(port: std::fs::File, out: &Arc<Mutex<std::fs::File>>) {
     let kernel = rustix::system::uname().release().to_bytes().to_vec();
     send(
-        &out,
+        out,
         &FromGuest::Hello {
             version: VERSION,
             kernel,
@@ -126,91 +220,7 @@ fn agent_main(root: Root) -> i32 {
         }
     }
     let streams = Streams::default();
-    serve(port, &out, &state, &streams);
-    power_off();
-    0
-}
-
-/// The guest's ends of the TCP streams the host relays, by stream number.
-#[derive(Default, Clone)]
-struct Streams {
-    open: Arc<Mutex<HashMap<u64, std::net::TcpStream>>>,
-    next: Arc<std::sync::atomic::AtomicU64>,
-}
-
-impl Streams {
-    /// Listens on `port` of the guest's loopback; each connection becomes
-    /// a stream the host is told of.
-    fn listen(&self, port: u16, out: &Arc<Mutex<std::fs::File>>) {
-        let listener = match std::net::TcpListener::bind(("127.0.0.1", port)) {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("vm-agent: listening on 127.0.0.1:{port}: {e}");
-                return;
-            }
-        };
-        let (streams, out) = (self.clone(), out.clone());
-        let _ = std::thread::Builder::new()
-            .name("listener".into())
-            .spawn(move || {
-                for conn in listener.incoming().flatten() {
-                    streams.opened(conn, port, &out);
-                }
-            });
-    }
-
-    fn opened(&self, conn: std::net::TcpStream, port: u16, out: &Arc<Mutex<std::fs::File>>) {
-        let id = self.next.fetch_add(1, Ordering::SeqCst);
-        let Ok(reading) = conn.try_clone() else {
-            return;
-        };
-        if let Ok(mut open) = self.open.lock() {
-            open.insert(id, conn);
-        }
-        send(out, &FromGuest::TcpOpen { conn: id, port });
-        let (streams, out) = (self.clone(), out.clone());
-        let _ = std::thread::Builder::new()
-            .name("stream".into())
-            .spawn(move || {
-                let mut reading = reading;
-                let mut buf = vec![0u8; MAX_DATA];
-                loop {
-                    match reading.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => send(
-                            &out,
-                            &FromGuest::TcpData {
-                                conn: id,
-                                data: buf.get(..n).unwrap_or_default().to_vec(),
-                            },
-                        ),
-                    }
-                }
-                send(&out, &FromGuest::TcpClose { conn: id });
-                // Its writing side stays until the host closes too.
-                let _ = streams;
-            });
-    }
-
-    /// Bytes from the host for stream `id` (blocking: a guest program that
-    /// does not read holds the host's later messages back).
-    fn data(&self, id: u64, data: &[u8]) {
-        let conn = self
-            .open
-            .lock()
-            .ok()
-            .and_then(|o| o.get(&id).and_then(|c| c.try_clone().ok()));
-        if let Some(mut c) = conn {
-            let _ = c.write_all(data);
-        }
-    }
-
-    /// The host's end of stream `id` closed.
-    fn close(&self, id: u64) {
-        if let Some(c) = self.open.lock().ok().and_then(|mut o| o.remove(&id)) {
-            let _ = c.shutdown(std::net::Shutdown::Write);
-        }
-    }
+    serve(port, out, &state, &streams);
 }
 
 /// Mounts what every program expects; a failure is reported, not fatal.
@@ -339,7 +349,7 @@ fn find_port() -> std::io::Result<std::fs::File> {
 }
 
 /// Sends one message; a host that is gone is noticed by the reading loop.
-fn send(out: &Mutex<std::fs::File>, msg: &FromGuest) {
+pub(super) fn send(out: &Mutex<std::fs::File>, msg: &FromGuest) {
     if let Ok(mut o) = out.lock() {
         let _ = o.write_all(&msg.encode());
     }
@@ -356,6 +366,8 @@ struct Running {
     ended: Arc<AtomicBool>,
     /// Its output readers, joined before its end is reported.
     readers: Vec<std::thread::JoinHandle<()>>,
+    /// Its cgroup, when it has limits.
+    cgroup: Option<cgroup::CommandCgroup>,
 }
 
 #[derive(Default)]
@@ -429,6 +441,7 @@ fn serve(
                 Ok(ToGuest::TcpData { conn, data }) => streams.data(conn, &data),
                 Ok(ToGuest::TcpClose { conn }) => streams.close(conn),
                 Ok(ToGuest::PowerOff) => return,
+                Ok(ToGuest::Sync { n }) => send(out, &FromGuest::Synced { n }),
                 Err(e) => {
                     eprintln!("vm-agent: {e}");
                     return;
@@ -441,15 +454,20 @@ fn serve(
 /// Writes input to command `id` (blocking: a command that does not read
 /// its input holds the host's later messages back, as a full pipe would).
 fn write_stdin(state: &Shared, id: u64, data: &[u8]) {
-    let stdin = state
-        .0
-        .lock()
-        .ok()
-        .and_then(|mut s| s.by_id.get_mut(&id).and_then(|r| r.stdin.take()));
-    let Some(mut stdin) = stdin else {
+    let taken = state.0.lock().ok().and_then(|mut s| {
+        let r = s.by_id.get_mut(&id)?;
+        Some((r.stdin.take()?, r.terminal.clone(), r.pid))
+    });
+    let Some((mut stdin, terminal, pid)) = taken else {
         return;
     };
-    if data.is_empty() || stdin.write_all(data).is_err() {
+    let written = match terminal {
+        Some(master) if TERMINAL_SIGNALS.load(Ordering::SeqCst) => {
+            type_on_terminal(&mut stdin, &master, pid, data)
+        }
+        _ => !data.is_empty() && stdin.write_all(data).is_ok(),
+    };
+    if !written {
         return; // closed
     }
     if let Ok(mut s) = state.0.lock()
@@ -457,6 +475,63 @@ fn write_stdin(state: &Shared, id: u64, data: &[u8]) {
     {
         r.stdin = Some(stdin);
     }
+}
+
+/// Whether the agent sends a terminal's signals itself: gVisor's line
+/// discipline (release 20221219) echoes an interrupt character typed on a
+/// terminal but sends no signal.
+static TERMINAL_SIGNALS: AtomicBool = AtomicBool::new(false);
+
+/// Writes what was typed to a terminal whose kernel sends no signals for
+/// it: with `ISIG` set, each interrupt, quit or suspend character is taken
+/// out and its signal sent to the terminal's foreground process group (the
+/// command's own when that cannot be read), as Linux's line discipline
+/// does. Whether the terminal is still open.
+fn type_on_terminal(
+    stdin: &mut std::fs::File,
+    master: &std::os::fd::OwnedFd,
+    pid: i32,
+    data: &[u8],
+) -> bool {
+    use rustix::process::Signal;
+    use rustix::termios::{LocalModes, SpecialCodeIndex, tcgetattr};
+    if data.is_empty() {
+        return false;
+    }
+    let Some(t) = tcgetattr(master)
+        .ok()
+        .filter(|t| t.local_modes.contains(LocalModes::ISIG))
+    else {
+        return stdin.write_all(data).is_ok();
+    };
+    let codes = [
+        (t.special_codes[SpecialCodeIndex::VINTR], Signal::INT),
+        (t.special_codes[SpecialCodeIndex::VQUIT], Signal::QUIT),
+        (t.special_codes[SpecialCodeIndex::VSUSP], Signal::TSTP),
+    ];
+    let mut rest = data;
+    while let Some(at) = rest
+        .iter()
+        .position(|b| *b != 0 && codes.iter().any(|(c, _)| c == b))
+    {
+        let (before, after) = rest.split_at(at);
+        if !before.is_empty() && stdin.write_all(before).is_err() {
+            return false;
+        }
+        let Some((&byte, after)) = after.split_first() else {
+            break;
+        };
+        if let Some((_, sig)) = codes.iter().find(|(c, _)| *c == byte) {
+            let group = rustix::termios::tcgetpgrp(master)
+                .ok()
+                .or_else(|| rustix::process::Pid::from_raw(pid));
+            if let Some(g) = group {
+                let _ = rustix::process::kill_process_group(g, *sig);
+            }
+        }
+        rest = after;
+    }
+    rest.is_empty() || stdin.write_all(rest).is_ok()
 }
 
 /// The window size of `rows` by `cols`.
@@ -478,7 +553,20 @@ fn open_terminal(
     let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
     grantpt(&master)?;
     unlockpt(&master)?;
-    let slave = ioctl_tiocgptpeer(&master, OpenptFlags::RDWR | OpenptFlags::NOCTTY)?;
+    // gVisor's kernel has no TIOCGPTPEER: the slave is then opened by its
+    // name.
+    let slave = match ioctl_tiocgptpeer(&master, OpenptFlags::RDWR | OpenptFlags::NOCTTY) {
+        Ok(s) => s,
+        Err(rustix::io::Errno::NOTTY | rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {
+            let name = rustix::pty::ptsname(&master, Vec::new())?;
+            rustix::fs::open(
+                name.as_c_str(),
+                rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )?
+        }
+        Err(e) => return Err(e.into()),
+    };
     rustix::termios::tcsetwinsize(&slave, winsize(rows, cols))?;
     Ok((master, slave))
 }
@@ -489,6 +577,32 @@ fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
     let Some(mut c) = crate::request_command::command(&e.argv, &e.env, &e.cwd) else {
         return;
     };
+    let cgroup = if e.limits.is_empty() {
+        None
+    } else {
+        match cgroup::CommandCgroup::create(e.id, &e.limits) {
+            Ok(cg) => Some(cg),
+            Err(errno) => return failed(errno),
+        }
+    };
+    if let Some(cg) = &cgroup {
+        let procs = cg.procs().as_raw_fd();
+        // SAFETY: the closure runs in the forked child before exec and
+        // makes one async-signal-safe system call (write) on a descriptor
+        // the parent holds open until the spawn returned; it allocates
+        // nothing.
+        #[allow(
+            unsafe_code,
+            reason = "a limited command joins its cgroup between fork and exec; SAFETY comment above"
+        )]
+        unsafe {
+            c.pre_exec(move || {
+                let fd = std::os::fd::BorrowedFd::borrow_raw(procs);
+                rustix::io::write(fd, b"0")?;
+                Ok(())
+            });
+        }
+    }
     let mut master: Option<std::os::fd::OwnedFd> = None;
     match e.stdio {
         VmStdio::Pipes => {
@@ -511,15 +625,17 @@ fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
             }
             // SAFETY: the closure runs in the forked child before exec and
             // makes only async-signal-safe system calls (setsid, ioctl
-            // TIOCSCTTY on descriptor 0); it allocates nothing.
+            // TIOCSCTTY and tcsetpgrp on descriptor 0); it allocates
+            // nothing.
             #[allow(
                 unsafe_code,
                 reason = "a terminal command's session and controlling terminal are set between fork and exec; SAFETY comment above"
             )]
             unsafe {
                 c.pre_exec(|| {
-                    rustix::process::setsid()?;
+                    crate::sys::new_session().map_err(std::io::Error::from_raw_os_error)?;
                     rustix::process::ioctl_tiocsctty(std::os::fd::BorrowedFd::borrow_raw(0))?;
+                    crate::sys::take_foreground(0).map_err(std::io::Error::from_raw_os_error)?;
                     Ok(())
                 });
             }
@@ -554,9 +670,15 @@ fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
         Ok(c) => c,
         Err(err) => {
             drop(s);
+            if let Some(cg) = cgroup {
+                cg.finish();
+            }
             return failed(err.raw_os_error().unwrap_or(libc::EIO));
         }
     };
+    if let Some(cg) = &cgroup {
+        cg.watch();
+    }
     // The parent's copies of the slave close with `c`.
     drop(c);
     let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
@@ -609,6 +731,7 @@ fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
             terminal,
             ended,
             readers,
+            cgroup,
         },
     );
     // The reaper waits for every child; this handle is not waited on.
@@ -681,12 +804,17 @@ fn reap(out: &Arc<Mutex<std::fs::File>>, state: &Shared) {
                 r.ended.store(true, Ordering::SeqCst);
                 let out = out.clone();
                 let wait_status = status.as_raw();
-                // Its output first (up to the grace), then its end.
+                // What it left in its cgroup ends, then its output comes
+                // (up to the grace), then its end.
                 let _ = std::thread::Builder::new()
                     .name("ended".into())
                     .spawn(move || {
+                        let over = r.cgroup.map(cgroup::CommandCgroup::finish);
                         for h in r.readers {
                             let _ = h.join();
+                        }
+                        if over == Some(true) {
+                            send(&out, &FromGuest::OutOfMemory { id });
                         }
                         send(&out, &FromGuest::Ended { id, wait_status });
                     });
