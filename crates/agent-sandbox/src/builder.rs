@@ -501,12 +501,14 @@ impl ManagerBuilder {
             BackendChoice::Unavailable(reason) => Backend::Unavailable(reason),
             #[cfg(target_os = "linux")]
             BackendChoice::Gvisor { runsc, version } => {
-                let path = self.host.var_os("PATH");
-                let Some(socat) = sandbox_core::find_on_path(&*self.host, path.as_ref(), "socat")
-                else {
-                    return Err(ErrorKind::ToolMissing {
-                        tool: "socat",
-                        hint: "it relays the proxies inside the gVisor sandbox; sudo apt-get install socat".into(),
+                let Some(agent) = name_guard.clone() else {
+                    return Err(ErrorKind::MicrovmRuntimeUnavailable {
+                        runtime: "gvisor",
+                        reason: "the sandbox's agent is the name-guard launcher: call \
+                                 ManagerBuilder::name_guard_from_current_exe (and \
+                                 agent_sandbox::run_name_guard_if_launched first in main) or \
+                                 ManagerBuilder::name_guard_launcher"
+                            .into(),
                     }
                     .into());
                 };
@@ -529,7 +531,7 @@ impl ManagerBuilder {
                     crate::backend::microvm::gvisor::Config {
                         runsc,
                         version,
-                        socat,
+                        agent,
                         temp_dir: temp_dir()?,
                         filename_rules,
                     },

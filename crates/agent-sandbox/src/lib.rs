@@ -110,12 +110,16 @@
 //! and the probe line, the label and the handle's `hardwareVm` detail say
 //! so ([`ManagerBuilder::require_hardware_vm`] refuses it). Its file system
 //! is the bubblewrap plan of the same spec read as an OCI bundle; it has
-//! loopback only (`--network=none`) and reaches the proxies through two
-//! `socat` relays inside that connect to their Unix sockets
-//! (`--host-uds=open`). Commands run with `runsc exec`; what one leaves in
-//! the background is there for the next; `destroy` deletes the sandbox and
-//! its state. `suspend` checkpoints it into the session's directory and
-//! `resume` restores it (other backends answer
+//! loopback only (`--network=none`). Its first process is the launcher
+//! program as the sandbox's agent (so gVisor needs
+//! [`ManagerBuilder::name_guard_from_current_exe`] or
+//! [`ManagerBuilder::name_guard_launcher`]), which speaks to the host on
+//! its stdio, starts every command and carries each connection to the
+//! proxies' ports to their Unix sockets. What one command leaves in the
+//! background is there for the next; `destroy` deletes the sandbox and its
+//! state. `suspend` checkpoints it into the session's directory, with any
+//! running command and its terminal, and `resume` restores it over new
+//! pipes, the commands carrying on (other backends answer
 //! `sandbox_core::ErrorKind::SuspendUnsupported`). Without root it runs
 //! `runsc --rootless` (the commands run as the sandbox's root, which is
 //! the caller on the host, with no capability); `suspend` is then refused
@@ -123,9 +127,13 @@
 //! sandbox. This gVisor release
 //! cannot run the name guard, so a launch needing filename rules is
 //! refused ([`ErrorKind::MicrovmFilenameRules`]) unless they are dropped
-//! explicitly; per-command limits are refused. A command may run on a
-//! terminal (made on the host, given to gVisor as the command's own:
-//! job control, resizes, Ctrl-C), and `uname -r` there names gVisor's
+//! explicitly. Limits: a process limit is held by a cgroup of gVisor's
+//! kernel; a memory limit is watched by the agent every 5 ms (the command
+//! ends as out of memory once past it, so it may go past it by what it
+//! allocates within one interval); a CPU limit is refused
+//! ([`ErrorKind::LimitUnavailable`]), as gVisor's kernel does not enforce
+//! CPU quotas. A command may run on a terminal of gVisor's own, mirrored
+//! on a host terminal (job control, resizes, Ctrl-C), and `uname -r` there names gVisor's
 //! kernel, not the host's. The terminal surface runs there too: the
 //! fixed terminal profile of the same spec (the host's network, as that
 //! profile shares it, no proxies, the terminal's secret directories

@@ -296,17 +296,24 @@ impl SandboxPort for SandboxManager {
         } else {
             command.stdin
         };
-        let cgroup = CommandCgroup::create(
-            &self.inner.settings.cgroups,
-            &command.limits,
-            process_overhead(&session.backend),
-        )?;
+        // A `microvm` sandbox holds its commands' limits itself: they run in
+        // its own kernel, outside any host cgroup of theirs.
+        let cgroup = if session.backend.holds_limits_inside() {
+            None
+        } else {
+            CommandCgroup::create(
+                &self.inner.settings.cgroups,
+                &command.limits,
+                process_overhead(&session.backend),
+            )?
+        };
         let request = ExecRequest {
             env: &env,
             argv,
             workdir,
             stdin,
             terminal,
+            limits: command.limits,
             cgroup_procs: cgroup
                 .as_ref()
                 .map(CommandCgroup::procs_files)
@@ -418,7 +425,7 @@ impl SandboxManager {
     }
 
     /// The session's suspender, outside the table's lock: an error when
-    /// the session is unknown, runs a command, or its backend cannot.
+    /// the session is unknown or its backend cannot.
     #[cfg(target_os = "linux")]
     fn suspender(
         &self,
@@ -431,14 +438,8 @@ impl SandboxManager {
                 session_id: handle.session_id.clone(),
             })
         })?;
-        if let Some(r) = &session.runner
-            && r.is_running()
-        {
-            return Err(ErrorKind::Busy {
-                session_id: handle.session_id.clone(),
-            }
-            .into());
-        }
+        // A running command carries on after the resume (its terminal
+        // too): the backend's suspend waits until it has taken its input.
         if let Some(what) = session.backend.suspend_refusal() {
             return Err(ErrorKind::NotSupported { what }.into());
         }

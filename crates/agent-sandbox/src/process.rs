@@ -34,6 +34,12 @@ pub(crate) trait CommandProcess: Send {
     fn output_grace(&self) -> Option<Duration> {
         None
     }
+    /// Why it was ended for a limit, when whatever holds its limits (an
+    /// agent inside a sandbox) said so; a host cgroup's own report is read
+    /// apart.
+    fn limit_killed(&self) -> Option<sandbox_core::KillReason> {
+        None
+    }
 }
 
 impl CommandProcess for tokio::process::Child {

@@ -306,6 +306,9 @@ pub(crate) async fn run_process<P: CommandProcess>(
                 if killed.is_none() && control.killed_by_host() {
                     killed = Some(KillReason::Manual);
                 }
+                if killed.is_none() {
+                    killed = child.limit_killed();
+                }
                 if let Some(cg) = cgroup.take() {
                     if killed.is_none() && cg.oom_killed() {
                         killed = Some(KillReason::Oom);

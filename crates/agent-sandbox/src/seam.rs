@@ -46,6 +46,9 @@ pub(crate) struct ExecRequest<'a> {
     pub(crate) stdin: sandbox_core::Stdin,
     /// A terminal of this size, when the command runs on one.
     pub(crate) terminal: Option<sandbox_core::PtySize>,
+    /// The command's limits, for a backend that holds them inside its
+    /// sandbox (the `microvm` agent); the others get `cgroup_procs`.
+    pub(crate) limits: sandbox_core::Limits,
     /// The `cgroup.procs` files the command joins before it runs.
     #[cfg_attr(
         not(unix),

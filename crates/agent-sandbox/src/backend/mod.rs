@@ -59,6 +59,18 @@ pub(crate) enum BackendSession {
 
 /// Processes a backend runs besides the command, counted by a process
 /// limit (bubblewrap's two and the name guard's supervisor).
+impl BackendSession {
+    /// Whether the session's sandbox holds its commands' limits itself
+    /// (the `microvm` runtimes: the commands run in its own kernel).
+    pub(crate) fn holds_limits_inside(&self) -> bool {
+        match self {
+            #[cfg(target_os = "linux")]
+            BackendSession::Gvisor(_) | BackendSession::Qemu(_) => true,
+            _ => false,
+        }
+    }
+}
+
 pub(crate) fn process_overhead(session: &BackendSession) -> u32 {
     match session {
         // A warm session's command is alone in its cgroup.

@@ -35,6 +35,7 @@ fn builder(t: &Tree, rules: Option<FilenameRules>, origin_port: Option<u16>) -> 
     )
     .home(t.p("home"))
     .temp_dir(t.p("sockets"))
+    .name_guard_launcher(crate::launcher())
     .ip_policy(ip)
     .base_env(vec![
         ("PATH".into(), "/usr/bin:/bin".into()),
@@ -490,6 +491,7 @@ async fn the_terminal_surface_runs_in_a_gvisor_sandbox_with_the_terminal_profile
     let mut b = ManagerBuilder::from_ambient();
     b.home(t.p("home"))
         .temp_dir(t.p("sockets"))
+        .name_guard_launcher(crate::launcher())
         .request(
             BackendRequest::Explicit(SandboxBackend::Microvm),
             Surface::Terminal,
@@ -560,4 +562,168 @@ async fn a_session_dropped_without_destroy_leaves_no_sandbox_running() {
     let (left, _) = session_rss(&state_dir);
     assert_eq!(left, 0, "a detached sandbox outlived its manager");
     assert!(!std::path::Path::new(&state_dir).exists());
+}
+
+/// A command of `script` with `limits`.
+fn limited(limits: sandbox_core::Limits, script: &str) -> SandboxCommand {
+    let mut c = SandboxCommand::new("/bin/sh");
+    c.arg("-c").arg(script).limits(limits);
+    c
+}
+
+/// Runs `cmd` to its end: stdout, stderr and the last event.
+async fn finish(
+    m: &SandboxManager,
+    h: &sandbox_core::SandboxHandle,
+    cmd: SandboxCommand,
+) -> (String, String, Option<SandboxEvent>) {
+    let mut running = m.exec(h, cmd).await.unwrap();
+    let (mut stdout, mut stderr, mut last) = (Vec::new(), Vec::new(), None);
+    while let Some(ev) = running.next_event().await {
+        match &ev {
+            SandboxEvent::Stdout { data } => stdout.extend_from_slice(data),
+            SandboxEvent::Stderr { data } => stderr.extend_from_slice(data),
+            _ => {}
+        }
+        last = Some(ev);
+    }
+    (
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+        last,
+    )
+}
+
+#[tokio::test]
+async fn process_and_memory_limits_hold_inside_gvisor_and_a_cpu_limit_is_refused() {
+    if !gvisor_available() {
+        return;
+    }
+    let t = Tree::new("gv-limits");
+    let m = manager(&t, None);
+    let mut h = m.launch(t.spec("gv-limits")).await.unwrap();
+    assert!(
+        h.details["limits"]
+            .as_str()
+            .unwrap()
+            .contains("processes: gVisor"),
+        "{:?}",
+        h.details
+    );
+    // Fifty forks under a limit of ten: the ones past it fail inside.
+    let procs = sandbox_core::Limits {
+        max_processes: Some(10),
+        ..Default::default()
+    };
+    let many = "python3 -c '\nimport os, time\nn = 0\ntry:\n    for _ in range(50):\n        if os.fork() == 0:\n            time.sleep(5)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)'";
+    let (stdout, stderr, last) = finish(&m, &h, limited(procs, many)).await;
+    let forked: u32 = stdout.trim().parse().unwrap_or(99);
+    assert!(
+        forked < 10,
+        "fewer than ten children ran: {forked} ({last:?} {stderr})"
+    );
+    // What it left running ended with it.
+    let (stdout, _, _) = finish(
+        &m,
+        &h,
+        limited(
+            sandbox_core::Limits::default(),
+            "ps -e -o comm= | grep -c sleep || true",
+        ),
+    )
+    .await;
+    assert_eq!(
+        stdout.trim(),
+        "0",
+        "no child of the limited command is left"
+    );
+    // Past the memory limit the command ends as out of memory.
+    let memory = sandbox_core::Limits {
+        memory_bytes: Some(64 << 20),
+        ..Default::default()
+    };
+    let hog = "python3 -c 'b = bytearray(512 << 20); print(len(b))'";
+    let (stdout, stderr, last) = finish(&m, &h, limited(memory, hog)).await;
+    assert!(
+        matches!(
+            last,
+            Some(SandboxEvent::Killed {
+                reason: Some(KillReason::Oom),
+                ..
+            })
+        ),
+        "{last:?} {stdout} {stderr}"
+    );
+    assert!(!stdout.contains("536870912"), "{stdout}");
+    // Under it the same session runs normally.
+    let small = "python3 -c 'b = bytearray(8 << 20); print(len(b))'";
+    let (stdout, stderr, _) = finish(&m, &h, limited(memory, small)).await;
+    assert_eq!(stdout, "8388608\n", "{stderr}");
+    // A CPU limit gVisor's kernel would not hold is refused before anything
+    // runs.
+    let cpu = sandbox_core::Limits {
+        cpu_millis: Some(500),
+        ..Default::default()
+    };
+    let err = m.exec(&h, limited(cpu, "echo ran")).await.unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::LimitUnavailable { .. }),
+        "{err}"
+    );
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_open_terminal_carries_on_across_suspend_and_resume() {
+    if !gvisor_available() {
+        return;
+    }
+    let t = Tree::new("gv-pty-resume");
+    let m = manager(&t, None);
+    let mut h = m.launch(t.spec("gv-pty-resume")).await.unwrap();
+    let mut cmd = SandboxCommand::new("/bin/sh");
+    cmd.arg("-c")
+        .arg("n=0; echo READY; while read l; do [ \"$l\" = quit ] && break; n=$((n+1)); echo \"got $n $l\"; done; echo BYE $n");
+    cmd.pty(sandbox_core::PtySize::new(24, 80).unwrap());
+    let mut running = m.exec(&h, cmd).await.unwrap();
+    let mut seen = String::new();
+    super::landlock::expect(&mut running, &mut seen, "READY").await;
+    running.write_stdin(b"one\n").await.unwrap();
+    super::landlock::expect(&mut running, &mut seen, "got 1 one").await;
+    if rustix::process::geteuid().as_raw() != 0 {
+        // Without root this runsc cannot restore: refused, the terminal
+        // goes on as it was.
+        let err = m.suspend(&mut h).await.unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::NotSupported { .. }),
+            "{err}"
+        );
+        running.write_stdin(b"two\n").await.unwrap();
+        super::landlock::expect(&mut running, &mut seen, "got 2 two").await;
+        m.destroy(&mut h).await.unwrap();
+        return;
+    }
+    // Suspended with the terminal open: the sandbox leaves the host.
+    m.suspend(&mut h).await.unwrap();
+    assert_eq!(m.state(&h), Some(SandboxState::Suspended));
+    let state_dir = format!("{}/state", h.details["sessionDir"].as_str().unwrap());
+    assert_eq!(session_rss(&state_dir).0, 0, "no sandbox process is left");
+    // What is typed meanwhile waits for the restored sandbox.
+    running.write_stdin(b"two\n").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    m.resume(&mut h).await.unwrap();
+    super::landlock::expect(&mut running, &mut seen, "got 2 two").await;
+    running.write_stdin(b"three\n").await.unwrap();
+    super::landlock::expect(&mut running, &mut seen, "got 3 three").await;
+    // The shell's state went on: three lines counted.
+    running.write_stdin(b"quit\n").await.unwrap();
+    super::landlock::expect(&mut running, &mut seen, "BYE 3").await;
+    let mut exit = None;
+    while let Some(ev) = running.next_event().await {
+        if let SandboxEvent::Exit { exit_code } = ev {
+            exit = Some(exit_code);
+        }
+    }
+    assert_eq!(exit, Some(0), "{seen:?}");
+    m.destroy(&mut h).await.unwrap();
 }

@@ -186,6 +186,7 @@ pub(crate) async fn start_init(
         workdir,
         stdin: sandbox_core::Stdin::Null,
         terminal: None,
+        limits: sandbox_core::Limits::default(),
         cgroup_procs: Vec::new(),
         guard_to_session: Some(guard_tx),
         pass_fd: Some(socket.init_fd()),

@@ -19,7 +19,6 @@ use std::path::PathBuf;
 /// The plan of a dispatch session and what came with it.
 pub(crate) struct DispatchPlan {
     pub(crate) plan: BwrapPlan,
-    pub(crate) bridges: BridgePlan,
     /// Each proxy's loopback port inside and the host socket it is served on.
     pub(crate) proxies: Vec<(u16, PathBuf)>,
     pub(crate) writable: Vec<String>,
@@ -86,7 +85,6 @@ pub(crate) fn dispatch_plan(
     }
     Ok(DispatchPlan {
         plan,
-        bridges,
         proxies,
         writable,
         repos,

@@ -4,6 +4,7 @@
 //! (`qemu`), a VM with a kernel of its own, on KVM or emulated. Both read
 //! the session's file system from its bubblewrap plan (`layout`).
 
+pub(crate) mod agent_link;
 pub(crate) mod dispatch_plan;
 pub(crate) mod gvisor;
 pub(crate) mod layout;

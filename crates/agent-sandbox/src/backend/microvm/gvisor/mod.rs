@@ -11,52 +11,64 @@
 //!   system as an OCI bundle (`oci.rs`): an empty read-only root, the
 //!   system directories read-only, the mounts per mode, a private home and
 //!   `/tmp`, the secret set masked, protected paths and the write-deny set
-//!   read-only. `runsc --network=none --host-uds=open run --detach` starts
-//!   the sandbox with a long-lived first process that runs the two relays
-//!   (`socat`, read-only from the host's `/usr`): 127.0.0.1:3128 and
-//!   127.0.0.1:1080 inside, each forwarding to its proxy's Unix socket. The
-//!   sandbox has loopback only, so the proxies are the only way out.
-//!   runsc's state, the bundle and checkpoints live in a private directory
-//!   of the session's, removed at destroy. The terminal surface instead
-//!   gets the terminal profile's plan, the host's network
-//!   (`--network=host`, as that profile shares it) and no proxies.
-//! - `exec` runs `runsc exec` with a process file (argv, the session's
-//!   sanitised environment, working directory, the caller's uid and gid, no
-//!   capabilities): stdin, stdout and stderr are the host pipes, signals
-//!   sent to `runsc exec` are passed on to the command, and a kill
-//!   (the host's, a timeout, destroy) ends the command's process inside.
-//!   What a command leaves running in the background stays for the next.
-//! - `destroy` kills every process of the sandbox and deletes it.
-//! - `suspend` checkpoints the sandbox into the session's directory (its
-//!   processes and memory leave the host) and `resume` restores it.
+//!   read-only. `runsc --network=none run --detach` starts the sandbox with
+//!   our agent as its first process (the launcher program, bound
+//!   read-only), speaking [`sandbox_core::vm_wire`] on its stdin and stdout
+//!   as in a QEMU guest. The agent listens on 127.0.0.1:3128 and
+//!   127.0.0.1:1080 inside and each connection is carried over the channel
+//!   to the session's proxy: the sandbox has loopback only, so the proxies
+//!   are the only way out. runsc's state, the bundle and checkpoints live in
+//!   a private directory of the session's, removed at destroy. The
+//!   terminal surface instead gets the terminal profile's plan, the host's
+//!   network (`--network=host`, as that profile shares it) and no proxies.
+//! - `exec` asks the agent to start the command (argv, the session's
+//!   sanitised environment, working directory; pipes, or a terminal of
+//!   gVisor's own mirrored on the host), as the sandbox's root without any
+//!   capability and with no new privileges. Signals go to the command's
+//!   process group inside. What a command leaves running stays for the
+//!   next.
+//! - Limits: each limited command runs in a cgroup of gVisor's kernel that
+//!   the agent makes; the process limit is gVisor's, the memory limit is
+//!   watched by the agent (every 5 ms; the command ends once past it, so it
+//!   can go past it by what it allocates within one interval), and a CPU
+//!   limit is refused (gVisor's kernel does not enforce CPU quotas).
+//! - `destroy` ends the agent and every process, and deletes the sandbox.
+//! - `suspend` waits until the agent has taken everything sent to it,
+//!   checkpoints the sandbox into the session's directory (its processes
+//!   and memory leave the host) and `resume` restores it with new pipes as
+//!   the agent's stdio: running commands, their terminals and the streams
+//!   to the proxies carry on where they were.
 //!
 //! What this release of gVisor cannot do, refused rather than weakened:
 //! the name guard cannot install its filter inside it, so a launch whose
 //! policy needs filename rules is refused unless they were dropped
-//! explicitly; per-command limits are refused. A command on a terminal
-//! gets one made on the host, handed to gVisor as runsc's stdio. A Unix
-//! socket that a host process makes inside a writable mount can be
-//! connected to from inside (`--host-uds=open` is what reaches the
-//! proxies): said in the handle's `weaker` detail.
+//! explicitly. The terminal surface may connect to the host's Unix sockets
+//! its profile lets through (`--host-uds=open`), said in its handle's
+//! `weaker` detail.
 
 mod oci;
 mod runsc;
 
+use super::agent_link::Link;
+use super::agent_link::channel::{Channel, RelayTarget, Relays, Writer, next_message};
+use super::agent_link::command::start_command;
 use super::dispatch_plan::{DispatchPlan, dispatch_plan};
 use super::layout;
 
 use crate::backend::common::host_repos::{ReposAtLaunch, log_repos_made_inside};
 use crate::egress::{Egress, Listen, plain_env};
 use crate::inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT};
-use crate::running::{CommandIo, prepare, run_child};
+use crate::running::{CommandIo, run_process};
 use crate::seam::{CommandTask, ExecRequest, Launched};
 use crate::session_dir::SessionDir;
 use crate::settings::Settings;
 use crate::{Error, ErrorKind};
-use bwrap_spec::{BridgePlan, BwrapBuilder, FilenameRules, PlaceholderFiles};
+use bwrap_spec::{BwrapBuilder, FilenameRules, NameGuardLauncher, PlaceholderFiles};
 use runsc::{Network, Runsc};
+use sandbox_core::vm_wire::{FrameReader, FromGuest, MAX_FROM_GUEST_LEN, ToGuest, VmLimits};
 use sandbox_core::{SandboxSpec, Surface};
 use std::ffi::OsString;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -68,21 +80,35 @@ pub(crate) struct Config {
     pub(crate) runsc: PathBuf,
     /// gVisor's release, for the handle's details.
     pub(crate) version: String,
-    /// The relays' program inside the sandbox (the host's, read-only).
-    pub(crate) socat: PathBuf,
+    /// The agent: the launcher program, bound read-only into the sandbox.
+    pub(crate) agent: NameGuardLauncher,
     pub(crate) temp_dir: PathBuf,
     /// `Refuse` or the explicit `DropFilenameGlobDenies`: the name guard
     /// cannot run inside this gVisor.
     pub(crate) filename_rules: FilenameRules,
 }
 
-/// The handle detail that says what is weaker than the plan.
-pub(crate) const WEAKER: &str = "a Unix socket a host process makes inside a writable mount can be connected to from inside (runsc --host-uds=open carries the proxies' sockets)";
+/// The terminal surface's handle detail that says what is weaker than the
+/// plan.
+pub(crate) const WEAKER: &str = "a Unix socket a host process makes inside a writable mount can be connected to from inside (runsc --host-uds=open carries the sockets the terminal profile lets through)";
 
-/// How long a command's `runsc exec` may be gone before its process
-/// inside is killed: a command whose `runsc exec` was killed (the host's
-/// kill, a timeout, destroy) would otherwise run on, holding its output.
-const ORPHAN_GRACE: Duration = Duration::from_millis(150);
+/// Where the agent program is bound inside the sandbox.
+const AGENT_DIR: &str = "/.agent-sandbox";
+const AGENT_PATH: &str = "/.agent-sandbox/agent";
+/// The capabilities the agent keeps in gVisor's kernel (mounting its
+/// cgroups and terminals, moving a command into its cgroup, dropping the
+/// bounding set for its commands); its commands get none.
+const AGENT_CAPS: [&str; 5] = [
+    "CAP_SYS_ADMIN",
+    "CAP_SETPCAP",
+    "CAP_KILL",
+    "CAP_DAC_OVERRIDE",
+    "CAP_FOWNER",
+];
+/// How long the agent may take to take what was sent before a checkpoint.
+const SYNC_WAIT: Duration = Duration::from_secs(5);
+/// How long the agent may take to say hello after `runsc run`.
+const HELLO_WAIT: Duration = Duration::from_secs(20);
 
 /// A gVisor session.
 pub(crate) struct Session {
@@ -98,7 +124,7 @@ pub(crate) struct Session {
 pub(crate) struct Shared {
     runsc: Runsc,
     /// The session's private runtime directory: `bundle/`, `state/`,
-    /// `checkpoint/`, the process files and `runtime.log`.
+    /// `checkpoint/` and `runtime.log`.
     dir: SessionDir,
     ids: (u32, u32),
     suspended: AtomicBool,
@@ -107,7 +133,8 @@ pub(crate) struct Shared {
     deleted: AtomicBool,
     /// One lifecycle step at a time (suspend, resume, destroy).
     step: tokio::sync::Mutex<()>,
-    execs: AtomicU64,
+    /// The agent's channel, once it said hello.
+    link: std::sync::OnceLock<Arc<Link>>,
 }
 
 impl Shared {
@@ -120,10 +147,16 @@ impl Shared {
     fn log(&self) -> PathBuf {
         self.dir.path().join("runtime.log")
     }
-
-    /// Whether the session is checkpointed to disk.
     pub(crate) fn is_suspended(&self) -> bool {
         self.suspended.load(Ordering::SeqCst)
+    }
+    fn link(&self) -> Result<&Arc<Link>, Error> {
+        self.link.get().ok_or_else(|| {
+            ErrorKind::GuestUnavailable {
+                reason: "the gVisor sandbox's agent never answered".into(),
+            }
+            .into()
+        })
     }
 }
 
@@ -204,7 +237,7 @@ async fn launch_with(
 ) -> Result<Made, Error> {
     let DispatchPlan {
         plan,
-        bridges,
+        proxies,
         writable,
         repos,
         ..
@@ -225,8 +258,11 @@ async fn launch_with(
         (guest(GUEST_HTTP_PORT), guest(GUEST_SOCKS_PORT)),
         None,
     )?;
-    let (shared, placeholders) =
-        start_sandbox(config, &plan, host, Some(&bridges), Network::None).await?;
+    let relays: Relays = proxies
+        .into_iter()
+        .map(|(port, socket)| (port, RelayTarget::Unix(socket)))
+        .collect();
+    let (shared, placeholders) = start_sandbox(config, &plan, host, relays, Network::None).await?;
     let details = vec![
         ("runtime", "gvisor".to_string()),
         ("runtimeVersion", config.version.clone()),
@@ -238,7 +274,7 @@ async fn launch_with(
         ("httpProxy", format!("127.0.0.1:{GUEST_HTTP_PORT}")),
         ("socksProxy", format!("127.0.0.1:{GUEST_SOCKS_PORT}")),
         ("sessionDir", shared.dir.path().display().to_string()),
-        ("weaker", WEAKER.to_string()),
+        ("limits", LIMITS.to_string()),
     ];
     Ok((shared, placeholders, writable, repos, details, env))
 }
@@ -262,7 +298,8 @@ async fn launch_terminal(
         builder.allow_unix_socket(s.clone());
     }
     let plan = builder.build(host)?;
-    let (shared, placeholders) = start_sandbox(config, &plan, host, None, Network::Host).await?;
+    let (shared, placeholders) =
+        start_sandbox(config, &plan, host, Relays::new(), Network::Host).await?;
     let details = vec![
         ("runtime", "gvisor".to_string()),
         ("runtimeVersion", config.version.clone()),
@@ -273,6 +310,7 @@ async fn launch_terminal(
         ),
         ("network", "host".to_string()),
         ("sessionDir", shared.dir.path().display().to_string()),
+        ("limits", LIMITS.to_string()),
         ("weaker", WEAKER.to_string()),
     ];
     Ok(Launched {
@@ -288,15 +326,16 @@ async fn launch_terminal(
     })
 }
 
-/// Makes the session's directory and bundle from `plan` and starts its
-/// gVisor sandbox (`relays` to the proxies in its first process, when it
-/// has proxies). Without root the masks over paths the caller cannot reach
-/// are left out ([`layout::without_unreachable_masks`]).
+/// Makes the session's directory and bundle from `plan`, starts its
+/// gVisor sandbox with the agent as its first process and waits for its
+/// hello; the agent listens on the ports of `relays`. Without root the
+/// masks over paths the caller cannot reach are left out
+/// ([`layout::without_unreachable_masks`]).
 async fn start_sandbox(
     config: &Config,
     plan: &bwrap_spec::BwrapPlan,
     host: &(dyn sandbox_core::HostView + Send + Sync),
-    relays: Option<&BridgePlan>,
+    relays: Relays,
     network: Network,
 ) -> Result<(Arc<Shared>, PlaceholderFiles), Error> {
     let mut layout = layout::layout_from_bwrap_args(plan.args(), |p| host.exists(Path::new(p)))?;
@@ -317,35 +356,114 @@ async fn start_sandbox(
         },
         dir,
         // Without root, runsc maps the caller to root inside and nothing
-        // else: the caller's files are root's there, so the commands run as
-        // that root (with no capability), which is the caller on the host.
+        // else: the caller's files are root's there, so the agent and the
+        // commands run as that root (the commands with no capability),
+        // which is the caller on the host.
         ids: if rootless { (0, 0) } else { caller_ids() },
         suspended: AtomicBool::new(false),
         deleted: AtomicBool::new(false),
         step: tokio::sync::Mutex::new(()),
-        execs: AtomicU64::new(0),
+        link: std::sync::OnceLock::new(),
     });
-    write_bundle(&shared, &layout, relays, &config.socat)?;
+    write_bundle(&shared, &layout, &config.agent)?;
     let bundle = shared.bundle();
     let bundle = bundle.to_string_lossy();
+    let (theirs, ours) = channel_pipes()?;
     shared
         .runsc
-        .step(
+        .step_with_channel(
             "run",
             &["run", "--detach", "--bundle", &bundle, &shared.runsc.id],
             &shared.log(),
+            Some(theirs),
         )
         .await?;
+    let (mut read, write) = ours;
+    let mut frames = FrameReader::new(MAX_FROM_GUEST_LEN);
+    let hello = tokio::time::timeout(HELLO_WAIT, next_message(&mut read, &mut frames)).await;
+    match hello {
+        Ok(Ok(FromGuest::Hello { version, .. })) if version == sandbox_core::vm_wire::VERSION => {}
+        other => {
+            let said = match other {
+                Ok(Ok(m)) => format!("the agent's first message was not its hello: {m:?}"),
+                Ok(Err(e)) => e,
+                Err(_) => format!("no hello within {} s", HELLO_WAIT.as_secs()),
+            };
+            return Err(ErrorKind::Runtime {
+                step: "run",
+                said: format!("{said} (the runtime's log: {})", shared.log().display()),
+            }
+            .into());
+        }
+    }
+    let ports: Vec<u16> = relays.keys().copied().collect();
+    let channel = Arc::new(Channel::start_over(Box::new(read), write, frames, relays));
+    for port in ports {
+        channel
+            .send(&ToGuest::Listen { port })
+            .map_err(|e| ErrorKind::GuestUnavailable { reason: e.0 })?;
+    }
+    let _ = shared
+        .link
+        .set(Arc::new(Link::new(channel, killer(&shared.runsc))));
     Ok((shared, placeholders))
 }
 
+/// The agent's channel as two pipes: the sandbox's ends (its stdin and
+/// stdout) and ours (what it writes, what we write).
+#[allow(
+    clippy::type_complexity,
+    reason = "two ends of two pipes, named where they are taken apart"
+)]
+fn channel_pipes() -> Result<
+    (
+        (OwnedFd, OwnedFd),
+        (tokio::net::unix::pipe::Receiver, Writer),
+    ),
+    Error,
+> {
+    let pipe = || {
+        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .map_err(|e| Error::io("creating the agent's channel", e.into()))
+    };
+    let (in_r, in_w) = pipe()?;
+    let (out_r, out_w) = pipe()?;
+    let io = |e| Error::io("creating the agent's channel", e);
+    let read = tokio::net::unix::pipe::Receiver::from_owned_fd(out_r).map_err(io)?;
+    let write = tokio::net::unix::pipe::Sender::from_owned_fd(in_w).map_err(io)?;
+    Ok(((in_r, out_w), (read, Box::new(write))))
+}
+
+/// Ends the whole sandbox from the host (its agent no longer ends a
+/// command), on a thread of its own.
+fn killer(runsc: &Runsc) -> Box<dyn Fn() + Send + Sync> {
+    let runsc = runsc.clone();
+    Box::new(move || {
+        let mut c = std::process::Command::new(&runsc.binary);
+        c.args(runsc.global_args())
+            .args(["kill", "--all", &runsc.id, "KILL"])
+            .env_clear()
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .current_dir("/")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let _ = std::thread::Builder::new()
+            .name("runsc-kill".into())
+            .spawn(move || c.status());
+    })
+}
+
+/// What the handle says of limits under gVisor.
+const LIMITS: &str =
+    "processes: gVisor's kernel; memory: watched by the agent every 5 ms; CPU: refused";
+
 /// Writes `bundle/config.json` and the empty root with its directories
-/// and symlinks. The first process starts the relays, then waits forever.
+/// and symlinks; the agent program is bound read-only at [`AGENT_PATH`].
 fn write_bundle(
     shared: &Shared,
     layout: &layout::Layout,
-    relays: Option<&BridgePlan>,
-    socat: &Path,
+    agent: &NameGuardLauncher,
 ) -> Result<(), Error> {
     let io = |what: String| move |e| Error::io(what, e);
     let bundle = shared.bundle();
@@ -361,24 +479,33 @@ fn write_bundle(
         let p = rootfs.join(link.trim_start_matches('/'));
         std::os::unix::fs::symlink(target, &p).map_err(io(format!("linking {}", p.display())))?;
     }
-    let socat = oci::utf8(socat.as_os_str(), "the relay program's path")?;
-    let wait = ["/bin/sh", "-c", "while :; do sleep 3600; done"];
-    let init: Vec<OsString> = match relays {
-        Some(bridges) => bridges.inner_command("/bin/sh", &socat, wait),
-        None => wait.iter().map(OsString::from).collect(),
-    };
-    let init: Vec<String> = init
-        .iter()
-        .map(|a| oci::utf8(a, "the first process's argv"))
-        .collect::<Result<_, _>>()?;
+    let agent_dir = rootfs.join(AGENT_DIR.trim_start_matches('/'));
+    std::fs::create_dir_all(&agent_dir).map_err(io(format!("creating {}", agent_dir.display())))?;
+    let agent_file = rootfs.join(AGENT_PATH.trim_start_matches('/'));
+    std::fs::write(&agent_file, b"").map_err(io(format!("creating {}", agent_file.display())))?;
+    let mut init: Vec<String> = vec![AGENT_PATH.to_owned()];
+    for a in agent.leading_args() {
+        init.push(oci::utf8(a, "the agent's arguments")?);
+    }
+    init.push(name_guard::VM_AGENT_FLAG.to_owned());
+    init.push(name_guard::VM_AGENT_STDIO_FLAG.to_owned());
     let init = oci::process_json(
         &init,
         &["PATH=/usr/bin:/bin".to_owned()],
         "/",
         shared.ids,
-        false,
+        &AGENT_CAPS,
     );
-    let config = oci::config_json(layout, init, shared.runsc.network);
+    let mut config = oci::config_json(layout, init, shared.runsc.network);
+    let program = oci::utf8(agent.host_path().as_os_str(), "the agent's path")?;
+    if let Some(mounts) = config["mounts"].as_array_mut() {
+        mounts.push(serde_json::json!({
+            "destination": AGENT_PATH,
+            "type": "bind",
+            "source": program,
+            "options": ["bind", "ro", "nosuid", "nodev"],
+        }));
+    }
     let path = bundle.join("config.json");
     std::fs::write(&path, config.to_string()).map_err(io(format!("writing {}", path.display())))
 }
@@ -394,102 +521,43 @@ impl Session {
         request: ExecRequest<'_>,
         mut io: CommandIo,
     ) -> Result<CommandTask, Error> {
-        if !request.cgroup_procs.is_empty() {
+        if request.limits.cpu_millis.is_some() {
             return Err(ErrorKind::LimitUnavailable {
-                limit: "memory, process or CPU",
-                reason: "under gVisor a command's processes live in the sandbox's own kernel, \
-                         outside any per-command cgroup of the host"
+                limit: "CPU",
+                reason: "gVisor's kernel does not enforce CPU quotas (its cgroups take them and \
+                         do nothing)"
                     .into(),
             }
             .into());
         }
-        let shared = &self.shared;
-        let n = shared.execs.fetch_add(1, Ordering::Relaxed);
-        let process_file = shared.dir.path().join(format!("exec-{n}.json"));
-        let pid_file = shared.dir.path().join(format!("exec-{n}.pid"));
-        let argv: Vec<String> = request
-            .argv
-            .iter()
-            .map(|a| oci::utf8(a, "the command's argv"))
-            .collect::<Result<_, _>>()?;
-        let env: Vec<String> = request
-            .env
-            .iter()
-            .map(|(k, v)| {
-                let mut kv = k.clone();
-                kv.push("=");
-                kv.push(v);
-                oci::utf8(&kv, "the command's environment")
-            })
-            .collect::<Result<_, _>>()?;
-        let process = oci::process_json(
-            &argv,
-            &env,
-            &request.workdir,
-            shared.ids,
-            request.terminal.is_some(),
-        );
-        write_private(&process_file, process.to_string().as_bytes())?;
-        let mut c = shared.runsc.command();
-        prepare(&mut c, &request);
-        // runsc itself needs none of the command's variables.
-        c.env_clear()
-            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-            .current_dir("/");
-        if let Some(size) = request.terminal {
-            // A terminal made on the host becomes runsc's stdio and
-            // controlling terminal; with `terminal` in the process spec,
-            // gVisor gives it to the command as its own terminal (the
-            // sandbox's kernel runs its line discipline calls against it),
-            // and runsc passes the terminal's signals (a resize's SIGWINCH)
-            // on to the command. Only the terminal crosses: no host
-            // descriptor but these three.
-            io.terminal = Some(crate::running::attach_host_terminal(&mut c, size)?);
-        }
-        let process_arg = format!("--process={}", process_file.display());
-        let pid_arg = format!("--internal-pid-file={}", pid_file.display());
-        c.args(["exec", &process_arg, &pid_arg, &shared.runsc.id]);
-        let child = match c.spawn() {
-            Ok(child) => child,
-            Err(e) => {
-                let _ = std::fs::remove_file(&process_file);
-                return Err(Error::io(
-                    format!("starting {}", shared.runsc.binary.display()),
-                    e,
-                ));
-            }
+        let limits = VmLimits {
+            memory_bytes: request.limits.memory_bytes,
+            max_processes: request.limits.max_processes,
+            cpu_millis: None,
         };
-        let done = Arc::new(AtomicBool::new(false));
-        let watcher = child.id().and_then(|pid| {
-            let pid = rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?;
-            let fd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()?;
-            Some(tokio::spawn(end_orphan(
-                fd,
-                shared.runsc.clone(),
-                pid_file.clone(),
-                done.clone(),
-            )))
-        });
+        let link = self.shared.link()?;
+        let child = start_command(link, &request, &mut io, limits)?;
         let violations = self.egress.as_ref().map(|e| e.violations(None));
         Ok(Box::pin(async move {
-            run_child(child, io, violations, Vec::new()).await;
-            done.store(true, Ordering::SeqCst);
-            if let Some(w) = watcher {
-                w.abort();
-            }
-            let _ = std::fs::remove_file(&process_file);
-            let _ = std::fs::remove_file(&pid_file);
+            run_process(child, io, violations, Vec::new()).await;
         }))
     }
 
-    /// Kills every process of the sandbox and deletes it, with its state
-    /// and checkpoint; stops the proxies. The session's directories go when
-    /// `self` is dropped.
+    /// Ends the agent and every process of the sandbox and deletes it, with
+    /// its state and checkpoint; stops the proxies. The session's
+    /// directories go when `self` is dropped.
     pub(crate) async fn destroy(self, settings: &Settings, session_id: &str) {
         let shared = &self.shared;
         {
             let _step = shared.step.lock().await;
             let log = shared.log();
+            if let Some(link) = shared.link.get() {
+                if shared.is_suspended() {
+                    link.channel.close();
+                } else {
+                    let _ = link.channel.send(&ToGuest::PowerOff);
+                }
+            }
             if !shared.is_suspended() {
                 let _ = shared
                     .runsc
@@ -567,13 +635,26 @@ impl Shared {
         std::fs::create_dir(&image)
             .map_err(|e| Error::io(format!("creating {}", image.display()), e))?;
         let image_arg = format!("--image-path={}", image.display());
-        self.runsc
+        // Nothing sent to the agent may be left in the old pipe: it has
+        // taken everything before the checkpoint, and what comes meanwhile
+        // waits for the restored sandbox.
+        let link = self.link()?;
+        link.channel
+            .pause(SYNC_WAIT)
+            .await
+            .map_err(|e| ErrorKind::GuestUnavailable { reason: e.0 })?;
+        if let Err(e) = self
+            .runsc
             .step(
                 "checkpoint",
                 &["checkpoint", &image_arg, &self.runsc.id],
                 &self.log(),
             )
-            .await?;
+            .await
+        {
+            link.channel.unpause();
+            return Err(e);
+        }
         // The container's record goes; restore makes it again. runsc may
         // return from the checkpoint before the container's state says
         // stopped (a plain delete then failed, once in CI): the checkpoint
@@ -589,8 +670,9 @@ impl Shared {
         Ok(())
     }
 
-    /// Restores the checkpointed sandbox; its processes go on where they
-    /// were. The image is removed once restored.
+    /// Restores the checkpointed sandbox with new pipes as the agent's
+    /// stdio; its processes go on where they were, and the channel over
+    /// the new pipes. The image is removed once restored.
     pub(crate) async fn resume(&self, session_id: &str) -> Result<(), Error> {
         let _step = self.step.lock().await;
         if !self.is_suspended() {
@@ -603,8 +685,10 @@ impl Shared {
         let image_arg = format!("--image-path={}", image.display());
         let bundle = self.bundle();
         let bundle = bundle.to_string_lossy();
+        let link = self.link()?;
+        let (theirs, (read, write)) = channel_pipes()?;
         self.runsc
-            .step(
+            .step_with_channel(
                 "restore",
                 &[
                     "restore",
@@ -615,8 +699,10 @@ impl Shared {
                     &self.runsc.id,
                 ],
                 &self.log(),
+                Some(theirs),
             )
             .await?;
+        link.channel.resume(Box::new(read), write);
         self.suspended.store(false, Ordering::SeqCst);
         let _ = std::fs::remove_dir_all(&image);
         Ok(())
@@ -632,127 +718,5 @@ impl Shared {
                     .sum()
             })
             .unwrap_or(0)
-    }
-}
-
-/// Writes a file only this user may read (the process file holds the
-/// command's environment).
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
-    f.write_all(bytes)
-        .map_err(|e| Error::io(format!("writing {}", path.display()), e))
-}
-
-/// Waits for a command's `runsc exec` to end (its pidfd readable, on a
-/// blocking thread); if the command's task has not finished
-/// [`ORPHAN_GRACE`] later (`done`), the process inside is still running:
-/// the host's kill, a timeout or destroy ended `runsc exec` alone. It is
-/// killed in the sandbox, which ends its output.
-async fn end_orphan(
-    pidfd: rustix::fd::OwnedFd,
-    runsc: Runsc,
-    pid_file: PathBuf,
-    done: Arc<AtomicBool>,
-) {
-    let ended = tokio::task::spawn_blocking(move || {
-        use rustix::fd::AsFd;
-        use rustix::process::{WaitId, WaitIdOptions, waitid};
-        // Waits without reaping (tokio reaps); a child tokio already
-        // reaped answers ECHILD: ended all the same.
-        let opts = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT;
-        loop {
-            match waitid(WaitId::PidFd(pidfd.as_fd()), opts) {
-                Ok(_) | Err(rustix::io::Errno::CHILD) => return true,
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(_) => return false,
-            }
-        }
-    })
-    .await;
-    if !matches!(ended, Ok(true)) {
-        return;
-    }
-    tokio::time::sleep(ORPHAN_GRACE).await;
-    if done.load(Ordering::SeqCst) {
-        return;
-    }
-    let Ok(pid) = std::fs::read_to_string(&pid_file) else {
-        return;
-    };
-    let pid = pid.trim();
-    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
-        return;
-    }
-    let Ok(pid) = pid.parse::<u32>() else {
-        return;
-    };
-    // The command and everything it started that still descends from it
-    // (a shell's `sleep` holds the output as long as the shell would).
-    let mut ps = runsc.command();
-    ps.args(["ps", &runsc.id])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let table = match tokio::time::timeout(runsc::STEP_LIMIT, ps.output()).await {
-        Ok(Ok(out)) => String::from_utf8_lossy(&out.stdout).into_owned(),
-        _ => String::new(),
-    };
-    for victim in descendants(&table, pid) {
-        let pid_arg = format!("--pid={victim}");
-        let mut c = runsc.command();
-        c.args(["kill", &pid_arg, &runsc.id, "KILL"])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        if let Ok(mut child) = c.spawn() {
-            let _ = tokio::time::timeout(runsc::STEP_LIMIT, child.wait()).await;
-        }
-    }
-}
-
-/// `root` and every process below it in `runsc ps`'s table (columns UID,
-/// PID, PPID, ...), `root` first.
-fn descendants(table: &str, root: u32) -> Vec<u32> {
-    let pairs: Vec<(u32, u32)> = table
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let mut f = l.split_whitespace().skip(1);
-            Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
-        })
-        .collect();
-    let mut out = vec![root];
-    let mut i = 0;
-    while let Some(&p) = out.get(i) {
-        for (child, parent) in &pairs {
-            if *parent == p && !out.contains(child) && out.len() < 4096 {
-                out.push(*child);
-            }
-        }
-        i += 1;
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::descendants;
-
-    #[test]
-    fn a_command_and_what_it_started_but_not_the_rest() {
-        let table = "UID PID PPID C TTY STIME TIME CMD\n\
-                     0 1 0 0 ? 09:05 0s sh\n\
-                     0 7 1 0 ? 09:05 0s socat\n\
-                     0 30 0 0 ? 09:16 0s sh\n\
-                     0 31 30 0 ? 09:16 0s sleep\n\
-                     0 32 31 0 ? 09:16 0s sleep\n";
-        assert_eq!(descendants(table, 30), [30, 31, 32]);
-        assert_eq!(descendants(table, 99), [99]);
     }
 }

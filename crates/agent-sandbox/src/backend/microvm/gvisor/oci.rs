@@ -42,26 +42,26 @@ pub(crate) fn mounts_json(layout: &Layout) -> Vec<Value> {
         .collect()
 }
 
-/// A process the bundle or `runsc exec` starts: argv, environment,
-/// working directory, the caller's uid and gid, no capabilities, no new
-/// privileges.
+/// The sandbox's first process (the agent): argv, environment, working
+/// directory, uid and gid, the capabilities it keeps inside gVisor's
+/// kernel (none of the host's), no new privileges, no terminal.
 pub(crate) fn process_json(
     argv: &[String],
     env: &[String],
     cwd: &str,
     ids: (u32, u32),
-    terminal: bool,
+    caps: &[&str],
 ) -> Value {
     let none: [&str; 0] = [];
     json!({
-        "terminal": terminal,
+        "terminal": false,
         "user": { "uid": ids.0, "gid": ids.1 },
         "args": argv,
         "env": env,
         "cwd": cwd,
         "capabilities": {
-            "bounding": none, "effective": none, "inheritable": none,
-            "permitted": none, "ambient": none,
+            "bounding": caps, "effective": caps, "inheritable": none,
+            "permitted": caps, "ambient": none,
         },
         "noNewPrivileges": true,
         "rlimits": [{ "type": "RLIMIT_NOFILE", "hard": 1048576u64, "soft": 1048576u64 }],
@@ -131,11 +131,16 @@ mod tests {
         let m = mounts_json(&l);
         assert_eq!(m[0]["options"][1], "ro");
         assert_eq!(m[1]["options"][0], "ro");
-        let init = || process_json(&["true".into()], &[], "/", (1, 2), false);
+        let init = || process_json(&["true".into()], &[], "/", (1, 2), &["CAP_SYS_ADMIN"]);
         let c = config_json(&l, init(), Network::None);
         assert_eq!(c["root"]["readonly"], true);
         assert_eq!(c["process"]["user"]["uid"], 1);
-        assert_eq!(c["process"]["capabilities"]["bounding"], json!([]));
+        assert_eq!(
+            c["process"]["capabilities"]["bounding"],
+            json!(["CAP_SYS_ADMIN"])
+        );
+        assert_eq!(c["process"]["capabilities"]["ambient"], json!([]));
+        assert_eq!(c["process"]["noNewPrivileges"], true);
         let kinds = |c: &Value| -> Vec<String> {
             c["linux"]["namespaces"]
                 .as_array()

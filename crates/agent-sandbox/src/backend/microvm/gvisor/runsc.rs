@@ -1,9 +1,9 @@
 //! The `runsc` command lines of one session: every call names the
 //! session's own state directory (`--root`, under the session's private
 //! directory, so nothing is left in `/var/run`), no network but loopback
-//! (`--network=none`; the terminal surface shares the host's) and host Unix sockets reachable by connect only
-//! (`--host-uds=open`, for the proxies' sockets); without root,
-//! `--rootless --ignore-cgroups`.
+//! (`--network=none`; the terminal surface shares the host's, and may
+//! connect to the host's Unix sockets its profile lets through,
+//! `--host-uds=open`); without root, `--rootless --ignore-cgroups`.
 
 use crate::{Error, ErrorKind};
 use std::path::{Path, PathBuf};
@@ -50,12 +50,14 @@ impl Runsc {
                 Network::Host => "--network=host",
             }
             .to_owned(),
-            "--host-uds=open".to_owned(),
         ];
+        if self.network == Network::Host {
+            a.push("--host-uds=open".to_owned());
+        }
         if self.rootless {
             // Without root runsc cannot write the host's cgroup tree (its
-            // run fails there); nothing of the session uses runsc's cgroups
-            // (per-command limits are refused under gVisor).
+            // run fails there); per-command limits are held by cgroups of
+            // gVisor's own kernel, not the host's.
             a.push("--rootless".to_owned());
             a.push("--ignore-cgroups".to_owned());
         }
@@ -83,6 +85,18 @@ impl Runsc {
         args: &[&str],
         log: &Path,
     ) -> Result<(), Error> {
+        self.step_with_channel(step, args, log, None).await
+    }
+
+    /// [`Runsc::step`] with the sandbox's first process's stdin and stdout
+    /// given (`run` and `restore`: the agent's channel).
+    pub(crate) async fn step_with_channel(
+        &self,
+        step: &'static str,
+        args: &[&str],
+        log: &Path,
+        channel: Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>,
+    ) -> Result<(), Error> {
         let out = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -93,10 +107,11 @@ impl Runsc {
             .try_clone()
             .map_err(|e| Error::io("duplicating the runtime log", e))?;
         let mut c = self.command();
-        c.args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err));
+        c.args(args).stderr(Stdio::from(err));
+        match channel {
+            Some((stdin, stdout)) => c.stdin(Stdio::from(stdin)).stdout(Stdio::from(stdout)),
+            None => c.stdin(Stdio::null()).stdout(Stdio::from(out)),
+        };
         #[cfg(unix)]
         crate::process_fds::close_inherited_fds(&mut c);
         let mut child = c
@@ -152,7 +167,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_call_names_its_own_state_no_network_and_connect_only_sockets() {
+    fn every_call_names_its_own_state_and_no_network_and_host_sockets_only_for_the_terminal() {
         let r = Runsc {
             binary: "/usr/bin/runsc".into(),
             state_dir: "/tmp/s/state".into(),
@@ -160,15 +175,15 @@ mod tests {
             rootless: false,
             network: Network::None,
         };
-        assert_eq!(
-            r.global_args(),
-            ["--root=/tmp/s/state", "--network=none", "--host-uds=open"]
-        );
+        assert_eq!(r.global_args(), ["--root=/tmp/s/state", "--network=none"]);
         let host = Runsc {
             network: Network::Host,
             ..r.clone()
         };
-        assert!(host.global_args().contains(&"--network=host".to_owned()));
+        assert_eq!(
+            host.global_args(),
+            ["--root=/tmp/s/state", "--network=host", "--host-uds=open"]
+        );
         let r = Runsc {
             rootless: true,
             ..r

@@ -16,9 +16,7 @@
 //! egress through the proxies, the name guard inside, terminals,
 //! suspend and resume; until they are, no session runs on this runtime.
 
-pub(crate) mod channel;
 mod cpio;
-mod error;
 pub(crate) mod fileserver;
 pub(crate) mod initramfs;
 pub(crate) mod probe;
@@ -26,7 +24,7 @@ pub(crate) mod runtime;
 pub(crate) mod session;
 pub(crate) mod vm;
 
-use channel::Relays;
+use super::agent_link::channel::Relays;
 use initramfs::GuestKernel;
 use probe::{Canary, Probe, ProbeFacts};
 use std::path::{Path, PathBuf};
@@ -245,8 +243,14 @@ mod tests {
             got
         });
         let relays = Relays::from([
-            (3128, channel::RelayTarget::Tcp(service_addr)),
-            (1080, channel::RelayTarget::Unix(sock)),
+            (
+                3128,
+                crate::backend::microvm::agent_link::channel::RelayTarget::Tcp(service_addr),
+            ),
+            (
+                1080,
+                crate::backend::microvm::agent_link::channel::RelayTarget::Unix(sock),
+            ),
         ]);
         let mut vm = Vm::boot(
             &probed.config,

@@ -3,9 +3,9 @@
 //! socket in the guest's own directory (the agent's channel), the console
 //! into a file there, and QEMU's own seccomp sandbox on.
 
-use super::channel::{Channel, Relays};
-pub(crate) use super::error::VmError;
 use super::initramfs::GuestKernel;
+use crate::backend::microvm::agent_link::channel::{Channel, Relays, next_message};
+pub(crate) use crate::backend::microvm::agent_link::error::VmError;
 use sandbox_core::vm_wire::{FrameReader, FromGuest, MAX_FROM_GUEST_LEN, ToGuest};
 #[cfg(test)]
 use sandbox_core::vm_wire::{VmExec, VmStdio};
@@ -339,7 +339,7 @@ impl Vm {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             };
             let mut frames = FrameReader::new(MAX_FROM_GUEST_LEN);
-            match next(&mut stream, &mut frames).await? {
+            match next_message(&mut stream, &mut frames).await? {
                 FromGuest::Hello { version, kernel }
                     if version == sandbox_core::vm_wire::VERSION =>
                 {
@@ -443,6 +443,7 @@ impl Vm {
             env: env.iter().map(|a| a.as_bytes().to_vec()).collect(),
             cwd: cwd.as_bytes().to_vec(),
             stdio,
+            limits: sandbox_core::vm_wire::VmLimits::default(),
         });
         exec.check()
             .map_err(|e| VmError(format!("a command the agent would refuse: {e}")))?;
@@ -502,30 +503,6 @@ impl Vm {
 }
 
 /// The next whole message from the guest.
-async fn next(
-    stream: &mut tokio::net::UnixStream,
-    frames: &mut FrameReader,
-) -> Result<FromGuest, String> {
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match frames.next_body() {
-            Ok(Some(body)) => {
-                return FromGuest::decode(&body).map_err(|e| format!("from the guest: {e}"));
-            }
-            Ok(None) => {}
-            Err(e) => return Err(format!("from the guest: {e}")),
-        }
-        let n = stream
-            .read(&mut buf)
-            .await
-            .map_err(|e| format!("reading from the guest: {e}"))?;
-        if n == 0 {
-            return Err("the guest's channel closed".into());
-        }
-        frames.push(buf.get(..n).unwrap_or_default());
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
