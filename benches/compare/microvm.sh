@@ -2,13 +2,15 @@
 # The microvm backend (gVisor) against bare runsc and our native backend, in
 # one run:
 #   - ours, microvm: a session through the facade (proxies, the OCI bundle
-#     of the spec, the relays inside), timed from launch to a warm handle;
+#     of the spec, our agent as the sandbox's first process, which starts
+#     each command and carries the proxies' connections over its stdio),
+#     timed from launch to a warm handle;
 #     EXECS sequential `/bin/true` commands, each from exec to its last
 #     event (p50, p99); suspend (checkpoint to the session's directory) and
 #     resume (restore); destroy. The driver is the facade's example
 #     `microvm_bench`.
-#   - bare runsc with the same global options (`--network=none
-#     --host-uds=open`, a state directory of its own), root `/` read-only,
+#   - bare runsc with the same global options (`--network=none`, a state
+#     directory of its own), root `/` read-only,
 #     `sleep infinity` as the first process: `run --detach`, EXECS
 #     `exec /bin/true`, `checkpoint`, `restore --detach`, `kill` and
 #     `delete`, each timed around the runsc process.
@@ -56,7 +58,7 @@ bundle, image = os.path.join(d, "bundle"), os.path.join(d, "image")
 os.makedirs(bundle)
 os.makedirs(image)
 cid = "bare-bench-%d" % os.getpid()
-glob = ["--root=" + os.path.join(d, "state"), "--network=none", "--host-uds=open"]
+glob = ["--root=" + os.path.join(d, "state"), "--network=none"]
 if os.geteuid() != 0:
     glob.append("--rootless")
 config = {

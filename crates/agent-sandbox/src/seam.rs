@@ -48,6 +48,10 @@ pub(crate) struct ExecRequest<'a> {
     pub(crate) terminal: Option<sandbox_core::PtySize>,
     /// The command's limits, for a backend that holds them inside its
     /// sandbox (the `microvm` agent); the others get `cgroup_procs`.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(dead_code, reason = "the microvm backend is Linux's")
+    )]
     pub(crate) limits: sandbox_core::Limits,
     /// The `cgroup.procs` files the command joins before it runs.
     #[cfg_attr(

@@ -463,3 +463,67 @@ async fn wait_for(running: &mut sandbox_core::RunningCommand, word: &str) {
         }
     }
 }
+
+/// A command of `script` with `limits`.
+fn limited(limits: sandbox_core::Limits, script: &str) -> SandboxCommand {
+    let mut c = SandboxCommand::new("/bin/sh");
+    c.arg("-c").arg(script).limits(limits);
+    c
+}
+
+#[tokio::test]
+async fn memory_process_and_cpu_limits_hold_in_the_guest_kernel() {
+    if !qemu_available() {
+        return;
+    }
+    let t = Tree::new("qemu-limits");
+    let m = manager(&t, None);
+    let mut h = m.launch(t.spec("qemu-limits")).await.unwrap();
+    // Past the memory limit the guest's kernel ends it: out of memory.
+    let memory = sandbox_core::Limits {
+        memory_bytes: Some(64 << 20),
+        ..Default::default()
+    };
+    // In 16 MiB pieces: one large allocation past the guest's own memory
+    // would be refused outright (MemoryError) rather than reach the limit.
+    let hog = "python3 -c 'b = [bytearray(16 << 20) for _ in range(24)]; print(len(b))'";
+    let mut running = m.exec(&h, limited(memory, hog)).await.unwrap();
+    let (out, last) = collect(&mut running).await;
+    assert!(
+        matches!(
+            last,
+            Some(SandboxEvent::Killed {
+                reason: Some(KillReason::Oom),
+                ..
+            })
+        ),
+        "{last:?} {out}"
+    );
+    // Fifty forks under a limit of ten: the ones past it fail.
+    let procs = sandbox_core::Limits {
+        max_processes: Some(10),
+        ..Default::default()
+    };
+    let many = "python3 -c '\nimport os, time\nn = 0\ntry:\n    for _ in range(50):\n        if os.fork() == 0:\n            time.sleep(5)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)'";
+    let mut running = m.exec(&h, limited(procs, many)).await.unwrap();
+    let (out, last) = collect(&mut running).await;
+    let forked: u32 = out.trim().parse().unwrap_or(99);
+    assert!(forked < 10, "fewer than ten children ran: {out} {last:?}");
+    // A quarter of a CPU: a busy loop gets about that much CPU time per
+    // second of wall-clock time.
+    let cpu = sandbox_core::Limits {
+        cpu_millis: Some(250),
+        ..Default::default()
+    };
+    let busy = "python3 -c '\nimport time\nt, c = time.time(), time.process_time()\nwhile time.time() - t < 2: pass\nprint(round((time.process_time() - c) / (time.time() - t), 2))'";
+    let mut running = m.exec(&h, limited(cpu, busy)).await.unwrap();
+    let (out, last) = collect(&mut running).await;
+    let share: f64 = out.trim().parse().unwrap_or(9.0);
+    assert!(share < 0.5, "CPU share under a 0.25 limit: {out} {last:?}");
+    // Without limits the same loop is not held.
+    let mut running = m.exec(&h, limited(Default::default(), busy)).await.unwrap();
+    let (out, _) = collect(&mut running).await;
+    let free: f64 = out.trim().parse().unwrap_or(0.0);
+    assert!(free > share, "unlimited {free} against limited {share}");
+    m.destroy(&mut h).await.unwrap();
+}

@@ -20,10 +20,12 @@
 //! refused on the host, whatever the guest's kernel does, and reported as
 //! the command's violation (the guard's reader is lent to each command).
 //!
-//! Refused rather than weakened: per-command limits (the guest's processes
-//! are in the guest's kernel, outside any host cgroup of the command);
-//! `suspend` (QEMU cannot save a guest while a virtio-fs share is
-//! attached).
+//! Per-command limits are held by the guest's kernel: the agent runs each
+//! limited command in a cgroup v2 of its own (`memory.max` without swap,
+//! `pids.max`, `cpu.max`) and reports an out-of-memory end.
+//!
+//! Refused rather than weakened: `suspend` (QEMU cannot save a guest while
+//! a virtio-fs share is attached).
 
 use super::fileserver::FileServer;
 use super::vm::{Accel, Vm, VmConfig};
@@ -320,14 +322,14 @@ impl Session {
         request: ExecRequest<'_>,
         mut io: CommandIo,
     ) -> Result<CommandTask, Error> {
-        if !request.limits.is_empty() {
-            return Err(ErrorKind::LimitUnavailable {
-                limit: "memory, process or CPU",
-                reason: "the QEMU runtime does not hold per-command limits in its guest yet".into(),
-            }
-            .into());
-        }
-        let child = start_command(&self.guest, &request, &mut io, VmLimits::default())?;
+        // The guest's kernel holds them: a cgroup v2 of the agent's per
+        // limited command.
+        let limits = VmLimits {
+            memory_bytes: request.limits.memory_bytes,
+            max_processes: request.limits.max_processes,
+            cpu_millis: request.limits.cpu_millis,
+        };
+        let child = start_command(&self.guest, &request, &mut io, limits)?;
         let mut violations = self.egress.violations(None);
         let lent = self.guard.clone();
         violations.guard = lent.lock().ok().and_then(|mut g| g.take());
