@@ -130,9 +130,10 @@
 //! explicitly. Limits: a process limit is held by a cgroup of gVisor's
 //! kernel; a memory limit is watched by the agent every 5 ms (the command
 //! ends as out of memory once past it, so it may go past it by what it
-//! allocates within one interval); a CPU limit is refused
-//! ([`ErrorKind::LimitUnavailable`]), as gVisor's kernel does not enforce
-//! CPU quotas. A command may run on a terminal of gVisor's own, mirrored
+//! allocates within one interval); gVisor's kernel does not enforce CPU
+//! quotas, so a CPU limit holds the whole sandbox (a host cgroup of its
+//! processes) to the command's share while it runs, and is refused
+//! ([`ErrorKind::LimitUnavailable`]) without root. A command may run on a terminal of gVisor's own, mirrored
 //! on a host terminal (job control, resizes, Ctrl-C), and `uname -r` there names gVisor's
 //! kernel, not the host's. The terminal surface runs there too: the
 //! fixed terminal profile of the same spec (the host's network, as that

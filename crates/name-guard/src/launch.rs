@@ -46,6 +46,19 @@ pub fn kill_tree_below(supervisor: u32) -> bool {
     crate::tree::kill_live_below(root, END_TREE_DEADLINE)
 }
 
+/// Every live process below `root` (its children, theirs, ...), found
+/// through `/proc` by parent. Reads `/proc`: the ambient machine.
+#[cfg(target_os = "linux")]
+pub fn processes_below_ambient(root: u32) -> Vec<u32> {
+    let Ok(root) = i32::try_from(root) else {
+        return Vec::new();
+    };
+    crate::tree::live_below(root)
+        .into_iter()
+        .filter_map(|pid| u32::try_from(pid).ok())
+        .collect()
+}
+
 pub use crate::outcome::{Outcome, Stats};
 
 /// Run `inv.command` under the guard and supervise it until it exits.

@@ -291,7 +291,7 @@ pub use error::{Error, ErrorKind};
 pub use host::HostRules;
 pub use invocation::{Invocation, MAX_COMMAND_ARGS};
 #[cfg(target_os = "linux")]
-pub use launch::{END_TREE_DEADLINE, END_TREE_SIGNAL, kill_tree_below};
+pub use launch::{END_TREE_DEADLINE, END_TREE_SIGNAL, kill_tree_below, processes_below_ambient};
 pub use launch::{MIN_KERNEL, Outcome, Stats, kernel_release_supported, launcher_main, run};
 pub use limits::{
     MAX_LISTING_READ, MAX_RETRIES, MAX_SYMLINK_HOPS, MAX_WAITING_FIFO_OPENS, PATH_MAX,

@@ -88,6 +88,15 @@ pub(crate) fn below(root: i32, all: &[Proc]) -> Vec<Proc> {
     out
 }
 
+/// The pids of the live processes below `root`.
+pub(crate) fn live_below(root: i32) -> Vec<i32> {
+    below(root, &processes())
+        .into_iter()
+        .filter(|p| !p.zombie)
+        .map(|p| p.pid)
+        .collect()
+}
+
 /// Sends `sig` to every live process below `root`.
 pub(crate) fn signal_all(root: i32, sig: i32) {
     for p in below(root, &processes()) {

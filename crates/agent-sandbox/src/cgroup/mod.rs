@@ -250,6 +250,72 @@ impl CommandCgroup {
     }
 }
 
+/// A cgroup holding a whole sandbox's host processes (a gVisor sandbox,
+/// whose commands run in its own kernel), whose CPU quota follows the
+/// command running in it: unlimited between commands. It holds whatever
+/// else runs in the sandbox too, so a command's CPU limit holds for the
+/// sandbox as a whole while it runs: stricter, never weaker.
+#[derive(Debug)]
+pub(crate) struct SandboxCpu {
+    dir: PathBuf,
+    unified: bool,
+}
+
+impl SandboxCpu {
+    /// Makes the cgroup where a CPU controller is writable; `None` where
+    /// none is (a CPU limit is then refused).
+    pub(crate) fn create(cgroups: &Cgroups) -> Result<Option<SandboxCpu>, Error> {
+        let Some(place) = &cgroups.cpu else {
+            return Ok(None);
+        };
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let dir = place.dir.join(format!(
+            "agent-sandbox-{}-sandbox-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&dir)
+            .map_err(|e| Error::io(format!("creating cgroup {}", dir.display()), e))?;
+        let cpu = SandboxCpu {
+            dir,
+            unified: place.unified,
+        };
+        cpu.set(None)?;
+        Ok(Some(cpu))
+    }
+
+    /// Moves process `pid` (all its threads) into it.
+    pub(crate) fn adopt(&self, pid: u32) -> Result<(), Error> {
+        write(&self.dir, "cgroup.procs", &pid.to_string())
+    }
+
+    /// Sets the quota: `millis` thousandths of a CPU, or none.
+    pub(crate) fn set(&self, millis: Option<u32>) -> Result<(), Error> {
+        let quota = millis.map(|m| u64::from(m) * CPU_PERIOD_US / 1000);
+        if self.unified {
+            let q = quota.map_or_else(|| "max".to_owned(), |q| q.to_string());
+            write(&self.dir, "cpu.max", &format!("{q} {CPU_PERIOD_US}"))
+        } else {
+            write(&self.dir, "cpu.cfs_period_us", &CPU_PERIOD_US.to_string())?;
+            let q = quota.map_or_else(|| "-1".to_owned(), |q| q.to_string());
+            write(&self.dir, "cpu.cfs_quota_us", &q)
+        }
+    }
+}
+
+impl Drop for SandboxCpu {
+    /// Removes it once the sandbox's processes are gone (waiting up to a
+    /// tenth of a second for them to exit).
+    fn drop(&mut self) {
+        for _ in 0..10 {
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
 impl Drop for CommandCgroup {
     fn drop(&mut self) {
         self.kill_all();

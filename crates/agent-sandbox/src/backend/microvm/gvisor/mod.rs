@@ -30,8 +30,12 @@
 //! - Limits: each limited command runs in a cgroup of gVisor's kernel that
 //!   the agent makes; the process limit is gVisor's, the memory limit is
 //!   watched by the agent (every 5 ms; the command ends once past it, so it
-//!   can go past it by what it allocates within one interval), and a CPU
-//!   limit is refused (gVisor's kernel does not enforce CPU quotas).
+//!   can go past it by what it allocates within one interval). gVisor's
+//!   kernel does not enforce CPU quotas: the sandbox's host processes live
+//!   in a host cgroup of the session's, whose quota is the command's while
+//!   it runs (so whatever else runs in the sandbox shares that share:
+//!   stricter, never weaker); without root, or where no CPU controller is
+//!   writable, a CPU limit is refused.
 //! - `destroy` ends the agent and every process, and deletes the sandbox.
 //! - `suspend` waits until the agent has taken everything sent to it,
 //!   checkpoints the sandbox into the session's directory (its processes
@@ -135,6 +139,13 @@ pub(crate) struct Shared {
     step: tokio::sync::Mutex<()>,
     /// The agent's channel, once it said hello.
     link: std::sync::OnceLock<Arc<Link>>,
+    /// Where the host's CPU cgroups can be made (none without root).
+    cgroups: crate::cgroup::Cgroups,
+    /// The host cgroup holding the sandbox's processes, made at the first
+    /// CPU-limited command, whose quota such a command sets while it runs;
+    /// with whether the sandbox's current processes are in it (a restore
+    /// makes new ones).
+    cpu: std::sync::Mutex<(Option<crate::cgroup::SandboxCpu>, bool)>,
 }
 
 impl Shared {
@@ -150,6 +161,75 @@ impl Shared {
     pub(crate) fn is_suspended(&self) -> bool {
         self.suspended.load(Ordering::SeqCst)
     }
+    /// Holds the whole sandbox to `millis` of a CPU: its host processes
+    /// (its kernel's process and the ones below it, which run the
+    /// commands' code) go into a host cgroup of the session's, made on
+    /// first use. Blocks on `runsc state` the first time after a launch or
+    /// a restore.
+    fn hold_cpu(&self, millis: u32) -> Result<(), Error> {
+        let unavailable = || {
+            Error::from(ErrorKind::LimitUnavailable {
+                limit: "CPU",
+                reason: "gVisor's kernel does not enforce CPU quotas, and the host cgroup that \
+                         would hold the sandbox is not writable here (it takes root and a CPU \
+                         controller)"
+                    .into(),
+            })
+        };
+        let mut held = self.cpu.lock().map_err(|_| unavailable())?;
+        if held.0.is_none() {
+            held.0 = crate::cgroup::SandboxCpu::create(&self.cgroups)?;
+        }
+        let (Some(cpu), confined) = (&held.0, held.1) else {
+            return Err(unavailable());
+        };
+        if !confined {
+            let pid = self.sandbox_pid()?;
+            cpu.adopt(pid)?;
+            for p in name_guard::processes_below_ambient(pid) {
+                // One that exited meanwhile is no error.
+                let _ = cpu.adopt(p);
+            }
+        }
+        cpu.set(Some(millis))?;
+        held.1 = true;
+        Ok(())
+    }
+
+    /// Lifts the quota once the CPU-limited command ended.
+    fn release_cpu(&self) {
+        if let Ok(held) = self.cpu.lock()
+            && let Some(cpu) = &held.0
+        {
+            let _ = cpu.set(None);
+        }
+    }
+
+    /// The sandbox's process on the host, from `runsc state`.
+    fn sandbox_pid(&self) -> Result<u32, Error> {
+        let out = std::process::Command::new(&self.runsc.binary)
+            .args(self.runsc.global_args())
+            .args(["state", &self.runsc.id])
+            .env_clear()
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .current_dir("/")
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .map_err(|e| Error::io("asking runsc for the sandbox's state", e))?;
+        let state: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        state["pid"]
+            .as_u64()
+            .and_then(|p| u32::try_from(p).ok())
+            .ok_or_else(|| {
+                ErrorKind::Runtime {
+                    step: "state",
+                    said: "no pid in runsc's state".into(),
+                }
+                .into()
+            })
+    }
+
     fn link(&self) -> Result<&Arc<Link>, Error> {
         self.link.get().ok_or_else(|| {
             ErrorKind::GuestUnavailable {
@@ -199,7 +279,7 @@ pub(crate) async fn launch(
         None,
     )
     .await?;
-    match launch_with(config, settings, spec, host, &egress).await {
+    match launch_with(config, settings, spec, &egress).await {
         Ok((shared, placeholders, writable, repos, details, env)) => Ok(Launched {
             session: Session {
                 shared,
@@ -232,7 +312,6 @@ async fn launch_with(
     config: &Config,
     settings: &Settings,
     spec: &SandboxSpec,
-    host: &(dyn sandbox_core::HostView + Send + Sync),
     egress: &Egress,
 ) -> Result<Made, Error> {
     let DispatchPlan {
@@ -262,7 +341,8 @@ async fn launch_with(
         .into_iter()
         .map(|(port, socket)| (port, RelayTarget::Unix(socket)))
         .collect();
-    let (shared, placeholders) = start_sandbox(config, &plan, host, relays, Network::None).await?;
+    let (shared, placeholders) =
+        start_sandbox(config, settings, &plan, relays, Network::None).await?;
     let details = vec![
         ("runtime", "gvisor".to_string()),
         ("runtimeVersion", config.version.clone()),
@@ -299,7 +379,7 @@ async fn launch_terminal(
     }
     let plan = builder.build(host)?;
     let (shared, placeholders) =
-        start_sandbox(config, &plan, host, Relays::new(), Network::Host).await?;
+        start_sandbox(config, settings, &plan, Relays::new(), Network::Host).await?;
     let details = vec![
         ("runtime", "gvisor".to_string()),
         ("runtimeVersion", config.version.clone()),
@@ -333,11 +413,12 @@ async fn launch_terminal(
 /// ([`layout::without_unreachable_masks`]).
 async fn start_sandbox(
     config: &Config,
+    settings: &Settings,
     plan: &bwrap_spec::BwrapPlan,
-    host: &(dyn sandbox_core::HostView + Send + Sync),
     relays: Relays,
     network: Network,
 ) -> Result<(Arc<Shared>, PlaceholderFiles), Error> {
+    let host = &*settings.host;
     let mut layout = layout::layout_from_bwrap_args(plan.args(), |p| host.exists(Path::new(p)))?;
     let rootless = caller_ids().0 != 0;
     if rootless {
@@ -364,6 +445,13 @@ async fn start_sandbox(
         deleted: AtomicBool::new(false),
         step: tokio::sync::Mutex::new(()),
         link: std::sync::OnceLock::new(),
+        // Without root the host's cgroups are not ours to write.
+        cgroups: if rootless {
+            crate::cgroup::Cgroups::none()
+        } else {
+            settings.cgroups.clone()
+        },
+        cpu: std::sync::Mutex::new((None, false)),
     });
     write_bundle(&shared, &layout, &config.agent)?;
     let bundle = shared.bundle();
@@ -454,9 +542,15 @@ fn killer(runsc: &Runsc) -> Box<dyn Fn() + Send + Sync> {
     })
 }
 
+/// Lifts the sandbox's CPU quota once a CPU-limited command ended.
+fn release_cpu(shared: Option<&Arc<Shared>>) {
+    if let Some(s) = shared {
+        s.release_cpu();
+    }
+}
+
 /// What the handle says of limits under gVisor.
-const LIMITS: &str =
-    "processes: gVisor's kernel; memory: watched by the agent every 5 ms; CPU: refused";
+const LIMITS: &str = "processes: gVisor's kernel; memory: watched by the agent every 5 ms; CPU: the whole sandbox held to the command's share while it runs (a host cgroup; with root only)";
 
 /// Writes `bundle/config.json` and the empty root with its directories
 /// and symlinks; the agent program is bound read-only at [`AGENT_PATH`].
@@ -521,25 +615,32 @@ impl Session {
         request: ExecRequest<'_>,
         mut io: CommandIo,
     ) -> Result<CommandTask, Error> {
-        if request.limits.cpu_millis.is_some() {
-            return Err(ErrorKind::LimitUnavailable {
-                limit: "CPU",
-                reason: "gVisor's kernel does not enforce CPU quotas (its cgroups take them and \
-                         do nothing)"
-                    .into(),
+        // gVisor's kernel takes CPU quotas and does nothing: the host holds
+        // the whole sandbox to the command's share while it runs.
+        let cpu = match request.limits.cpu_millis {
+            None => None,
+            Some(millis) => {
+                self.shared.hold_cpu(millis)?;
+                Some(self.shared.clone())
             }
-            .into());
-        }
+        };
         let limits = VmLimits {
             memory_bytes: request.limits.memory_bytes,
             max_processes: request.limits.max_processes,
             cpu_millis: None,
         };
         let link = self.shared.link()?;
-        let child = start_command(link, &request, &mut io, limits)?;
+        let child = match start_command(link, &request, &mut io, limits) {
+            Ok(c) => c,
+            Err(e) => {
+                release_cpu(cpu.as_ref());
+                return Err(e);
+            }
+        };
         let violations = self.egress.as_ref().map(|e| e.violations(None));
         Ok(Box::pin(async move {
             run_process(child, io, violations, Vec::new()).await;
+            release_cpu(cpu.as_ref());
         }))
     }
 
@@ -704,6 +805,10 @@ impl Shared {
             .await?;
         link.channel.resume(Box::new(read), write);
         self.suspended.store(false, Ordering::SeqCst);
+        // The restored sandbox is new host processes.
+        if let Ok(mut held) = self.cpu.lock() {
+            held.1 = false;
+        }
         let _ = std::fs::remove_dir_all(&image);
         Ok(())
     }
