@@ -276,6 +276,14 @@ async fn read_all(
             let Ok(m) = FromGuest::decode(&body) else {
                 break 'read;
             };
+            // A hello read here (an agent not waited for at its start)
+            // must speak this protocol; nothing else it says is heeded.
+            if let FromGuest::Hello { version, .. } = m {
+                if version != sandbox_core::vm_wire::VERSION {
+                    break 'read;
+                }
+                continue;
+            }
             if let FromGuest::Synced { n } = m {
                 if let Some(tx) = syncs.lock().ok().and_then(|mut s| s.remove(&n)) {
                     let _ = tx.send(());

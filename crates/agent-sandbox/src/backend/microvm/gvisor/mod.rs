@@ -54,7 +54,7 @@ mod oci;
 mod runsc;
 
 use super::agent_link::Link;
-use super::agent_link::channel::{Channel, RelayTarget, Relays, Writer, next_message};
+use super::agent_link::channel::{Channel, RelayTarget, Relays, Writer};
 use super::agent_link::command::start_command;
 use super::dispatch_plan::{DispatchPlan, dispatch_plan};
 use super::layout;
@@ -69,7 +69,7 @@ use crate::settings::Settings;
 use crate::{Error, ErrorKind};
 use bwrap_spec::{BwrapBuilder, FilenameRules, NameGuardLauncher, PlaceholderFiles};
 use runsc::{Network, Runsc};
-use sandbox_core::vm_wire::{FrameReader, FromGuest, MAX_FROM_GUEST_LEN, ToGuest, VmLimits};
+use sandbox_core::vm_wire::{FrameReader, MAX_FROM_GUEST_LEN, ToGuest, VmLimits};
 use sandbox_core::{SandboxSpec, Surface};
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -111,8 +111,6 @@ const AGENT_CAPS: [&str; 5] = [
 ];
 /// How long the agent may take to take what was sent before a checkpoint.
 const SYNC_WAIT: Duration = Duration::from_secs(5);
-/// How long the agent may take to say hello after `runsc run`.
-const HELLO_WAIT: Duration = Duration::from_secs(20);
 
 /// A gVisor session.
 pub(crate) struct Session {
@@ -406,9 +404,9 @@ async fn launch_terminal(
     })
 }
 
-/// Makes the session's directory and bundle from `plan`, starts its
-/// gVisor sandbox with the agent as its first process and waits for its
-/// hello; the agent listens on the ports of `relays`. Without root the
+/// Makes the session's directory and bundle from `plan` and starts its
+/// gVisor sandbox with the agent as its first process, which listens on
+/// the ports of `relays`. Without root the
 /// masks over paths the caller cannot reach are left out
 /// ([`layout::without_unreachable_masks`]).
 async fn start_sandbox(
@@ -466,24 +464,12 @@ async fn start_sandbox(
             Some(theirs),
         )
         .await?;
-    let (mut read, write) = ours;
-    let mut frames = FrameReader::new(MAX_FROM_GUEST_LEN);
-    let hello = tokio::time::timeout(HELLO_WAIT, next_message(&mut read, &mut frames)).await;
-    match hello {
-        Ok(Ok(FromGuest::Hello { version, .. })) if version == sandbox_core::vm_wire::VERSION => {}
-        other => {
-            let said = match other {
-                Ok(Ok(m)) => format!("the agent's first message was not its hello: {m:?}"),
-                Ok(Err(e)) => e,
-                Err(_) => format!("no hello within {} s", HELLO_WAIT.as_secs()),
-            };
-            return Err(ErrorKind::Runtime {
-                step: "run",
-                said: format!("{said} (the runtime's log: {})", shared.log().display()),
-            }
-            .into());
-        }
-    }
+    // The agent's hello is not waited for: `runsc run` returned once it
+    // was started, commands sent meanwhile wait in its pipe, and the
+    // channel ends (every command with it) if the hello is not this
+    // protocol's or the agent's stdout closes.
+    let (read, write) = ours;
+    let frames = FrameReader::new(MAX_FROM_GUEST_LEN);
     let ports: Vec<u16> = relays.keys().copied().collect();
     let channel = Arc::new(Channel::start_over(Box::new(read), write, frames, relays));
     for port in ports {
