@@ -255,12 +255,14 @@ impl CommandCgroup {
 /// command running in it: unlimited between commands. It holds whatever
 /// else runs in the sandbox too, so a command's CPU limit holds for the
 /// sandbox as a whole while it runs: stricter, never weaker.
+#[cfg(target_os = "linux")]
 #[derive(Debug)]
 pub(crate) struct SandboxCpu {
     dir: PathBuf,
     unified: bool,
 }
 
+#[cfg(target_os = "linux")]
 impl SandboxCpu {
     /// Makes the cgroup where a CPU controller is writable; `None` where
     /// none is (a CPU limit is then refused).
@@ -303,6 +305,7 @@ impl SandboxCpu {
     }
 }
 
+#[cfg(target_os = "linux")]
 impl Drop for SandboxCpu {
     /// Removes it once the sandbox's processes are gone (waiting up to a
     /// tenth of a second for them to exit).
