@@ -484,9 +484,11 @@ static TERMINAL_SIGNALS: AtomicBool = AtomicBool::new(false);
 
 /// Writes what was typed to a terminal whose kernel sends no signals for
 /// it: with `ISIG` set, each interrupt, quit or suspend character is taken
-/// out and its signal sent to the terminal's foreground process group (the
-/// command's own when that cannot be read), as Linux's line discipline
-/// does. Whether the terminal is still open.
+/// out and its signal sent to the terminal's foreground process group, as
+/// Linux's line discipline does; where that group cannot be read (gVisor
+/// answers neither `TIOCGPGRP` on the master nor `tpgid` in `/proc`), to
+/// the command's own group, which misses a job-control shell's foreground
+/// job. Whether the terminal is still open.
 fn type_on_terminal(
     stdin: &mut std::fs::File,
     master: &std::os::fd::OwnedFd,

@@ -43,6 +43,13 @@
 //!   the agent's stdio: running commands, their terminals and the streams
 //!   to the proxies carry on where they were.
 //!
+//! gVisor's terminals send no signal for a typed interrupt, quit or suspend
+//! character and cannot say which process group is in the foreground: the
+//! agent sends that signal to the command's own group, which is right for
+//! a command that does not change its terminal's foreground group (a
+//! script, a program) and reaches only the shell itself under a job-control
+//! shell (`bash -i`), whose foreground job then runs on.
+//!
 //! What this release of gVisor cannot do, refused rather than weakened:
 //! the name guard cannot install its filter inside it, so a launch whose
 //! policy needs filename rules is refused unless they were dropped
