@@ -740,3 +740,53 @@ async fn an_open_terminal_carries_on_across_suspend_and_resume() {
     assert_eq!(exit, Some(0), "{seen:?}");
     m.destroy(&mut h).await.unwrap();
 }
+
+#[tokio::test]
+async fn ctrl_c_reaches_a_job_control_shells_foreground_job_behind_gvisor() {
+    if !gvisor_available() {
+        return;
+    }
+    let t = Tree::new("gv-jobs");
+    let m = manager(&t, None);
+    let mut h = m.launch(t.spec("gv-jobs")).await.unwrap();
+    let mut cmd = SandboxCommand::new("/bin/bash");
+    cmd.arg("--norc").arg("--noprofile").arg("-i");
+    cmd.pty(sandbox_core::PtySize::new(24, 80).unwrap());
+    let mut running = m.exec(&h, cmd).await.unwrap();
+    let mut seen = String::new();
+    running.write_stdin(b"sleep 60 & echo BG\n").await.unwrap();
+    super::landlock::expect(&mut running, &mut seen, "BG").await;
+    running.write_stdin(b"sleep 30\n").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Typed Ctrl-C: the foreground `sleep 30` (a process group of its own
+    // under the shell's job control) ends; the shell and its background
+    // job go on.
+    let typed = std::time::Instant::now();
+    running
+        .control()
+        .signal(sandbox_core::CommandSignal::Interrupt)
+        .unwrap();
+    running.write_stdin(b"echo FG-ENDED $?\n").await.unwrap();
+    super::landlock::expect(&mut running, &mut seen, "FG-ENDED 130").await;
+    assert!(
+        typed.elapsed() < Duration::from_secs(10),
+        "the foreground job ended at the Ctrl-C, not at its end"
+    );
+    running
+        .write_stdin(b"jobs; echo JOBS-$((1+1)); exit 3\n")
+        .await
+        .unwrap();
+    super::landlock::expect(&mut running, &mut seen, "JOBS-2").await;
+    assert!(
+        seen.contains("Running"),
+        "the background job lives: {seen:?}"
+    );
+    let mut exit = None;
+    while let Some(ev) = running.next_event().await {
+        if let SandboxEvent::Exit { exit_code } = ev {
+            exit = Some(exit_code);
+        }
+    }
+    assert_eq!(exit, Some(3), "{seen:?}");
+    m.destroy(&mut h).await.unwrap();
+}

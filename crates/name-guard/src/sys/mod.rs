@@ -30,10 +30,11 @@ pub(crate) use notify::{
     notif_set_sync_wakeup,
 };
 pub(crate) use process::{
-    Disposition, ExitStatus, SignalFd, drop_capabilities_except, dup_onto, exited_child, getpid,
-    getppid, ignore_signal, kill, kill_every_other_process, loopback_up, new_session, pidfd_exited,
-    pidfd_getfd, pidfd_open, pidfd_open_task, poll_in, read_target, reap, set_child_subreaper,
-    set_non_dumpable, take_foreground, wait_child, write_target,
+    Disposition, ExitStatus, SignalFd, die_of, drop_capabilities_except, dup_onto, exited_child,
+    foreground_group, getpid, getppid, ignore_signal, kill, kill_every_other_process, loopback_up,
+    new_session, pidfd_exited, pidfd_getfd, pidfd_open, pidfd_open_task, poll_in, read_target,
+    reap, restore_signal, set_child_subreaper, set_non_dumpable, take_foreground, wait_child,
+    write_target,
 };
 pub(crate) use spawn::{FILTER_FLAG_NEW_LISTENER, Nesting, SockFilter, spawn_filtered};
 

@@ -465,3 +465,36 @@ pub(crate) fn take_foreground(fd: i32) -> Result<(), i32> {
     }
     Ok(())
 }
+
+/// Puts `d` back (async-signal-safe: one `signal` call).
+pub(crate) fn restore_signal(d: Disposition) {
+    // SAFETY: the handler is what this process had before ignoring it.
+    unsafe {
+        libc::signal(d.signal, d.handler);
+    }
+}
+
+/// The foreground process group of the terminal on `fd`, this process's
+/// controlling terminal.
+pub(crate) fn foreground_group(fd: i32) -> Result<i32, i32> {
+    // SAFETY: integer argument only.
+    let r = unsafe { libc::tcgetpgrp(fd) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    Ok(r)
+}
+
+/// Ends this process with signal `sig` (its default action), as the child
+/// whose status it passes on did; exits with 128 + `sig` where the signal
+/// does not end it.
+pub(crate) fn die_of(sig: i32) -> ! {
+    // SAFETY: integer arguments; the default action of the signal runs.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+    std::process::exit(128 + sig)
+}

@@ -28,6 +28,7 @@
 
 mod cgroup;
 mod streams;
+mod terminal_leader;
 
 use streams::Streams;
 
@@ -69,6 +70,12 @@ const PORT_WAIT: Duration = Duration::from_secs(10);
 /// calls it with these. Returns only when it could not start (it powers the
 /// guest off at its end).
 pub fn run_if_asked(args: &[std::ffi::OsString]) -> Option<i32> {
+    if let [flag, leader, command @ ..] = args
+        && flag.as_bytes() == VM_AGENT_FLAG.as_bytes()
+        && leader.as_bytes() == terminal_leader::LEADER_FLAG.as_bytes()
+    {
+        return Some(terminal_leader::leader_main(command));
+    }
     let (flag, root) = match args {
         [flag] => (flag, Root::Initramfs),
         [flag, root] if root.as_bytes() == ROOT_FLAG.as_bytes() => (flag, Root::HostShare),
@@ -127,6 +134,19 @@ fn sandbox_main() -> i32 {
     }
     mount_terminals_if_missing();
     TERMINAL_SIGNALS.store(true, Ordering::SeqCst);
+    // The leader is this program again: its path, and the arguments before
+    // the agent's flag (a multi-call launcher's marker).
+    let exe = std::env::current_exe().ok();
+    let all: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let leading: Vec<Vec<u8>> = all
+        .iter()
+        .skip(1)
+        .take_while(|a| a.as_bytes() != VM_AGENT_FLAG.as_bytes())
+        .map(|a| a.as_bytes().to_vec())
+        .collect();
+    if let Some(exe) = exe {
+        let _ = LEADER.set((exe.as_os_str().as_bytes().to_vec(), leading));
+    }
     if let Err(errno) = crate::sys::set_non_dumpable() {
         eprintln!("vm-agent: {}", std::io::Error::from_raw_os_error(errno));
     }
@@ -368,6 +388,9 @@ struct Running {
     readers: Vec<std::thread::JoinHandle<()>>,
     /// Its cgroup, when it has limits.
     cgroup: Option<cgroup::CommandCgroup>,
+    /// Its leader's control pipe (a terminal command under gVisor): the
+    /// signals for it go there.
+    signals: Option<Arc<std::fs::File>>,
 }
 
 #[derive(Default)]
@@ -415,11 +438,23 @@ fn serve(
                 Ok(ToGuest::Exec(e)) => start(out, state, &e),
                 Ok(ToGuest::Stdin { id, data }) => write_stdin(state, id, &data),
                 Ok(ToGuest::Signal { id, signal }) => {
-                    let pid = state
+                    let found = state
                         .0
                         .lock()
                         .ok()
-                        .and_then(|s| s.by_id.get(&id).map(|r| r.pid));
+                        .and_then(|s| s.by_id.get(&id).map(|r| (r.pid, r.signals.clone())));
+                    // A leader passes it on to the command's group; it is
+                    // killed with it where that is a kill.
+                    if let Some((_, Some(control))) = &found
+                        && let Ok(byte) = u8::try_from(signal)
+                    {
+                        use std::io::Write as _;
+                        let _ = (&**control).write_all(&[byte]);
+                        if signal != libc::SIGKILL {
+                            continue;
+                        }
+                    }
+                    let pid = found.map(|(pid, _)| pid);
                     let sig = rustix::process::Signal::from_named_raw(signal);
                     if let (Some(pid), Some(sig)) =
                         (pid.and_then(rustix::process::Pid::from_raw), sig)
@@ -456,14 +491,19 @@ fn serve(
 fn write_stdin(state: &Shared, id: u64, data: &[u8]) {
     let taken = state.0.lock().ok().and_then(|mut s| {
         let r = s.by_id.get_mut(&id)?;
-        Some((r.stdin.take()?, r.terminal.clone(), r.pid))
+        Some((
+            r.stdin.take()?,
+            r.terminal.clone(),
+            r.pid,
+            r.signals.clone(),
+        ))
     });
-    let Some((mut stdin, terminal, pid)) = taken else {
+    let Some((mut stdin, terminal, pid, signals)) = taken else {
         return;
     };
     let written = match terminal {
         Some(master) if TERMINAL_SIGNALS.load(Ordering::SeqCst) => {
-            type_on_terminal(&mut stdin, &master, pid, data)
+            type_on_terminal(&mut stdin, &master, (pid, signals.as_deref()), data)
         }
         _ => !data.is_empty() && stdin.write_all(data).is_ok(),
     };
@@ -477,6 +517,10 @@ fn write_stdin(state: &Shared, id: u64, data: &[u8]) {
     }
 }
 
+/// How to start this program as a terminal command's leader under gVisor:
+/// its path and its leading arguments.
+static LEADER: std::sync::OnceLock<(Vec<u8>, Vec<Vec<u8>>)> = std::sync::OnceLock::new();
+
 /// Whether the agent sends a terminal's signals itself: gVisor's line
 /// discipline (release 20221219) echoes an interrupt character typed on a
 /// terminal but sends no signal.
@@ -485,14 +529,15 @@ static TERMINAL_SIGNALS: AtomicBool = AtomicBool::new(false);
 /// Writes what was typed to a terminal whose kernel sends no signals for
 /// it: with `ISIG` set, each interrupt, quit or suspend character is taken
 /// out and its signal sent to the terminal's foreground process group, as
-/// Linux's line discipline does; where that group cannot be read (gVisor
-/// answers neither `TIOCGPGRP` on the master nor `tpgid` in `/proc`), to
-/// the command's own group, which misses a job-control shell's foreground
-/// job. Whether the terminal is still open.
+/// Linux's line discipline does: through the command's leader, which can
+/// read that group (gVisor answers the agent neither `TIOCGPGRP` on the
+/// master nor `tpgid` in `/proc`); without a leader, to the group the
+/// terminal names, else the command's own. Whether the terminal is still
+/// open.
 fn type_on_terminal(
     stdin: &mut std::fs::File,
     master: &std::os::fd::OwnedFd,
-    pid: i32,
+    (pid, leader): (i32, Option<&std::fs::File>),
     data: &[u8],
 ) -> bool {
     use rustix::process::Signal;
@@ -524,10 +569,15 @@ fn type_on_terminal(
             break;
         };
         if let Some((_, sig)) = codes.iter().find(|(c, _)| *c == byte) {
+            // The leader knows the foreground group; without one, the
+            // terminal may say, else the command's own group.
+            let passed = leader.is_some_and(|mut l| {
+                u8::try_from(sig.as_raw()).is_ok_and(|b| l.write_all(&[b]).is_ok())
+            });
             let group = rustix::termios::tcgetpgrp(master)
                 .ok()
                 .or_else(|| rustix::process::Pid::from_raw(pid));
-            if let Some(g) = group {
+            if !passed && let Some(g) = group {
                 let _ = rustix::process::kill_process_group(g, *sig);
             }
         }
@@ -576,8 +626,50 @@ fn open_terminal(
 /// Starts command `e` and says so, or why not.
 fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
     let failed = |errno: i32| send(out, &FromGuest::Failed { id: e.id, errno });
-    let Some(mut c) = crate::request_command::command(&e.argv, &e.env, &e.cwd) else {
+    // Under gVisor a terminal command runs below its leader, which can
+    // pass the terminal's signals to the foreground job.
+    let leader = match (e.stdio, LEADER.get()) {
+        (VmStdio::Terminal { .. }, Some((exe, leading)))
+            if TERMINAL_SIGNALS.load(Ordering::SeqCst) =>
+        {
+            let mut argv = vec![exe.clone()];
+            argv.extend(leading.iter().cloned());
+            argv.push(VM_AGENT_FLAG.as_bytes().to_vec());
+            argv.push(terminal_leader::LEADER_FLAG.as_bytes().to_vec());
+            argv.extend(e.argv.iter().cloned());
+            match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
+                Ok(p) => Some((argv, p)),
+                Err(err) => return failed(err.raw_os_error()),
+            }
+        }
+        _ => None,
+    };
+    let argv = leader.as_ref().map_or(&e.argv, |(a, _)| a);
+    let Some(mut c) = crate::request_command::command(argv, &e.env, &e.cwd) else {
         return;
+    };
+    let signals = match leader {
+        Some((_, (read, write))) => {
+            let fd = read.as_raw_fd();
+            // SAFETY: the closure runs in the forked child before exec and
+            // makes one async-signal-safe call (dup2) on a descriptor the
+            // parent holds open until the spawn returned.
+            #[allow(
+                unsafe_code,
+                reason = "the leader's control pipe goes to its fixed number between fork and exec; SAFETY comment above"
+            )]
+            unsafe {
+                c.pre_exec(move || {
+                    crate::sys::dup_onto(
+                        std::os::fd::BorrowedFd::borrow_raw(fd),
+                        terminal_leader::CONTROL_FD,
+                    )
+                    .map_err(std::io::Error::from_raw_os_error)
+                });
+            }
+            Some((read, std::fs::File::from(write)))
+        }
+        None => None,
     };
     let cgroup = if e.limits.is_empty() {
         None
@@ -734,6 +826,7 @@ fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
             ended,
             readers,
             cgroup,
+            signals: signals.map(|(_, w)| Arc::new(w)),
         },
     );
     // The reaper waits for every child; this handle is not waited on.

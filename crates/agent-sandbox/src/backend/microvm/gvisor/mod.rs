@@ -44,11 +44,10 @@
 //!   to the proxies carry on where they were.
 //!
 //! gVisor's terminals send no signal for a typed interrupt, quit or suspend
-//! character and cannot say which process group is in the foreground: the
-//! agent sends that signal to the command's own group, which is right for
-//! a command that does not change its terminal's foreground group (a
-//! script, a program) and reaches only the shell itself under a job-control
-//! shell (`bash -i`), whose foreground job then runs on.
+//! character and tell no one outside the terminal's session which process
+//! group is in the foreground: a terminal command runs below a leader of
+//! the agent's (the session's leader), which sends those signals to the
+//! foreground group, a job-control shell's foreground job included.
 //!
 //! What this release of gVisor cannot do, refused rather than weakened:
 //! the name guard cannot install its filter inside it, so a launch whose
