@@ -588,3 +588,65 @@ fn name_guard_invocation_table() {
         }
     }
 }
+
+#[derive(Deserialize)]
+struct VmWireBody {
+    intent: String,
+    direction: String,
+    hex: String,
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct VmWireTable {
+    valid: Vec<VmWireBody>,
+    case: Vec<VmWireBody>,
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// The kind of a refusal, as the table names it.
+fn wire_error_kind(e: &vm_wire::WireError) -> &'static str {
+    match e {
+        vm_wire::WireError::TooLong { .. } => "TooLong",
+        vm_wire::WireError::Truncated => "Truncated",
+        vm_wire::WireError::Trailing => "Trailing",
+        vm_wire::WireError::UnknownTag(_) => "UnknownTag",
+        vm_wire::WireError::TooMany => "TooMany",
+        vm_wire::WireError::BadString => "BadString",
+        _ => "other",
+    }
+}
+
+fn decode_vm(direction: &str, body: &[u8]) -> Result<(), vm_wire::WireError> {
+    match direction {
+        "to_guest" => vm_wire::ToGuest::decode(body).map(|_| ()),
+        "from_guest" => vm_wire::FromGuest::decode(body).map(|_| ()),
+        d => panic!("unknown direction {d}"),
+    }
+}
+
+#[test]
+fn vm_wire_table() {
+    let t: VmWireTable = load("vm_wire.toml");
+    for c in &t.valid {
+        assert!(
+            decode_vm(&c.direction, &unhex(&c.hex)).is_ok(),
+            "{}",
+            c.intent
+        );
+    }
+    for c in &t.case {
+        let got = decode_vm(&c.direction, &unhex(&c.hex));
+        let want = c.error.as_deref().unwrap_or("an error");
+        match got {
+            Ok(()) => panic!("{}: decoded, expected {want}", c.intent),
+            Err(e) => assert_eq!(wire_error_kind(&e), want, "{}", c.intent),
+        }
+    }
+}
