@@ -4,20 +4,22 @@
 
 use std::time::Duration;
 
+/// A command's piped stdin, stdout and stderr, each where it has one.
+pub(crate) type ChildStdio = (
+    Option<tokio::process::ChildStdin>,
+    Option<tokio::process::ChildStdout>,
+    Option<tokio::process::ChildStderr>,
+);
+
 /// A command's process as the runner task follows it: a child of the host
-/// (every backend's), or a command a warm session's init started.
+/// (every backend's), a command a warm session's init started, or one an
+/// agent inside a `microvm` sandbox started.
 pub(crate) trait CommandProcess: Send {
     /// Its pid on the host, when it is a host child the controls may
     /// signal directly.
     fn host_pid(&self) -> Option<u32>;
     /// Its piped stdin, stdout and stderr (each once).
-    fn take_stdio(
-        &mut self,
-    ) -> (
-        Option<tokio::process::ChildStdin>,
-        Option<tokio::process::ChildStdout>,
-        Option<tokio::process::ChildStderr>,
-    );
+    fn take_stdio(&mut self) -> ChildStdio;
     /// Waits for it to end.
     fn wait(
         &mut self,
@@ -47,13 +49,7 @@ impl CommandProcess for tokio::process::Child {
         self.id()
     }
 
-    fn take_stdio(
-        &mut self,
-    ) -> (
-        Option<tokio::process::ChildStdin>,
-        Option<tokio::process::ChildStdout>,
-        Option<tokio::process::ChildStderr>,
-    ) {
+    fn take_stdio(&mut self) -> ChildStdio {
         (self.stdin.take(), self.stdout.take(), self.stderr.take())
     }
 

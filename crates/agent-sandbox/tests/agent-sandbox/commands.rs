@@ -428,7 +428,8 @@ fn printed<T: std::str::FromStr>(out: &Outcome, default: T) -> T {
         .unwrap_or(default)
 }
 
-fn limited(limits: Limits, script: &str) -> SandboxCommand {
+/// A command of `script` with `limits` (the microvm and QEMU tests' too).
+pub(super) fn limited(limits: Limits, script: &str) -> SandboxCommand {
     let mut c = sh(script);
     c.limits(limits);
     c

@@ -1,6 +1,7 @@
 //! The `microvm` backend on gVisor, for real: the native escape tests that
 //! apply, behind a kernel that is not the host's, and suspend/resume.
 
+use super::commands::limited;
 use super::native::{Run, Tree, origin, run};
 use agent_sandbox::{ErrorKind, FilenameRules, ManagerBuilder, SandboxManager, VmRequirement};
 use connect_proxy::IpPolicy;
@@ -471,13 +472,7 @@ async fn a_command_on_a_terminal_behind_gvisor_follows_resizes_and_ctrl_c() {
     // gVisor's kernel, not the host's.
     let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
     assert!(!seen.contains(host.trim()), "{seen:?}");
-    let mut exit = None;
-    while let Some(ev) = running.next_event().await {
-        if let SandboxEvent::Exit { exit_code } = ev {
-            exit = Some(exit_code);
-        }
-    }
-    assert_eq!(exit, Some(0), "{seen:?}");
+    assert_eq!(exit_code(&mut running).await, Some(0), "{seen:?}");
     m.destroy(&mut h).await.unwrap();
 }
 
@@ -562,13 +557,6 @@ async fn a_session_dropped_without_destroy_leaves_no_sandbox_running() {
     let (left, _) = session_rss(&state_dir);
     assert_eq!(left, 0, "a detached sandbox outlived its manager");
     assert!(!std::path::Path::new(&state_dir).exists());
-}
-
-/// A command of `script` with `limits`.
-fn limited(limits: sandbox_core::Limits, script: &str) -> SandboxCommand {
-    let mut c = SandboxCommand::new("/bin/sh");
-    c.arg("-c").arg(script).limits(limits);
-    c
 }
 
 /// Runs `cmd` to its end: stdout, stderr and the last event.
@@ -731,13 +719,7 @@ async fn an_open_terminal_carries_on_across_suspend_and_resume() {
     // The shell's state went on: three lines counted.
     running.write_stdin(b"quit\n").await.unwrap();
     super::landlock::expect(&mut running, &mut seen, "BYE 3").await;
-    let mut exit = None;
-    while let Some(ev) = running.next_event().await {
-        if let SandboxEvent::Exit { exit_code } = ev {
-            exit = Some(exit_code);
-        }
-    }
-    assert_eq!(exit, Some(0), "{seen:?}");
+    assert_eq!(exit_code(&mut running).await, Some(0), "{seen:?}");
     m.destroy(&mut h).await.unwrap();
 }
 
@@ -781,12 +763,17 @@ async fn ctrl_c_reaches_a_job_control_shells_foreground_job_behind_gvisor() {
         seen.contains("Running"),
         "the background job lives: {seen:?}"
     );
+    assert_eq!(exit_code(&mut running).await, Some(3), "{seen:?}");
+    m.destroy(&mut h).await.unwrap();
+}
+
+/// The command's exit code once its events end (`None`: it did not exit).
+async fn exit_code(running: &mut sandbox_core::RunningCommand) -> Option<i32> {
     let mut exit = None;
     while let Some(ev) = running.next_event().await {
         if let SandboxEvent::Exit { exit_code } = ev {
             exit = Some(exit_code);
         }
     }
-    assert_eq!(exit, Some(3), "{seen:?}");
-    m.destroy(&mut h).await.unwrap();
+    exit
 }

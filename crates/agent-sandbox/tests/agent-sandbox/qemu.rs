@@ -3,6 +3,7 @@
 //! escape tests that apply, the guest's view of the host, and a command's
 //! controls (input, terminal, signals, timeout) over the guest's channel.
 
+use super::commands::limited;
 use super::native::{Run, Tree, origin, run};
 use agent_sandbox::{ErrorKind, FilenameRules, ManagerBuilder, SandboxManager, VmRequirement};
 use connect_proxy::IpPolicy;
@@ -462,13 +463,6 @@ async fn wait_for(running: &mut sandbox_core::RunningCommand, word: &str) {
             None => panic!("ended before {word}: {seen}"),
         }
     }
-}
-
-/// A command of `script` with `limits`.
-fn limited(limits: sandbox_core::Limits, script: &str) -> SandboxCommand {
-    let mut c = SandboxCommand::new("/bin/sh");
-    c.arg("-c").arg(script).limits(limits);
-    c
 }
 
 #[tokio::test]

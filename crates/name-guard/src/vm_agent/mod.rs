@@ -574,10 +574,11 @@ fn type_on_terminal(
             let passed = leader.is_some_and(|mut l| {
                 u8::try_from(sig.as_raw()).is_ok_and(|b| l.write_all(&[b]).is_ok())
             });
-            let group = rustix::termios::tcgetpgrp(master)
-                .ok()
-                .or_else(|| rustix::process::Pid::from_raw(pid));
-            if !passed && let Some(g) = group {
+            if !passed
+                && let Some(g) = rustix::termios::tcgetpgrp(master)
+                    .ok()
+                    .or_else(|| rustix::process::Pid::from_raw(pid))
+            {
                 let _ = rustix::process::kill_process_group(g, *sig);
             }
         }

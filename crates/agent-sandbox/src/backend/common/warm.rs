@@ -28,7 +28,7 @@
 
 use super::name_guard_reports::ReportReader;
 use crate::control::ControlState;
-use crate::process::CommandProcess;
+use crate::process::{ChildStdio, CommandProcess};
 use crate::running::{CommandIo, run_process};
 use crate::seam::{CommandTask, ExecRequest};
 use crate::settings::Settings;
@@ -452,11 +452,7 @@ struct RemoteChild {
     /// The session's end, for a command the init does not end (a stopped
     /// or stuck init): the second kill ends the whole sandbox.
     end_session: Arc<Mutex<Option<oneshot::Sender<()>>>>,
-    stdio: (
-        Option<tokio::process::ChildStdin>,
-        Option<tokio::process::ChildStdout>,
-        Option<tokio::process::ChildStderr>,
-    ),
+    stdio: ChildStdio,
 }
 
 impl CommandProcess for RemoteChild {
@@ -464,13 +460,7 @@ impl CommandProcess for RemoteChild {
         None
     }
 
-    fn take_stdio(
-        &mut self,
-    ) -> (
-        Option<tokio::process::ChildStdin>,
-        Option<tokio::process::ChildStdout>,
-        Option<tokio::process::ChildStderr>,
-    ) {
+    fn take_stdio(&mut self) -> ChildStdio {
         (
             self.stdio.0.take(),
             self.stdio.1.take(),

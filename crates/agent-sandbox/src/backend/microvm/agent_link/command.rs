@@ -3,7 +3,7 @@
 //! agent's), so its events are exactly a host process's.
 
 use super::Link;
-use crate::process::CommandProcess;
+use crate::process::{ChildStdio, CommandProcess};
 use crate::running::CommandIo;
 use crate::seam::ExecRequest;
 use crate::{Error, ErrorKind};
@@ -312,11 +312,7 @@ pub(crate) struct GuestChild {
     status: oneshot::Receiver<Ended>,
     /// The agent said it went past its memory limit.
     out_of_memory: Arc<AtomicBool>,
-    stdio: (
-        Option<tokio::process::ChildStdin>,
-        Option<tokio::process::ChildStdout>,
-        Option<tokio::process::ChildStderr>,
-    ),
+    stdio: ChildStdio,
 }
 
 impl CommandProcess for GuestChild {
@@ -324,13 +320,7 @@ impl CommandProcess for GuestChild {
         None
     }
 
-    fn take_stdio(
-        &mut self,
-    ) -> (
-        Option<tokio::process::ChildStdin>,
-        Option<tokio::process::ChildStdout>,
-        Option<tokio::process::ChildStderr>,
-    ) {
+    fn take_stdio(&mut self) -> ChildStdio {
         (
             self.stdio.0.take(),
             self.stdio.1.take(),

@@ -211,14 +211,11 @@ impl Shared {
 
     /// The sandbox's process on the host, from `runsc state`.
     fn sandbox_pid(&self) -> Result<u32, Error> {
-        let out = std::process::Command::new(&self.runsc.binary)
-            .args(self.runsc.global_args())
+        let out = self
+            .runsc
+            .blocking_command()
             .args(["state", &self.runsc.id])
-            .env_clear()
-            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-            .current_dir("/")
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
             .output()
             .map_err(|e| Error::io("asking runsc for the sandbox's state", e))?;
         let state: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
@@ -519,15 +516,8 @@ fn channel_pipes() -> Result<
 fn killer(runsc: &Runsc) -> Box<dyn Fn() + Send + Sync> {
     let runsc = runsc.clone();
     Box::new(move || {
-        let mut c = std::process::Command::new(&runsc.binary);
-        c.args(runsc.global_args())
-            .args(["kill", "--all", &runsc.id, "KILL"])
-            .env_clear()
-            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-            .current_dir("/")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
+        let mut c = runsc.blocking_command();
+        c.args(["kill", "--all", &runsc.id, "KILL"]);
         let _ = std::thread::Builder::new()
             .name("runsc-kill".into())
             .spawn(move || c.status());
@@ -689,16 +679,7 @@ impl Drop for Shared {
             steps.insert(0, vec!["kill", "--all", id, "KILL"]);
         }
         for step in steps {
-            let _ = std::process::Command::new(&self.runsc.binary)
-                .args(self.runsc.global_args())
-                .args(step)
-                .env_clear()
-                .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-                .current_dir("/")
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status();
+            let _ = self.runsc.blocking_command().args(step).status();
         }
     }
 }

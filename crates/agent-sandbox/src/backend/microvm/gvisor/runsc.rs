@@ -66,12 +66,22 @@ impl Runsc {
 
     /// A runsc command with the global options and a minimal environment.
     pub(crate) fn command(&self) -> tokio::process::Command {
-        let mut c = tokio::process::Command::new(&self.binary);
+        let mut c = tokio::process::Command::from(self.blocking_command());
+        c.kill_on_drop(true);
+        c
+    }
+
+    /// The same, to run without a runtime (a drop, a thread of its own),
+    /// with no stdio of ours.
+    pub(crate) fn blocking_command(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(&self.binary);
         c.args(self.global_args())
             .env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .current_dir("/")
-            .kill_on_drop(true);
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
         c
     }
 
