@@ -648,6 +648,7 @@ impl ManagerBuilder {
             unix_sockets,
             reads: self.reads.clone(),
             startup_line: startup,
+            temp_dir: self.temp_dir.clone(),
             #[cfg(target_os = "linux")]
             repo_records: crate::repo_records::RepoRecords::default(),
         };

@@ -236,6 +236,55 @@ pub enum ErrorKind {
         /// What runsc said (its last lines, truncated).
         said: String,
     },
+    /// The path given as a workspace's registered checkout is not one.
+    #[error("{path} cannot be a workspace's checkout: {reason}")]
+    NotACheckout {
+        /// The path as given.
+        path: String,
+        /// Why not.
+        reason: &'static str,
+    },
+    /// A workspace's branch or session id cannot be used.
+    #[error("the workspace's {what} {name:?} is refused: {reason}")]
+    BadWorkspaceName {
+        /// `branch` or `session id`.
+        what: &'static str,
+        /// The name (truncated).
+        name: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A workspace could not be made or forked.
+    #[error("the workspace at {path} could not be made: {reason}")]
+    WorkspaceSetup {
+        /// The view being made.
+        path: String,
+        /// What failed.
+        reason: String,
+    },
+    /// A git run on the host for a workspace failed.
+    #[error("git {command} failed for a workspace: {said}")]
+    WorkspaceGit {
+        /// The git command (its first words).
+        command: String,
+        /// What git said (truncated).
+        said: String,
+    },
+    /// The session has no workspace (it was launched without one).
+    #[error("sandbox session {session_id:?} has no workspace; launch it with launch_in_workspace")]
+    NoWorkspace {
+        /// The session.
+        session_id: String,
+    },
+    /// A collection was refused: nothing of the checkout changed.
+    #[error("collecting into {reference} was refused: {reason}")]
+    CollectRefused {
+        /// The ref the collection would have written.
+        reference: String,
+        /// Why (the push rule's reason, the checkout's, or what was wrong
+        /// in the layer).
+        reason: String,
+    },
     /// An I/O error while setting up or running the sandbox.
     #[error("{context}: {source}")]
     Io {

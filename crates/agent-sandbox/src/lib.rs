@@ -345,6 +345,7 @@ mod session_dir;
 mod settings;
 mod unix_sockets;
 mod violations;
+mod workspace;
 
 pub use broker::{
     BrokerSettings, DEFAULT_BROKER_PORT, SYSTEM_CA_BUNDLES, broker_intercept,
@@ -362,6 +363,9 @@ pub use launcher::{NAME_GUARD_MARKER, run_name_guard_if_launched};
 pub use manager::SandboxManager;
 pub use settings::CommandIsolation;
 pub use unix_sockets::ROOT_EQUIVALENT_SOCKETS;
+pub use workspace::{
+    CollectOutcome, Collected, WorkspaceInfo, WorkspaceLayering, WorkspaceRequest,
+};
 
 // The vocabulary a host program speaks, so that this crate is its one
 // dependency.

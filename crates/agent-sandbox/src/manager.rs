@@ -10,7 +10,8 @@ use crate::runner::Runner;
 use crate::running::CommandIo;
 use crate::seam::ExecRequest;
 use crate::settings::Settings;
-use crate::{Error, ErrorKind};
+use crate::workspace::Workspace;
+use crate::{CollectOutcome, Error, ErrorKind, WorkspaceInfo, WorkspaceRequest};
 use sandbox_core::{
     RunningCommand, SandboxCommand, SandboxEvent, SandboxHandle, SandboxPort, SandboxSpec,
     SandboxState, Selection, Stdin, Stdout, Terminal,
@@ -66,6 +67,9 @@ struct Session {
     backend: BackendSession,
     running: Option<oneshot::Sender<()>>,
     runner: Option<Runner>,
+    /// The session's workspace; its layer goes when the last holder (the
+    /// session, or a collection under way) lets go of it.
+    workspace: Option<Arc<Workspace>>,
 }
 
 impl SandboxManager {
@@ -170,52 +174,7 @@ impl SandboxPort for SandboxManager {
     type Error = Error;
 
     async fn launch(&self, spec: SandboxSpec) -> Result<SandboxHandle, Error> {
-        spec.validate()?;
-        {
-            let sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
-            if sessions.contains_key(&spec.session_id) {
-                return Err(ErrorKind::DuplicateSession {
-                    session_id: spec.session_id.clone(),
-                }
-                .into());
-            }
-        }
-        let mut handle = SandboxHandle::new(spec.session_id.clone(), self.inner.selection.backend);
-        handle
-            .details
-            .insert("label".into(), self.inner.selection.label.into());
-        handle.details.insert(
-            "limits".into(),
-            self.inner.settings.cgroups.describe().into(),
-        );
-        let launched = self
-            .inner
-            .backend
-            .launch(&self.inner.settings, &spec)
-            .await?;
-        for (key, value) in launched.details {
-            handle.details.insert(key.into(), value.into());
-        }
-        handle.transition(SandboxState::Warm)?;
-        let mut env = launched.env;
-        let settings = &self.inner.settings;
-        if let Some(var) =
-            crate::unix_sockets::ssh_auth_sock(&settings.base_env, &settings.unix_sockets)
-        {
-            // The agent's socket is granted: its variable goes in too.
-            env.retain(|(k, _)| *k != var.0);
-            env.push(var);
-        }
-        let session = Session {
-            spec,
-            env,
-            backend: launched.session,
-            running: None,
-            runner: None,
-        };
-        let mut sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
-        sessions.insert(handle.session_id.clone(), session);
-        Ok(handle)
+        self.launch_with(spec, None).await
     }
 
     async fn exec(
@@ -473,6 +432,182 @@ impl SandboxManager {
             None
         }
     }
+}
+
+/// Workspaces (R-WORKSPACE): a task's own copy of a registered checkout.
+impl SandboxManager {
+    /// Launches a session for `spec` working in a workspace of its own
+    /// made from `request`: the checkout's working tree and git directory
+    /// as a view the session alone writes, on the request's branch,
+    /// starting at the checkout's `HEAD` with its uncommitted changes. The
+    /// view is mounted writable (read-only in the modes that make mounts
+    /// read-only) and is the session's working directory unless `spec`
+    /// names one; the checkout's object store is mounted read-only and the
+    /// checkout itself is protected, so nothing of it (refs, packed-refs,
+    /// index, worktrees, `info/`, objects, config, hooks) changes from
+    /// inside. The session's work returns only through
+    /// [`SandboxManager::collect`]. The layer lives in a directory of its
+    /// own in the manager's temp dir, removed at `destroy` and swept like
+    /// the session directories after a crash.
+    ///
+    /// The session id names the collected ref, so it must be 1 to 128 of
+    /// `A-Z a-z 0-9 . _ -` ([`ErrorKind::BadWorkspaceName`]); a path that
+    /// is not a main checkout with a commit is [`ErrorKind::NotACheckout`].
+    pub async fn launch_in_workspace(
+        &self,
+        spec: SandboxSpec,
+        request: &WorkspaceRequest,
+    ) -> Result<SandboxHandle, Error> {
+        spec.validate()?;
+        self.refuse_duplicate(&spec.session_id)?;
+        let temp = self.workspace_temp_dir()?;
+        let (request, id) = (request.clone(), spec.session_id.clone());
+        let workspace = blocking(move || Workspace::create(&request, &id, &temp)).await?;
+        self.launch_with(spec, Some(Arc::new(workspace))).await
+    }
+
+    /// Launches a session for `spec` in a fork of `parent`'s workspace:
+    /// what the parent's view holds now (its commits, its uncommitted
+    /// changes) in a layer of its own, on the same branch name. Writes of
+    /// either are never seen by the other or by another fork, and each
+    /// collects on its own (`refs/sessions/<its session>/<branch>`).
+    /// The fork copies the parent's view (see [`crate::WorkspaceLayering`]);
+    /// a command of the parent's writing meanwhile may leave a file half
+    /// written in the fork.
+    pub async fn launch_fork(
+        &self,
+        parent: &SandboxHandle,
+        spec: SandboxSpec,
+    ) -> Result<SandboxHandle, Error> {
+        spec.validate()?;
+        self.refuse_duplicate(&spec.session_id)?;
+        let from = self.workspace_of(parent)?;
+        let temp = self.workspace_temp_dir()?;
+        let id = spec.session_id.clone();
+        let workspace = blocking(move || from.fork(&id, &temp)).await?;
+        self.launch_with(spec, Some(Arc::new(workspace))).await
+    }
+
+    /// Collects the session's branch into its registered checkout as
+    /// `refs/sessions/<session>/<branch>`, through the push rule (a create,
+    /// or a fast-forward of that ref; the push rule's object and size
+    /// limits), and nothing else: no other ref, the index, a worktree or
+    /// the config of the checkout changes. The session may go on working
+    /// and collect again. Refused with [`ErrorKind::CollectRefused`] (the
+    /// branch is gone or rewritten, an object is missing or damaged), the
+    /// checkout unchanged. Merging is the host's to decide.
+    pub async fn collect(&self, handle: &SandboxHandle) -> Result<CollectOutcome, Error> {
+        let workspace = self.workspace_of(handle)?;
+        let id = handle.session_id.clone();
+        blocking(move || workspace.collect(&id)).await
+    }
+
+    /// The session's workspace, its disk use counted now; `None` for a
+    /// session without one, or not live.
+    pub fn workspace(&self, handle: &SandboxHandle) -> Option<WorkspaceInfo> {
+        let sessions = self.inner.sessions.lock().ok()?;
+        let ws = sessions.get(&handle.session_id)?.workspace.clone()?;
+        drop(sessions);
+        Some(ws.info())
+    }
+
+    fn workspace_of(&self, handle: &SandboxHandle) -> Result<Arc<Workspace>, Error> {
+        let sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
+        let session = sessions.get(&handle.session_id).ok_or_else(|| {
+            Error::from(ErrorKind::UnknownSession {
+                session_id: handle.session_id.clone(),
+            })
+        })?;
+        session.workspace.clone().ok_or_else(|| {
+            ErrorKind::NoWorkspace {
+                session_id: handle.session_id.clone(),
+            }
+            .into()
+        })
+    }
+
+    fn workspace_temp_dir(&self) -> Result<std::path::PathBuf, Error> {
+        self.inner.settings.temp_dir.clone().ok_or_else(|| {
+            ErrorKind::MissingSetting {
+                setting: "temp_dir",
+                why: "a workspace's layer is made in the manager's temp dir",
+            }
+            .into()
+        })
+    }
+
+    fn refuse_duplicate(&self, session_id: &str) -> Result<(), Error> {
+        let sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
+        if sessions.contains_key(session_id) {
+            return Err(ErrorKind::DuplicateSession {
+                session_id: session_id.to_owned(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Launches `spec`, in `workspace` when there is one.
+    async fn launch_with(
+        &self,
+        mut spec: SandboxSpec,
+        workspace: Option<Arc<Workspace>>,
+    ) -> Result<SandboxHandle, Error> {
+        spec.validate()?;
+        if let Some(ws) = &workspace {
+            ws.amend(&mut spec)?;
+        }
+        self.refuse_duplicate(&spec.session_id)?;
+        let mut handle = SandboxHandle::new(spec.session_id.clone(), self.inner.selection.backend);
+        handle
+            .details
+            .insert("label".into(), self.inner.selection.label.into());
+        handle.details.insert(
+            "limits".into(),
+            self.inner.settings.cgroups.describe().into(),
+        );
+        let launched = self
+            .inner
+            .backend
+            .launch(&self.inner.settings, &spec)
+            .await?;
+        for (key, value) in launched.details {
+            handle.details.insert(key.into(), value.into());
+        }
+        for (key, value) in workspace.iter().flat_map(|w| w.details()) {
+            handle.details.insert(key.into(), value.into());
+        }
+        handle.transition(SandboxState::Warm)?;
+        let mut env = launched.env;
+        let settings = &self.inner.settings;
+        if let Some(var) =
+            crate::unix_sockets::ssh_auth_sock(&settings.base_env, &settings.unix_sockets)
+        {
+            // The agent's socket is granted: its variable goes in too.
+            env.retain(|(k, _)| *k != var.0);
+            env.push(var);
+        }
+        let session = Session {
+            spec,
+            env,
+            backend: launched.session,
+            running: None,
+            runner: None,
+            workspace,
+        };
+        let mut sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
+        sessions.insert(handle.session_id.clone(), session);
+        Ok(handle)
+    }
+}
+
+/// Runs blocking file and git work off the runtime's threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Error::io("a workspace task", std::io::Error::other(e.to_string())))?
 }
 
 fn poisoned() -> Error {

@@ -74,6 +74,8 @@ pub(crate) struct Settings {
     pub(crate) reads: ExtraReads,
     /// The probe's start-up line (R-PROBE-1), as logged at build.
     pub(crate) startup_line: String,
+    /// Where session directories and workspace layers are made.
+    pub(crate) temp_dir: Option<PathBuf>,
     /// The latest search for nested repositories of each set of writable
     /// roots (searched on Linux only).
     #[cfg(target_os = "linux")]

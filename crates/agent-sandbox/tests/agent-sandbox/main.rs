@@ -40,6 +40,8 @@ mod unprivileged;
 #[cfg(target_os = "linux")]
 mod warm;
 #[cfg(target_os = "linux")]
+mod workspace;
+#[cfg(target_os = "linux")]
 mod worktree;
 
 /// Set to `per-command` to run the native tests with a fresh sandbox per
