@@ -236,6 +236,18 @@ pub enum ErrorKind {
         /// What runsc said (its last lines, truncated).
         said: String,
     },
+    /// A writable mount is a git directory, or lies inside one: the refs
+    /// and objects every checkout of that repository shares.
+    #[error(
+        "{path} is (or lies inside) a git directory and cannot be mounted writable: a session \
+         could move the repository's branches and tags or prune its objects; mount it \
+         read-only, or give the session a workspace of its own (launch_in_workspace), whose \
+         work comes back by collecting"
+    )]
+    WritableGitDirectory {
+        /// The mount's host path.
+        path: String,
+    },
     /// The path given as a workspace's registered checkout is not one.
     #[error("{path} cannot be a workspace's checkout: {reason}")]
     NotACheckout {

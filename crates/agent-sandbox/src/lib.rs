@@ -286,18 +286,52 @@
 //!   and a connection to anything but the proxies fails inside (the
 //!   sandbox has no other network). The `microvm` backend is the same.
 //!
-//! # Linked git worktrees
+//! # Workspaces: one repository, many sessions
 //!
-//! Agents usually work in one worktree per task (`git worktree add`). Git
-//! inside needs the repository's common directory too:
-//! [`SandboxBindMount::linked_worktree`] (or `..._from_ambient`) gives both
-//! mounts. A writable common directory is protected as a git directory:
-//! its hooks, config, `commondir`, `config.worktree`, the main worktree's
-//! `HEAD` and `index`, its submodules' git directories and every linked
-//! worktree's `commondir` and `config.worktree` stay unwritable, nothing is
-//! placed inside it, and it is not taken for a repository made inside at
-//! the end. `git status` and `git commit` work; a commit lands on the
-//! worktree's branch on the host.
+//! Agents work one task each, often several on one repository at once.
+//! The normal path is a **workspace** per session
+//! ([`SandboxManager::launch_in_workspace`] with a [`WorkspaceRequest`]):
+//! the session gets its own view of a registered checkout, working tree
+//! and git directory, on a branch of its own, starting at the checkout's
+//! `HEAD` with its uncommitted changes. Every write lands in the session's
+//! layer; nothing of the checkout (refs, packed-refs, index, worktrees,
+//! `info/`, objects, config, hooks) can change from inside. The work comes
+//! back only through a gate, [`SandboxManager::collect`], which brings the
+//! session's branch into the checkout as `refs/sessions/<session>/<branch>`
+//! through the push rule (a create or a fast-forward of that ref alone,
+//! its object and size limits) and touches nothing else; merging is the
+//! host's decision. [`SandboxManager::launch_fork`] starts another session
+//! from what a workspace holds now (N attempts from one point); each fork
+//! collects on its own. The layer lives in a directory of the manager's
+//! temp dir, its disk use in [`WorkspaceInfo::disk_bytes`], removed at
+//! `destroy` and swept after a crash.
+//!
+//! What creating one costs is in [`WorkspaceLayering`] and the handle's
+//! `workspaceLayering` detail: today every backend copies the working
+//! tree ([`WorkspaceLayering::Copy`], a reflink where the file system has
+//! one) and borrows the checkout's object store read-only, so creation
+//! costs in proportion to the working tree (figures in `benches/README.md`).
+//!
+//! ```no_run
+//! # async fn demo(m: agent_sandbox::SandboxManager) -> Result<(), agent_sandbox::Error> {
+//! use agent_sandbox::{CollectOutcome, SandboxPort, SandboxSpec, WorkspaceRequest};
+//! let task = WorkspaceRequest::new("/home/me/project", "fix-parser")?;
+//! let mut h = m.launch_in_workspace(SandboxSpec::new("task-1", "w"), &task).await?;
+//! // ... the agent edits and commits on `fix-parser` inside ...
+//! if let CollectOutcome::Updated(c) = m.collect(&h).await? {
+//!     println!("review {} ({})", c.reference, c.new); // refs/sessions/task-1/fix-parser
+//! }
+//! m.destroy(&mut h).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! A linked worktree (`git worktree add`) can still be mounted for reading:
+//! [`SandboxBindMount::linked_worktree`] gives the worktree and the
+//! repository's common directory, the latter always read-only, since it is
+//! what every checkout of the repository shares. `git status`, `log` and
+//! `diff` work there and files can be edited; `git commit` fails. A
+//! writable mount that is, or lies inside, a git directory is refused
+//! ([`ErrorKind::WritableGitDirectory`]).
 //!
 //! # Log lines
 //!

@@ -558,6 +558,14 @@ impl SandboxManager {
             ws.amend(&mut spec)?;
         }
         self.refuse_duplicate(&spec.session_id)?;
+        if let Some(path) =
+            sandbox_core::git::writable_git_dir(&spec.bind_mounts, &*self.inner.settings.host)
+        {
+            return Err(ErrorKind::WritableGitDirectory {
+                path: path.to_owned(),
+            }
+            .into());
+        }
         let mut handle = SandboxHandle::new(spec.session_id.clone(), self.inner.selection.backend);
         handle
             .details

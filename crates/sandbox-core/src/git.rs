@@ -69,6 +69,32 @@ pub fn is_git_dir<H: HostView + ?Sized>(path: &Path, host: &H) -> bool {
         && host.is_dir(&path.join("refs"))
 }
 
+/// The first writable mount of `mounts` that is a git directory or lies
+/// inside one (its `objects`, `refs`, a worktree's entry, ...), looking
+/// up to [`MAX_GIT_DIR_DEPTH`] parents: such a directory holds a
+/// repository's refs and objects for every checkout of it, so a session
+/// that writes it can move the user's branches or prune their objects. A
+/// checkout (a working tree whose `.git` is below the mount) is not one.
+/// Reads the host only through `host`.
+pub fn writable_git_dir<'a, H: HostView + ?Sized>(
+    mounts: &'a [crate::SandboxBindMount],
+    host: &H,
+) -> Option<&'a str> {
+    mounts
+        .iter()
+        .filter(|m| !m.read_only)
+        .map(|m| m.host_path.as_str())
+        .find(|path| {
+            Path::new(path)
+                .ancestors()
+                .take(MAX_GIT_DIR_DEPTH)
+                .any(|dir| dir.parent().is_some() && is_git_dir(dir, host))
+        })
+}
+
+/// How many levels [`writable_git_dir`] looks up from a mount.
+pub const MAX_GIT_DIR_DEPTH: usize = 16;
+
 /// What must stay unwritable in a git directory that is itself a writable
 /// root (the common directory a linked worktree needs), as absolute paths:
 /// its hooks, its config, `config.worktree` and `commondir` (git runs
@@ -294,6 +320,36 @@ mod tests {
 mod git_dir_tests {
     use super::*;
     use crate::{FakeHost, Os};
+
+    #[test]
+    fn a_writable_git_directory_or_a_path_inside_one_is_found() {
+        use crate::{Access, SandboxBindMount};
+        let mut h = FakeHost::new(Os::Linux);
+        h.file("/r/.git/HEAD")
+            .dir("/r/.git/objects")
+            .dir("/r/.git/refs/heads")
+            .dir("/r/.git/worktrees/t")
+            .file("/bare/HEAD")
+            .dir("/bare/objects")
+            .dir("/bare/refs")
+            .dir("/r/src");
+        let m = |p: &str, a| SandboxBindMount::new(p, a).unwrap();
+        for path in [
+            "/r/.git",
+            "/r/.git/refs/heads",
+            "/r/.git/worktrees/t",
+            "/bare",
+        ] {
+            let mounts = [m("/r/src", Access::ReadWrite), m(path, Access::ReadWrite)];
+            assert_eq!(writable_git_dir(&mounts, &h), Some(path));
+            let mounts = [m(path, Access::ReadOnly)];
+            assert_eq!(writable_git_dir(&mounts, &h), None, "{path} read-only");
+        }
+        // A checkout (its .git below the mount) is not a git directory.
+        for path in ["/r", "/r/src", "/"] {
+            assert_eq!(writable_git_dir(&[m(path, Access::ReadWrite)], &h), None);
+        }
+    }
 
     #[test]
     fn a_git_directory_is_told_by_head_objects_and_refs() {

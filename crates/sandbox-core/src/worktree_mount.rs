@@ -7,19 +7,21 @@ use std::path::Path;
 
 impl SandboxBindMount {
     /// The mounts a linked git worktree (`git worktree add`) needs for git
-    /// to work inside: the worktree itself and the repository's common
-    /// directory (objects, refs, the worktree's own git directory), both
-    /// with `access`, at their host paths (the common directory by its
-    /// canonical path, which is what the worktree's `.git` file leads to).
+    /// to read it inside: the worktree itself with `access`, and the
+    /// repository's common directory (objects, refs, every worktree's git
+    /// directory) **read-only** whatever `access` says, at their host
+    /// paths (the common directory by its canonical path, which is what
+    /// the worktree's `.git` file leads to).
     ///
-    /// A writable common directory is protected as a git directory, not as
-    /// a checkout: its hooks, config, `config.worktree`, `commondir`, the
-    /// main worktree's `HEAD` and `index`, `modules`, and every linked
-    /// worktree's `commondir` and `config.worktree` stay unwritable
-    /// ([`crate::git::git_dir_root_entries`]); the worktree keeps the
-    /// mandatory set and its `.git` file is unwritable. Nothing is placed
-    /// inside the git directory for this (a missing entry is a
-    /// creation-time rule).
+    /// The common directory is shared by every worktree and the main
+    /// checkout: written from inside, it would let a session move the
+    /// user's branches and tags, rewrite `packed-refs`, other tasks'
+    /// worktrees, `info/` and alternates, or prune the object store. So
+    /// inside, `git status`, `git log` and `git diff` work and a file of
+    /// the worktree can be edited, but `git commit` fails (no object can be
+    /// written). A session that commits works in a workspace of its own
+    /// instead (the facade's `launch_in_workspace`), whose work comes back
+    /// through a gate.
     ///
     /// Refused with [`ErrorKind::NotALinkedWorktree`] when `worktree` is
     /// a main checkout (its `.git` is a directory), has no `.git`, or its
@@ -55,7 +57,7 @@ impl SandboxBindMount {
         if !is_git_dir(&dirs.common_dir, host) {
             return refuse("the common directory it names is not a git directory");
         }
-        let common = SandboxBindMount::new(dirs.common_dir.to_string_lossy(), access)?;
+        let common = SandboxBindMount::new(dirs.common_dir.to_string_lossy(), Access::ReadOnly)?;
         Ok([mount, common])
     }
 
@@ -98,7 +100,8 @@ mod tests {
         assert_eq!((wt.host_path.as_str(), wt.read_only), ("/w/wt", false));
         assert_eq!(
             (common.host_path.as_str(), common.read_only),
-            ("/w/main/.git", false)
+            ("/w/main/.git", true),
+            "the shared common directory is never writable"
         );
         let [_, common] = SandboxBindMount::linked_worktree("/w/wt", Access::ReadOnly, &h).unwrap();
         assert!(common.read_only);
