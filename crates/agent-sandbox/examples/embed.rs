@@ -1,8 +1,9 @@
-//! A host program embedding the sandbox: a session on a scratch git
-//! repository, six commands and how each ended, and the teardown.
+//! A host program embedding the sandbox: a task's session in a workspace
+//! of a scratch git repository, six commands and how each ended, its
+//! commit collected into the repository as a session ref, and the teardown.
 //! `cargo run -p agent-sandbox --example embed`; `cargo test` runs it too.
-use agent_sandbox::{Access, BackendRequest::Explicit, KillReason, Limits, PtySize};
-use agent_sandbox::{ManagerBuilder, SandboxBackend::Native, SandboxBindMount, SandboxCommand};
+use agent_sandbox::{BackendRequest::Explicit, CollectOutcome, KillReason, Limits, PtySize};
+use agent_sandbox::{ManagerBuilder, SandboxBackend::Native, SandboxCommand, WorkspaceRequest};
 use agent_sandbox::{SandboxSpec, Surface};
 
 fn sh(script: &str) -> SandboxCommand {
@@ -19,7 +20,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     agent_sandbox::run_name_guard_if_launched(); // first, before any thread
     let dir = std::env::temp_dir().join(format!("embed-{}", std::process::id()));
     let work = dir.join("work").display().to_string();
+    let id = ["-c", "user.name=host", "-c", "user.email=host@example.invalid"];
     std::process::Command::new("git").args(["init", "-q", &work]).status()?;
+    std::process::Command::new("git")
+        .args(id)
+        .args(["-C", &work, "commit", "-q"])
+        .args(["--allow-empty", "-m", "start"])
+        .status()?;
     let done = tokio::runtime::Runtime::new()?.block_on(async {
         let manager = ManagerBuilder::from_ambient()
             .home(&dir)
@@ -27,12 +34,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .request(Explicit(Native), Surface::Dispatch)
             .name_guard_from_current_exe()
             .build()?;
-        let mut spec = SandboxSpec::new("embed", "scratch");
-        spec.bind_mounts.push(SandboxBindMount::new(&work, Access::ReadWrite)?);
-        spec.guest_workdir = Some(work.clone());
-        let (m, mut h) = (&manager, manager.launch(spec).await?);
-        let out = m.exec(&h, sh("git status --short --branch")).await?.output().await;
-        check(out.status.success(), "git status works inside")?;
+        // The task works in its own view of the repository, on branch `task`.
+        let task = WorkspaceRequest::new(&work, "task")?;
+        let spec = SandboxSpec::new("embed", "scratch");
+        let (m, mut h) = (&manager, manager.launch_in_workspace(spec, &task).await?);
+        let out = m.exec(&h, sh("git -c user.name=a -c user.email=a@b commit -q --allow-empty -m done && git status --short --branch")).await?.output().await;
+        check(out.status.success(), "git commit and status work inside")?;
         let out = m.exec(&h, sh("echo key > secret.pem")).await?.output().await;
         check(out.violations.iter().any(|v| v.target.ends_with(".pem")), "secret.pem refused")?;
         let out = m.exec(&h, sh("curl -sS https://blocked.example/")).await?.output().await;
@@ -49,6 +56,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         hog.limits(Limits { memory_bytes: Some(64 << 20), ..Limits::default() });
         let status = m.exec(&h, hog).await?.wait().await;
         check(status.kill_reason() == Some(KillReason::Oom), "a memory limit ends a hog")?;
+        let got = m.collect(&h).await?; // through the push rule, nothing else touched
+        check(matches!(&got, CollectOutcome::Updated(c) if c.reference == "refs/sessions/embed/task"), "the commit collected")?;
         manager.destroy(&mut h).await?;
         Ok::<(), Box<dyn std::error::Error>>(())
     });

@@ -1580,3 +1580,94 @@ fn a_runner_state_dir_is_writable_in_every_mode_and_free_of_the_filename_rules()
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .args(["-c", "user.name=u", "-c", "user.email=u@example.invalid"])
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {o:?}");
+    String::from_utf8_lossy(&o.stdout).trim().to_owned()
+}
+
+#[test]
+fn workspace_runs_the_command_in_a_copy_and_collects_its_branch_into_the_checkout() {
+    if !native() || test_support::tool("git", "apt-get install git").is_none() {
+        return;
+    }
+    let d = scratch("workspace");
+    let repo = d.join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README"), "hi\n").unwrap();
+    git(&repo, &["add", "README"]);
+    git(&repo, &["commit", "-qm", "first"]);
+    let main_before = git(&repo, &["rev-parse", "main"]);
+    let script = format!(
+        "test \"$(pwd)\" != {r} && echo ELSEWHERE; echo fixed >> README && \
+         git -c user.name=a -c user.email=a@example.invalid commit -qam fix && echo COMMIT; \
+         git update-ref refs/heads/main HEAD; echo x >> {r}/README; true",
+        r = repo.display()
+    );
+    let o = agent_run(
+        &d,
+        &[
+            "--workspace",
+            repo.to_str().unwrap(),
+            "--workspace-branch",
+            "fix",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let (out, e) = (String::from_utf8_lossy(&o.stdout), err(&o));
+    assert_eq!(o.status.code(), Some(0), "{out}\n{e}");
+    assert!(
+        out.contains("ELSEWHERE") && out.contains("COMMIT"),
+        "{out}\n{e}"
+    );
+    assert!(e.contains("(copy layering)"), "{e}");
+    // The checkout: main where it was, the README untouched, the work as
+    // a session ref alone.
+    assert_eq!(git(&repo, &["rev-parse", "main"]), main_before);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("README")).unwrap(),
+        "hi\n"
+    );
+    let refs = git(
+        &repo,
+        &["for-each-ref", "--format=%(refname)", "refs/sessions"],
+    );
+    assert_eq!(refs.lines().count(), 1, "{refs}");
+    assert!(refs.ends_with("/fix"), "{refs}");
+    assert!(e.contains(&format!("collected {refs} at ")), "{e}");
+    assert_eq!(git(&repo, &["log", "--format=%s", &refs]), "fix\nfirst");
+    // Bad uses are usage errors.
+    let o = agent_run(&d, &["--workspace-branch", "x", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let o = agent_run(
+        &d,
+        &[
+            "--workspace",
+            repo.to_str().unwrap(),
+            "--workdir",
+            "/",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let o = agent_run(&d, &["--workspace", d.to_str().unwrap(), "--", "true"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("cannot be a workspace's checkout"),
+        "{}",
+        err(&o)
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -30,6 +30,7 @@ pub(crate) struct Options {
     pub(crate) read_deny: Vec<String>,
     pub(crate) allow_read_within_denies: Vec<String>,
     pub(crate) workdir: Option<String>,
+    pub(crate) workspace: Option<Workspace>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) limits: Limits,
     pub(crate) switch: Option<String>,
@@ -47,6 +48,13 @@ pub(crate) struct Options {
     pub(crate) broker_push_rule: Option<String>,
     pub(crate) upstream_ca: Vec<PathBuf>,
     pub(crate) command: Vec<OsString>,
+}
+
+/// `--workspace REPO` with its branch.
+#[derive(Debug)]
+pub(crate) struct Workspace {
+    pub(crate) checkout: String,
+    pub(crate) branch: Option<String>,
 }
 
 /// Why the command line was not taken: a usage error (clap's, printed with
@@ -215,6 +223,19 @@ struct Cli {
     #[arg(long, value_name = "DIR")]
     workdir: Option<String>,
 
+    /// Run the command in a workspace of its own made from the checkout
+    /// REPO: a copy-on-write view of it on a branch of its own (see
+    /// --workspace-branch), the command's working directory, while REPO
+    /// itself stays unwritable. At the end the branch is collected into
+    /// REPO as refs/sessions/<session>/<branch> (printed on stderr) and the
+    /// workspace goes. Takes no --mount of REPO and no --workdir.
+    #[arg(long, value_name = "REPO")]
+    workspace: Option<String>,
+
+    /// The workspace's branch (agent-run by default).
+    #[arg(long, value_name = "NAME", requires = "workspace")]
+    workspace_branch: Option<String>,
+
     /// End the command as killed (exit 124) after this many seconds.
     #[arg(long, value_name = "SECS", value_parser = seconds, allow_negative_numbers = true)]
     timeout: Option<Duration>,
@@ -363,6 +384,9 @@ fn options(c: Cli) -> Result<Options, String> {
             return Err("--broker-port needs --broker HOST".into());
         }
     }
+    if c.workspace.is_some() && c.workdir.is_some() {
+        return Err("--workspace is the command's working directory: drop --workdir".into());
+    }
     let mut unix_sockets: Vec<(String, bool)> = c
         .allow_unix_socket
         .into_iter()
@@ -391,6 +415,10 @@ fn options(c: Cli) -> Result<Options, String> {
         read_deny: c.read_deny,
         allow_read_within_denies: c.allow_read_within_denies,
         workdir: c.workdir,
+        workspace: c.workspace.map(|checkout| Workspace {
+            checkout,
+            branch: c.workspace_branch,
+        }),
         timeout: c.timeout,
         limits: Limits {
             memory_bytes: c.memory,

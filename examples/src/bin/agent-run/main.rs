@@ -34,6 +34,13 @@
 //! (on KVM where the canary guest boots, else emulated, which
 //! `--require-hardware-vm` refuses too).
 //!
+//! `--workspace REPO` runs CMD in a workspace of its own made from the
+//! checkout REPO, on the branch `--workspace-branch` names (`agent-run` by
+//! default); at the end its work is collected into REPO as
+//! `refs/sessions/<session>/<branch>` (the line `agent-run: collected REF
+//! at COMMIT` on stderr) and the workspace goes. REPO is never writable
+//! from inside.
+//!
 //! On a host without a native sandbox it refuses to run CMD, naming the
 //! packages to install; `--backend none` or `--sandbox off` is the explicit
 //! way to run it unconfined.
@@ -42,7 +49,10 @@ mod cli;
 
 use cli::Options;
 
-use agent_sandbox::{BrokerSettings, FilenameRules, ManagerBuilder, NameGuardLauncher};
+use agent_sandbox::{
+    BrokerSettings, CollectOutcome, FilenameRules, ManagerBuilder, NameGuardLauncher,
+    WorkspaceRequest,
+};
 use agent_sandbox_examples::{EventLog, EventsTo, ViolationTally};
 use connect_proxy::IpPolicy;
 use sandbox_core::{
@@ -379,12 +389,15 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
     spec.mode = o.mode;
     spec.network_enabled = o.network;
     spec.egress_allowlist = o.allow.clone();
-    spec.guest_workdir = Some(workdir.clone());
-    let mounts = if o.mounts.is_empty() {
-        vec![(workdir.clone(), Access::ReadWrite)]
-    } else {
-        o.mounts.clone()
+    // In a workspace, the workspace is the working directory (and the one
+    // mount unless others are asked for).
+    let mounts = match (&o.workspace, o.mounts.is_empty()) {
+        (Some(_), _) | (None, false) => o.mounts.clone(),
+        (None, true) => vec![(workdir.clone(), Access::ReadWrite)],
     };
+    if o.workspace.is_none() {
+        spec.guest_workdir = Some(workdir.clone());
+    }
     for (p, access) in mounts {
         spec.bind_mounts
             .push(SandboxBindMount::new(absolute(&p)?, access).map_err(|e| e.to_string())?);
@@ -399,7 +412,28 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
     // Through the trait object a host that picks its backend at run time
     // would hold (the launch bench measures this path).
     let port: &dyn DynSandboxPort = &manager;
-    let mut handle = port.launch_dyn(spec).await.map_err(|e| e.to_string())?;
+    let mut handle = match &o.workspace {
+        Some(ws) => {
+            let checkout = absolute(&ws.checkout)?;
+            let branch = ws.branch.as_deref().unwrap_or("agent-run");
+            let request =
+                WorkspaceRequest::new(checkout, branch).map_err(|e| format!("--workspace: {e}"))?;
+            let h = manager
+                .launch_in_workspace(spec, &request)
+                .await
+                .map_err(|e| format!("--workspace: {e}"))?;
+            if let Some(info) = manager.workspace(&h) {
+                eprintln!(
+                    "agent-run: workspace {} on branch {} ({} layering)",
+                    info.path.display(),
+                    info.branch,
+                    info.layering.as_str()
+                );
+            }
+            h
+        }
+        None => port.launch_dyn(spec).await.map_err(|e| e.to_string())?,
+    };
     let mut cmd = SandboxCommand::new(&o.command[0]);
     cmd.args(&o.command[1..]);
     if let Some(t) = o.timeout {
@@ -490,6 +524,25 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
         }
     }
     eprintln!("agent-run: {}", tally.summary());
+    if o.workspace.is_some() {
+        // The work comes back through the gate; a refusal is reported and
+        // fails the run, the checkout unchanged.
+        match manager.collect(&handle).await {
+            Ok(CollectOutcome::Updated(c)) => {
+                eprintln!("agent-run: collected {} at {}", c.reference, c.new);
+            }
+            Ok(CollectOutcome::NothingNew { reference }) => {
+                eprintln!("agent-run: nothing new to collect into {reference}");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("agent-run: {e}");
+                if code == 0 {
+                    code = 1;
+                }
+            }
+        }
+    }
     port.destroy_dyn(&mut handle)
         .await
         .map_err(|e| e.to_string())?;
