@@ -112,6 +112,11 @@ pub(crate) fn write_git_dir(checkout: &Checkout, git: &Path, branch: &str) -> Re
         super::checkout::ObjectFormat::Sha256 => config.push_str("\trepositoryformatversion = 1\n"),
     }
     config.push_str("\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n");
+    // The copied index describes the checkout's files: the copies keep
+    // their modification times and sizes (`cp -a`) but not their inode
+    // numbers or change times, which git compares by default and would
+    // then read and hash every file again at the first `git status`.
+    config.push_str("\ttrustctime = false\n\tcheckstat = minimal\n");
     if checkout.format == super::checkout::ObjectFormat::Sha256 {
         config.push_str("[extensions]\n\tobjectformat = sha256\n");
     }
