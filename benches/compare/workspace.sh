@@ -56,7 +56,12 @@ for i in range(files):
 PY
 git -C "$repo" init -q -b main
 git -C "$repo" add -A
-git -C "$repo" -c user.name=b -c user.email=b@example.invalid commit -qm tree
+git -C "$repo" -c user.name=b -c user.email=b@example.invalid -c gc.auto=0 -c maintenance.auto=false commit -qm tree
+# Packed, as a repository that has lived is, and with no gc left to start
+# on its own during the runs.
+git -C "$repo" config gc.auto 0
+git -C "$repo" config maintenance.auto false
+git -C "$repo" gc -q
 echo "repository: $FILES files, $(du -sm "$repo" --exclude=.git | cut -f1) MB of working tree, $(du -sm "$repo/.git" | cut -f1) MB of .git"
 
 declare -A ALL

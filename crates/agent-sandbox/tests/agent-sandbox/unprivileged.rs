@@ -1,8 +1,10 @@
 //! The command tests (`commands`, `acp`), the gVisor tests (`microvm`,
 //! with `runsc --rootless`) and the QEMU escape test (bubblewrap jails in
-//! user namespaces, no `/dev/kvm`) once more as an unprivileged user: this test
-//! binary runs itself again under `setpriv` as uid 65534, with only those
-//! tests selected, and requires every one of them to pass.
+//! user namespaces, no `/dev/kvm`) and a QEMU workspace once more as an
+//! unprivileged user: this test binary runs itself again under `setpriv` as
+//! uid 65534 (for the microvm tests with supplementary groups, as a login
+//! user has), with only those tests selected, and requires every one of
+//! them to pass.
 //! (The limit tests then meet a cgroup tree they cannot write and check
 //! that their limits are refused, never silently dropped.)
 
@@ -77,10 +79,13 @@ fn the_microvm_and_qemu_tests_pass_as_an_unprivileged_user() {
     }
     let me = std::env::current_exe().unwrap();
     let out = Command::new("/usr/bin/setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        // With supplementary groups, as a login user has them (the QEMU
+        // runtime's file server cannot drop them there).
+        .args(["--reuid=65534", "--regid=65534", "--groups=100,44", "--"])
         .arg(&me)
         .args([
             "microvm::",
+            "workspace::in_a_qemu_guest",
             "qemu::the_escape_tests_hold_in_a_qemu_guest",
             "--test-threads=2",
         ])

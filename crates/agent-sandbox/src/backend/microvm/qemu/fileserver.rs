@@ -159,9 +159,19 @@ impl FileServer {
         let log_path = dir.join("fileserver.log");
         let log = std::fs::File::create(&log_path)
             .map_err(|e| format!("creating {}: {e}", log_path.display()))?;
+        // Without root, the file server's jail runs it with the caller's
+        // supplementary groups, which it cannot drop there (see
+        // [`groups_kept_filter`]): its `setgroups` is answered for it.
+        let groups_filter = match rootless {
+            true => Some(filter_pipe(&groups_kept_filter())?),
+            false => None,
+        };
         let mut c = tokio::process::Command::new(bwrap);
-        c.args(jail_args(layout, rootless))
-            .arg("--")
+        c.args(jail_args(layout, rootless));
+        if let Some(f) = &groups_filter {
+            c.arg("--seccomp").arg(f.as_raw_fd().to_string());
+        }
+        c.arg("--")
             .args(command(fd))
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
@@ -175,9 +185,13 @@ impl FileServer {
         if let Some(fd) = inherit {
             crate::process_fds::inherit_fds(&mut c, [fd]);
         }
+        if let Some(f) = &groups_filter {
+            crate::process_fds::inherit_fds(&mut c, [f.as_raw_fd()]);
+        }
         let child = c
             .spawn()
             .map_err(|e| format!("starting {}: {e}", bwrap.display()))?;
+        drop(groups_filter);
         // The file server holds the socket now; QEMU connects to its path.
         drop(listener);
         Ok(FileServer {
@@ -209,6 +223,58 @@ impl FileServer {
     }
 }
 
+/// A seccomp program (classic BPF, as bubblewrap's `--seccomp` reads it)
+/// under which `setgroups` succeeds without doing anything, and every
+/// other call is let through.
+///
+/// The file server drops its supplementary groups at start and exits when
+/// it cannot. Without root it cannot: its jail is a user namespace, where
+/// `setgroups` is refused to an unprivileged caller. Its groups are then
+/// the caller's own, the ones every other process of the session's user
+/// holds (the native sandboxes' commands keep them too), and its jail
+/// still holds only the session's layout; so the call is answered as done
+/// and the file server runs, rather than the runtime failing for every
+/// user who belongs to a group.
+fn groups_kept_filter() -> Vec<u8> {
+    #[cfg(target_arch = "aarch64")]
+    const ARCH_AND_CALL: (u32, u32) = (0xC000_00B7, 159);
+    #[cfg(not(target_arch = "aarch64"))]
+    const ARCH_AND_CALL: (u32, u32) = (0xC000_003E, 116);
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const RET_K: u16 = 0x06;
+    const RET_ERRNO_ZERO: u32 = 0x0005_0000;
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    let (arch, call) = ARCH_AND_CALL;
+    // (code, jump if true, jump if false, k); seccomp_data: nr at 0, arch at 4.
+    let program: [(u16, u8, u8, u32); 6] = [
+        (LD_W_ABS, 0, 0, 4),
+        (JEQ_K, 0, 3, arch),
+        (LD_W_ABS, 0, 0, 0),
+        (JEQ_K, 0, 1, call),
+        (RET_K, 0, 0, RET_ERRNO_ZERO),
+        (RET_K, 0, 0, RET_ALLOW),
+    ];
+    let mut out = Vec::with_capacity(program.len() * 8);
+    for (code, jt, jf, k) in program {
+        out.extend_from_slice(&code.to_ne_bytes());
+        out.extend_from_slice(&[jt, jf]);
+        out.extend_from_slice(&k.to_ne_bytes());
+    }
+    out
+}
+
+/// A pipe's read end holding `bytes` (small: within a pipe's buffer),
+/// its write end closed.
+fn filter_pipe(bytes: &[u8]) -> Result<std::os::fd::OwnedFd, String> {
+    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| format!("creating a pipe: {e}"))?;
+    let mut write = std::fs::File::from(write);
+    std::io::Write::write_all(&mut write, bytes)
+        .map_err(|e| format!("writing the file server's seccomp program: {e}"))?;
+    Ok(read)
+}
+
 /// The end of the file server's log, for an error.
 fn last_words(log: &Path) -> String {
     let text = std::fs::read(log).unwrap_or_default();
@@ -225,6 +291,29 @@ mod tests {
     fn has(args: &[String], seq: &[&str]) -> bool {
         args.windows(seq.len())
             .any(|w| w.iter().zip(seq).all(|(a, b)| a == b))
+    }
+
+    #[test]
+    fn the_groups_filter_answers_setgroups_alone() {
+        let p = groups_kept_filter();
+        assert_eq!(p.len(), 6 * 8);
+        let insn = |i: usize| {
+            let b = &p[i * 8..i * 8 + 8];
+            (
+                u16::from_ne_bytes([b[0], b[1]]),
+                b[2],
+                b[3],
+                u32::from_ne_bytes([b[4], b[5], b[6], b[7]]),
+            )
+        };
+        // Another architecture's calls, and every other call, are let through.
+        assert_eq!(insn(1).2, 3);
+        assert_eq!(insn(5), (0x06, 0, 0, 0x7fff_0000));
+        assert_eq!(insn(4), (0x06, 0, 0, 0x0005_0000));
+        let read = filter_pipe(&p).unwrap();
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut std::fs::File::from(read), &mut got).unwrap();
+        assert_eq!(got, p);
     }
 
     #[test]
