@@ -435,8 +435,33 @@ impl ManagerBuilder {
         });
         #[cfg(target_os = "linux")]
         let probe = with_qemu.as_ref().unwrap_or(probe);
-        let startup = probe.startup_line(self.switch);
+        let native_line = probe.startup_line(self.switch);
+        let selection = match select_backend(self.request, self.switch, self.surface, probe) {
+            Ok(s) => s,
+            Err(e) => {
+                log(&native_line);
+                return Err(e.into());
+            }
+        };
+        // The one start-up line names the session's backend: a microvm
+        // manager's is its runtime's label, and the native probe's line
+        // follows as what it is, never as the session's.
+        let startup = match selection.backend {
+            sandbox_core::SandboxBackend::Microvm if self.switch == SandboxSwitch::On => {
+                format!("{}: {}", sandbox_core::probe::LINE_ON, selection.label)
+            }
+            _ => native_line.clone(),
+        };
         log(&startup);
+        if startup != native_line {
+            log(&format!(
+                "native mechanism probed (not this manager's sessions): {}",
+                native_line
+                    .strip_prefix(sandbox_core::probe::LINE_ON)
+                    .map(|l| l.trim_start_matches(": "))
+                    .unwrap_or(&native_line)
+            ));
+        }
         if let Some(dir) = &self.temp_dir {
             let removed = crate::session_dir::remove_left_behind_in(dir);
             if !removed.is_empty() {
@@ -448,7 +473,6 @@ impl ManagerBuilder {
                 ));
             }
         }
-        let selection = select_backend(self.request, self.switch, self.surface, probe)?;
         if let Some(line) = decide::selection_line(&startup, self.surface, &selection) {
             log(&line);
         }

@@ -129,10 +129,14 @@ impl SandboxManager {
         &self.inner.selection
     }
 
-    /// The probe's start-up line (R-PROBE-1), as logged at build: `agent
-    /// sandbox ON` with the mechanism's note, `no OS-native agent sandbox
-    /// on this host` with the install hint, or `agent sandbox DISABLED by
-    /// --sandbox off`.
+    /// The start-up line (R-PROBE-1), as logged at build: `agent sandbox
+    /// ON` with what the sessions run under (the native mechanism's note,
+    /// or for a `microvm` manager its runtime's label, such as `microvm:
+    /// gVisor user-space kernel (kernel boundary, not a hardware VM)`), `no
+    /// OS-native agent sandbox on this host` with the install hint, or
+    /// `agent sandbox DISABLED by --sandbox off`. A `microvm` manager logs
+    /// the native probe's note after it, as the mechanism probed and not
+    /// its sessions'.
     pub fn startup_line(&self) -> &str {
         &self.inner.settings.startup_line
     }

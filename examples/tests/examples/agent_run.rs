@@ -218,6 +218,7 @@ fn backend_microvm_runs_in_gvisor_and_a_hardware_vm_requirement_refuses_it() {
     let inside = String::from_utf8_lossy(&o.stdout).trim().to_owned();
     assert!(!inside.is_empty() && inside != host.trim(), "{inside}");
     assert!(err(&o).contains("not a hardware VM"), "{}", err(&o));
+    startup_names_the_session_backend(&err(&o), "microvm: gVisor");
     let o = agent_run(
         &d,
         &[
@@ -275,6 +276,7 @@ fn microvm_runtime_qemu_runs_in_a_guest_and_an_emulated_one_is_not_a_hardware_vm
         std::fs::read_to_string(d.join("out.txt")).unwrap(),
         "made\n"
     );
+    startup_names_the_session_backend(&err(&o), "microvm: ");
     let emulated = err(&o).contains("emulated");
     assert!(
         emulated || err(&o).contains("hardware VM"),
@@ -294,6 +296,36 @@ fn microvm_runtime_qemu_runs_in_a_guest_and_an_emulated_one_is_not_a_hardware_vm
         );
     }
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// The start-up line names the session's backend (`want`), and the native
+/// probe's line, after it, says it is not the session's.
+fn startup_names_the_session_backend(stderr: &str, want: &str) {
+    let on: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("agent sandbox ON"))
+        .collect();
+    assert_eq!(on.len(), 1, "one start-up line: {stderr}");
+    assert!(
+        on[0].contains(&format!("agent sandbox ON: {want}")),
+        "{stderr}"
+    );
+    assert!(!on[0].contains("no kernel boundary"), "{stderr}");
+    let native = stderr
+        .lines()
+        .position(|l| l.contains("no kernel boundary"));
+    let startup = stderr.lines().position(|l| l.contains("agent sandbox ON"));
+    if let Some(native) = native {
+        assert!(native > startup.unwrap_or(usize::MAX), "{stderr}");
+        assert!(
+            stderr
+                .lines()
+                .nth(native)
+                .unwrap_or_default()
+                .contains("not this manager's sessions"),
+            "{stderr}"
+        );
+    }
 }
 
 #[test]
