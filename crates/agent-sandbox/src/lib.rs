@@ -98,7 +98,8 @@
 //! It is weaker than bubblewrap, and says so in the probe line, the backend
 //! label and the handle's `weaker` detail: other processes are visible in
 //! `/proc`, there is no private `/tmp` (`TMPDIR` is the session's own
-//! directory), and the names of secret paths can be seen, though a secret
+//! directory; other sessions' directories in the manager's temp dir, made
+//! before or after, are unreadable), and the names of secret paths can be seen, though a secret
 //! can be neither read nor, for a directory, listed (the name guard's
 //! supervisor refuses that listing, which Landlock alone cannot). The
 //! terminal surface

@@ -74,6 +74,40 @@ impl Drop for SessionDir {
     }
 }
 
+/// Most entries of a temp dir kept readable by [`hidden_sessions_in`];
+/// those past it are unreadable (fail closed).
+const MAX_KEPT_READABLE: usize = 4096;
+
+/// How a session without a mount namespace (the Landlock mechanism, whose
+/// reads are allowed everywhere but the denied paths) is kept from reading
+/// other sessions' directories in `base`, the manager's temp dir: `base`
+/// itself denied, and read again: `own` (the session's directories and
+/// mounts that lie in `base`) and every entry of `base` that is not a
+/// session directory, as it is now. Another session's directory, whenever
+/// it is made, is then unreadable (an entry made later in a denied
+/// directory gets no grant), and the rest of `base` reads as before.
+/// Returns `(deny, read_again)`; both empty when `base` is `/` (nothing
+/// can be denied there without denying everything). Reads the ambient
+/// file system (the listing of `base`).
+pub(crate) fn hidden_sessions_in(base: &Path, own: &[&Path]) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    if base.parent().is_none() {
+        return (Vec::new(), Vec::new());
+    }
+    let mut again: Vec<PathBuf> = own
+        .iter()
+        .filter(|p| p.starts_with(base) && *p != &base)
+        .map(|p| p.to_path_buf())
+        .collect();
+    if let Ok(entries) = std::fs::read_dir(base) {
+        let others = entries
+            .flatten()
+            .filter(|e| !e.file_name().to_string_lossy().starts_with(PREFIX))
+            .take(MAX_KEPT_READABLE);
+        again.extend(others.map(|e| e.path()));
+    }
+    (vec![base.to_path_buf()], again)
+}
+
 /// Removes the session directories in `base` whose owning process is gone
 /// (killed before it could remove them), and returns them. A directory is
 /// removed only when all of these hold: its name starts with
@@ -153,6 +187,42 @@ mod tests {
     )]
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn other_sessions_are_hidden_and_the_rest_reads_again() {
+        let base = std::env::temp_dir().join(format!("hidden-sessions-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        for d in [
+            "agent-sandbox-1-0-a",
+            "agent-sandbox-2-0-b",
+            "user-file-dir",
+        ] {
+            std::fs::create_dir_all(base.join(d)).unwrap();
+        }
+        let own = base.join("agent-sandbox-2-0-b");
+        let view = base.join("agent-sandbox-3-0-c/repo");
+        let elsewhere = Path::new("/srv/x");
+        let (deny, again) = super::hidden_sessions_in(&base, &[&own, &view, elsewhere]);
+        assert_eq!(deny, [base.clone()]);
+        let mut again: Vec<String> = again
+            .iter()
+            .map(|p| p.strip_prefix(&base).unwrap().display().to_string())
+            .collect();
+        again.sort();
+        assert_eq!(
+            again,
+            [
+                "agent-sandbox-2-0-b",
+                "agent-sandbox-3-0-c/repo",
+                "user-file-dir"
+            ]
+        );
+        assert_eq!(
+            super::hidden_sessions_in(Path::new("/"), &[&own]),
+            (vec![], vec![])
+        );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     fn dir_with_owner(base: &Path, name: &str, owner: Option<&str>, mode: u32) -> PathBuf {
         let d = base.join(name);

@@ -38,7 +38,7 @@ use crate::{Error, ErrorKind};
 use bwrap_spec::{BwrapBuilder, FilenameRules, HostPlan, NameGuardLauncher};
 use sandbox_core::{GuardUpdate, HostConfinement, NameGuardInvocation, SandboxSpec, Surface};
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// What the Landlock mechanism needs besides the shared settings.
@@ -106,6 +106,15 @@ pub(crate) async fn launch(
     env.retain(|(k, _)| k != "TMPDIR");
     env.push(("TMPDIR".into(), tmp.clone().into_os_string()));
     let os = |v: &[String]| v.iter().map(OsString::from).collect::<Vec<_>>();
+    // Other sessions' directories in the manager's temp dir (their
+    // temporary files, workspaces, sockets) are as secret as `~/.ssh`.
+    let mut own: Vec<&Path> = vec![egress.dir()];
+    own.extend(spec.bind_mounts.iter().map(|m| Path::new(&m.host_path)));
+    let (deny_sessions, again_own) = crate::session_dir::hidden_sessions_in(&config.temp_dir, &own);
+    let mut read_deny = os(&plan.read_deny);
+    read_deny.extend(deny_sessions.into_iter().map(PathBuf::into_os_string));
+    let mut read_again = os(&plan.read_again);
+    read_again.extend(again_own.into_iter().map(PathBuf::into_os_string));
     let mut writable_trees = os(&plan.writable);
     writable_trees.push(tmp.into_os_string());
     let invocation = NameGuardInvocation {
@@ -118,8 +127,8 @@ pub(crate) async fn launch(
         keep_capabilities: Vec::new(),
         host: Some(HostConfinement {
             writable: writable_trees,
-            read_deny: os(&plan.read_deny),
-            read_again: os(&plan.read_again),
+            read_deny,
+            read_again,
             protect: os(&plan.protect),
             tcp_ports: vec![http.port(), socks.port()],
         }),

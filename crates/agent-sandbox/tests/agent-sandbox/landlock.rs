@@ -849,3 +849,41 @@ async fn stopped_supervisor_case(
     );
     m.destroy(&mut h).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_session_reads_no_other_sessions_directory() {
+    if !landlock_available() {
+        return;
+    }
+    let t = Tree::new("others");
+    std::fs::write(t.0.join("sessions/user-note"), "not a session's").unwrap();
+    let m = manager(&t, None);
+    let mut a = m.launch(t.spec("ll-others-a")).await.unwrap();
+    let r = run(&m, &a, "echo A-SECRET > \"$TMPDIR/a.txt\" && echo $TMPDIR").await;
+    let a_tmp = r.stdout.trim().to_owned();
+    assert!(a_tmp.starts_with(&t.p("sessions")), "{}", r.stdout);
+    let mut b = m.launch(t.spec("ll-others-b")).await.unwrap();
+    // A session launched after b: its directory is made after b's rules.
+    let mut c = m.launch(t.spec("ll-others-c")).await.unwrap();
+    let r = run(&m, &c, "echo C-SECRET > \"$TMPDIR/c.txt\" && echo $TMPDIR").await;
+    let c_tmp = r.stdout.trim().to_owned();
+    let sessions = t.p("sessions");
+    let r = run(
+        &m,
+        &b,
+        &format!(
+            "cat {a_tmp}/a.txt; cat {c_tmp}/c.txt; cat {sessions}/agent-sandbox-*/tmp/*; \
+             grep -r SECRET {sessions} 2>/dev/null; \
+             echo B-OWN > \"$TMPDIR/b.txt\" && cat \"$TMPDIR/b.txt\"; cat {sessions}/user-note"
+        ),
+    )
+    .await;
+    for secret in ["A-SECRET", "C-SECRET"] {
+        assert!(!r.stdout.contains(secret), "{secret} read: {}", r.stdout);
+    }
+    assert!(r.stdout.contains("B-OWN"), "{} {}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("not a session's"), "{} {}", r.stdout, r.stderr);
+    for h in [&mut a, &mut b, &mut c] {
+        m.destroy(h).await.unwrap();
+    }
+}
