@@ -203,7 +203,7 @@ mod tests {
         let view = base.join("agent-sandbox-3-0-c/repo");
         let elsewhere = Path::new("/srv/x");
         let (deny, again) = super::hidden_sessions_in(&base, &[&own, &view, elsewhere]);
-        assert_eq!(deny, [base.clone()]);
+        assert_eq!(deny, std::slice::from_ref(&base));
         let mut again: Vec<String> = again
             .iter()
             .map(|p| p.strip_prefix(&base).unwrap().display().to_string())
