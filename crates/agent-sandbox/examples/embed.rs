@@ -1,7 +1,7 @@
 //! A host program embedding the sandbox: a task's session in a workspace
 //! of a scratch git repository, six commands and how each ended, its
 //! commit collected into the repository as a session ref, and the teardown.
-//! `cargo run -p agent-sandbox --example embed`; `cargo test` runs it too.
+//! `cargo run -p asbx-agent-sandbox --example embed`; `cargo test` runs it too.
 use agent_sandbox::{BackendRequest::Explicit, CollectOutcome, KillReason, Limits, PtySize};
 use agent_sandbox::{ManagerBuilder, SandboxBackend::Native, SandboxCommand, WorkspaceRequest};
 use agent_sandbox::{SandboxSpec, Surface};

@@ -3,7 +3,10 @@
 use std::fmt;
 
 /// An error from the [`crate::SandboxManager`]. [`Error::kind`] says which.
-#[derive(Debug)]
+///
+/// Its `Debug` form leads with the `Display` text (what happened and what
+/// to do), so that a `main` returning `Result<(), Box<dyn Error>>` prints
+/// it, then the kind for a program's logs.
 pub struct Error {
     kind: ErrorKind,
 }
@@ -328,6 +331,12 @@ impl<T: Into<ErrorKind>> From<T> for Error {
     }
 }
 
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self}\n\nkind: {:?}", self.kind)
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&self.kind, f)
@@ -337,5 +346,21 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         std::error::Error::source(&self.kind)
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::*;
+
+    #[test]
+    fn debug_leads_with_what_to_do() {
+        let e = Error::from(ErrorKind::NoWorkspace {
+            session_id: "s1".into(),
+        });
+        let shown = format!("{e:?}");
+        assert!(shown.starts_with(&e.to_string()), "{shown}");
+        assert!(shown.contains("launch_in_workspace"), "{shown}");
+        assert!(shown.contains("kind: NoWorkspace"), "{shown}");
     }
 }

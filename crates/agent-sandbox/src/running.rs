@@ -408,6 +408,33 @@ pub(crate) async fn run_process<P: CommandProcess>(
     }
     let ev = match status {
         Ok(st) => exit_event(st.code(), exit_signal(&st), killed),
+        // Not started: the shell's codes, with the likely causes named.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+            ) && killed.is_none() =>
+        {
+            let (code, why) = match e.kind() {
+                std::io::ErrorKind::NotFound => (
+                    127,
+                    "command not found: its program is not on the sandbox's PATH, or the \
+                     working directory does not exist inside the sandbox (is it in a mount?)",
+                ),
+                _ => (
+                    126,
+                    "permission denied: the program, or the working directory, is not \
+                     executable or readable inside the sandbox",
+                ),
+            };
+            let data = format!("agent-sandbox: the command could not be started: {why} ({e})\n");
+            let _ = tx
+                .send(SandboxEvent::Stderr {
+                    data: data.into_bytes(),
+                })
+                .await;
+            SandboxEvent::Exit { exit_code: code }
+        }
         Err(e) => {
             let data = format!("agent-sandbox: the command's end was not seen: {e}\n");
             let _ = tx

@@ -1703,3 +1703,33 @@ fn workspace_runs_the_command_in_a_copy_and_collects_its_branch_into_the_checkou
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn errors_name_their_cause_and_the_examples_run_as_written() {
+    if !native() {
+        return;
+    }
+    let d = scratch("errors");
+    // A missing command: the shell's 127 and what to check.
+    let o = agent_run(&d, &["--", "no-such-command-here"]);
+    assert_eq!(o.status.code(), Some(127), "{}", err(&o));
+    assert!(err(&o).contains("command not found"), "{}", err(&o));
+    assert!(!err(&o).contains("destroy the session"), "{}", err(&o));
+    // A working directory in no mount: refused before the launch, naming
+    // the directory and the flag.
+    let o = agent_run(&d, &["--mount", "/usr/share:ro", "--", "true"]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.contains(&format!("--mount {}", d.display())) && e.contains("is in no mount"),
+        "{e}"
+    );
+    // --help's example spelling: `.:rw` is the writable mount of `.`.
+    let o = agent_run(
+        &d,
+        &["--mount", ".:rw", "--", "sh", "-c", "echo hi > made.txt"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert_eq!(std::fs::read_to_string(d.join("made.txt")).unwrap(), "hi\n");
+    std::fs::remove_dir_all(&d).unwrap();
+}

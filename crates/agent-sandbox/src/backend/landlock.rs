@@ -110,11 +110,12 @@ pub(crate) async fn launch(
     // temporary files, workspaces, sockets) are as secret as `~/.ssh`.
     let mut own: Vec<&Path> = vec![egress.dir()];
     own.extend(spec.bind_mounts.iter().map(|m| Path::new(&m.host_path)));
-    let (deny_sessions, again_own) = crate::session_dir::hidden_sessions_in(&config.temp_dir, &own);
     let mut read_deny = os(&plan.read_deny);
-    read_deny.extend(deny_sessions.into_iter().map(PathBuf::into_os_string));
-    let mut read_again = os(&plan.read_again);
-    read_again.extend(again_own.into_iter().map(PathBuf::into_os_string));
+    read_deny.extend(
+        crate::session_dir::hidden_sessions_in(&config.temp_dir, &own)
+            .into_iter()
+            .map(PathBuf::into_os_string),
+    );
     let mut writable_trees = os(&plan.writable);
     writable_trees.push(tmp.into_os_string());
     let invocation = NameGuardInvocation {
@@ -128,7 +129,7 @@ pub(crate) async fn launch(
         host: Some(HostConfinement {
             writable: writable_trees,
             read_deny,
-            read_again,
+            read_again: os(&plan.read_again),
             protect: os(&plan.protect),
             tcp_ports: vec![http.port(), socks.port()],
         }),

@@ -882,7 +882,12 @@ async fn a_session_reads_no_other_sessions_directory() {
         assert!(!r.stdout.contains(secret), "{secret} read: {}", r.stdout);
     }
     assert!(r.stdout.contains("B-OWN"), "{} {}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("not a session's"), "{} {}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("not a session's"),
+        "{} {}",
+        r.stdout,
+        r.stderr
+    );
     for h in [&mut a, &mut b, &mut c] {
         m.destroy(h).await.unwrap();
     }

@@ -188,10 +188,10 @@ struct Cli {
     #[arg(long, value_name = "chat|review|plan|orchestrate", value_parser = mode, default_value = "chat")]
     mode: Mode,
 
-    /// Mount PATH into the sandbox at the same place, writable, or read-only
-    /// with :ro; repeat for more (the default is the working directory,
-    /// writable).
-    #[arg(long, value_name = "PATH[:ro]", value_parser = mount)]
+    /// Mount PATH into the sandbox at the same place, writable (:rw, the
+    /// default) or read-only with :ro; repeat for more (the default is the
+    /// working directory, writable).
+    #[arg(long, value_name = "PATH[:ro|:rw]", value_parser = mount)]
     mount: Vec<(String, Access)>,
 
     /// Keep PATH inside a writable mount from being written, renamed or
@@ -485,12 +485,15 @@ fn mode(v: &str) -> Result<Mode, String> {
 }
 
 fn mount(v: &str) -> Result<(String, Access), String> {
-    let (path, access) = match v.strip_suffix(":ro") {
-        Some(p) => (p, Access::ReadOnly),
-        None => (v, Access::ReadWrite),
+    let (path, access) = match (v.strip_suffix(":ro"), v.strip_suffix(":rw")) {
+        (Some(p), _) => (p, Access::ReadOnly),
+        (None, Some(p)) => (p, Access::ReadWrite),
+        (None, None) => (v, Access::ReadWrite),
     };
     if path.is_empty() {
-        return Err("give a path, with :ro for a read-only mount".into());
+        return Err(
+            "give a path, with :ro for a read-only mount (:rw, the default, writable)".into(),
+        );
     }
     Ok((path.to_owned(), access))
 }

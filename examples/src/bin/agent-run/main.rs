@@ -402,6 +402,20 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
         spec.bind_mounts
             .push(SandboxBindMount::new(absolute(&p)?, access).map_err(|e| e.to_string())?);
     }
+    // The command starts in its working directory, which must be there
+    // inside: in one of the mounts, or on the way to one.
+    if o.workspace.is_none()
+        && !spec.bind_mounts.iter().any(|m| {
+            Path::new(&workdir).starts_with(&m.host_path)
+                || Path::new(&m.host_path).starts_with(&workdir)
+        })
+    {
+        return Err(format!(
+            "the working directory {workdir} is in no mount, so the command would start \
+             where nothing is: add --mount {workdir} (:ro for read-only), or give --workdir \
+             a directory inside a mount"
+        ));
+    }
     for p in &o.protect {
         spec.protected_paths.push(absolute(p)?);
     }
