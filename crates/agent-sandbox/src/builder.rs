@@ -225,7 +225,7 @@ impl ManagerBuilder {
     /// [`ErrorKind::MechanismUnavailable`], never another mechanism.
     /// [`NativeMechanism::Landlock`] also runs where bubblewrap works (to
     /// test it, or to have no namespaces): it needs a kernel with Landlock
-    /// ABI 6 ([`HostView::try_landlock`]), the name guard's kernel and a
+    /// ABI 6 ([`sandbox_core::HostView::try_landlock`]), the name guard's kernel and a
     /// launcher ([`ManagerBuilder::name_guard_launcher`]).
     pub fn native_mechanism(&mut self, mechanism: NativeMechanism) -> &mut Self {
         self.mechanism = Some(mechanism);

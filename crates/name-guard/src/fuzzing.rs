@@ -6,7 +6,7 @@ use crate::supervisor::target::parse_status;
 use crate::tree::{MAX_STAT_LEN, parse_stat};
 
 /// A `/proc/PID/stat` line: never panics, nothing longer than
-/// [`MAX_STAT_LEN`] is read, and the parent is the number after the state
+/// the tree module's `MAX_STAT_LEN` is read, and the parent is the number after the state
 /// that follows the last `)`.
 pub fn proc_stat(data: &[u8]) -> Option<(i32, bool)> {
     let got = parse_stat(7, data)?;

@@ -27,24 +27,24 @@
 //!
 //! # Behaviour tables, a TLS origin, a git server and command-line tables
 //!
-//! - [`cases`] (feature `cases`): [`cases::load`] reads the `[[case]]`
+//! - `cases` (feature `cases`): `cases::load` reads the `[[case]]`
 //!   entries of a TOML table under a crate's `testdata/`
-//!   ([`testdata_dir!`]); [`cases::variant`] names an enum value's variant
+//!   (`testdata_dir!`); `cases::variant` names an enum value's variant
 //!   as the tables write it.
-//! - [`tls_origin`] (feature `tls-origin`): a [`tls_origin::TestPki`] (a
-//!   fresh CA and a leaf), an [`tls_origin::Origin`] on loopback that
+//! - `tls_origin` (feature `tls-origin`): a `tls_origin::TestPki` (a
+//!   fresh CA and a leaf), an `tls_origin::Origin` on loopback that
 //!   records every request and answers with a handler,
-//!   [`tls_origin::read_message`] for either side of an HTTP/1.1
-//!   exchange, and the client side ([`tls_origin::client_config`],
-//!   [`tls_origin::connect`]).
-//! - [`git_origin`] (feature `git-origin`): a [`git_origin::GitServer`]
+//!   `tls_origin::read_message` for either side of an HTTP/1.1
+//!   exchange, and the client side (`tls_origin::client_config`,
+//!   `tls_origin::connect`).
+//! - `git_origin` (feature `git-origin`): a `git_origin::GitServer`
 //!   running `git http-backend` as CGI behind such an origin, serving the
 //!   repositories under a directory to clients that send one credential
 //!   and recording the `Authorization` of every request, with the
-//!   git-basic form of a token ([`git_origin::basic`]).
-//! - [`net`] (feature `net`): [`net::full_accept_queue`], a listener whose
+//!   git-basic form of a token (`git_origin::basic`).
+//! - `net` (feature `net`): `net::full_accept_queue`, a listener whose
 //!   queue is full, so that a connect to it stays in flight.
-//! - [`cli_table`] (feature `cli-table`): [`cli_table::check`] runs a table
+//! - `cli_table` (feature `cli-table`): `cli_table::check` runs a table
 //!   of command lines against a clap parser, each case parsed to a value
 //!   or refused with a kind and message parts.
 //!

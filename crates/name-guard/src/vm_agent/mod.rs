@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 /// The argument that starts the launcher program as the guest's agent.
 pub const VM_AGENT_FLAG: &str = "--vm-agent";
 /// The argument after [`VM_AGENT_FLAG`] that makes the agent take the
-/// host's virtio-fs share tagged [`ROOT_TAG`] as the guest's root (once
+/// host's virtio-fs share tagged `ROOT_TAG` (`root`) as the guest's root (once
 /// its port is found, before its hello): the session's file system.
 pub const ROOT_FLAG: &str = "--root-from-host";
 /// The argument after [`VM_AGENT_FLAG`] that makes the agent speak on its

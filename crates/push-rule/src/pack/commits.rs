@@ -24,7 +24,7 @@ pub enum Ancestry {
     Proven,
     /// The walk ended without reaching `old`: treated as forced.
     NotProven,
-    /// The walk hit [`GitLimits::max_walk`]: treated as forced.
+    /// The walk hit the limit of commits it reads ([`crate::GitLimits`]): treated as forced.
     LimitReached,
 }
 

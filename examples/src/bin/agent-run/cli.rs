@@ -227,7 +227,7 @@ struct Cli {
     /// REPO: a copy-on-write view of it on a branch of its own (see
     /// --workspace-branch), the command's working directory, while REPO
     /// itself stays unwritable. At the end the branch is collected into
-    /// REPO as refs/sessions/<session>/<branch> (printed on stderr) and the
+    /// REPO as refs/sessions/SESSION/BRANCH (printed on stderr) and the
     /// workspace goes. Takes no --mount of REPO and no --workdir.
     #[arg(long, value_name = "REPO")]
     workspace: Option<String>,
