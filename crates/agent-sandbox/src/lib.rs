@@ -99,7 +99,9 @@
 //! label and the handle's `weaker` detail: other processes are visible in
 //! `/proc`, there is no private `/tmp` (`TMPDIR` is the session's own
 //! directory; other sessions' directories in the manager's temp dir, made
-//! before or after, are unreadable), and the names of secret paths can be seen, though a secret
+//! before or after, are unreadable; `HOME` and the `XDG_*` directories are
+//! a private writable directory of the session's, the real home staying
+//! read-only), and the names of secret paths can be seen, though a secret
 //! can be neither read nor, for a directory, listed (the name guard's
 //! supervisor refuses that listing, which Landlock alone cannot). The
 //! terminal surface

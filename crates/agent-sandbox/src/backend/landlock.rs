@@ -105,6 +105,24 @@ pub(crate) async fn launch(
     )?;
     env.retain(|(k, _)| k != "TMPDIR");
     env.push(("TMPDIR".into(), tmp.clone().into_os_string()));
+    // A private, writable home (the real one stays read-only, its secrets
+    // unreadable): tools keep their caches and state there, as in the
+    // empty home of a namespace sandbox, and it goes with the session.
+    let home = match private_home(egress.dir()) {
+        Ok(h) => h,
+        Err(e) => {
+            egress.shutdown().await;
+            return Err(e);
+        }
+    };
+    env.retain(|(k, _)| !PRIVATE_HOME_VARS.iter().any(|(v, _)| k == v));
+    for (var, rel) in PRIVATE_HOME_VARS {
+        let path = match rel {
+            "" => home.clone(),
+            _ => home.join(rel),
+        };
+        env.push((var.into(), path.into_os_string()));
+    }
     let os = |v: &[String]| v.iter().map(OsString::from).collect::<Vec<_>>();
     // Other sessions' directories in the manager's temp dir (their
     // temporary files, workspaces, sockets) are as secret as `~/.ssh`.
@@ -118,6 +136,7 @@ pub(crate) async fn launch(
     );
     let mut writable_trees = os(&plan.writable);
     writable_trees.push(tmp.into_os_string());
+    writable_trees.push(home.clone().into_os_string());
     let invocation = NameGuardInvocation {
         report_fd: None,
         updates_fd: None,
@@ -140,6 +159,7 @@ pub(crate) async fn launch(
         ("httpProxy", http.to_string()),
         ("socksProxy", socks.to_string()),
         ("tempDir", tmp_str),
+        ("home", home.display().to_string()),
         ("weaker", WEAKER.to_string()),
     ];
     let mut session = Session {
@@ -185,6 +205,28 @@ pub(crate) async fn launch(
         env,
         details,
     })
+}
+
+/// The variables that point into a Landlock session's private home, with
+/// where (relative to it; empty: the home itself).
+const PRIVATE_HOME_VARS: [(&str, &str); 5] = [
+    ("HOME", ""),
+    ("XDG_CONFIG_HOME", ".config"),
+    ("XDG_CACHE_HOME", ".cache"),
+    ("XDG_DATA_HOME", ".local/share"),
+    ("XDG_STATE_HOME", ".local/state"),
+];
+
+/// Makes the session's private home in its directory `dir`, with the
+/// directories its variables name.
+fn private_home(dir: &Path) -> Result<PathBuf, Error> {
+    let home = dir.join("home");
+    for (_, rel) in PRIVATE_HOME_VARS {
+        let d = home.join(rel);
+        std::fs::create_dir_all(&d)
+            .map_err(|e| Error::io(format!("creating {}", d.display()), e))?;
+    }
+    Ok(home)
 }
 
 /// The host plan of `spec` with the denies of `repos` (the git

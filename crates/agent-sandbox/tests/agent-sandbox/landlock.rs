@@ -892,3 +892,62 @@ async fn a_session_reads_no_other_sessions_directory() {
         m.destroy(h).await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_session_has_a_private_writable_home_and_the_real_one_stays_as_it_was() {
+    if !landlock_available() {
+        return;
+    }
+    let t = Tree::new("home");
+    let m = manager(&t, None);
+    // No home mount: the real home is the host's, read-only.
+    let mut spec = SandboxSpec::new("ll-home", "w");
+    spec.bind_mounts
+        .push(SandboxBindMount::new(t.p("ws"), Access::ReadWrite).unwrap());
+    spec.guest_workdir = Some(t.p("ws"));
+    let mut h = m.launch(spec).await.unwrap();
+    let private = h.details["home"].as_str().unwrap().to_owned();
+    assert!(private.starts_with(&t.p("sessions")), "{private}");
+    let real = t.p("home");
+    let npm = if test_support::tool("npm", "apt-get install npm").is_some() {
+        "npm config set fund false && npm config get cache && echo NPM-OK; "
+    } else {
+        ""
+    };
+    let r = run(
+        &m,
+        &h,
+        &format!(
+            "echo \"$HOME $XDG_CACHE_HOME $XDG_CONFIG_HOME\"; \
+             mkdir -p ~/.npm/_cacache ~/.cache/pip && echo c > ~/.cache/pip/x && echo CACHE-OK; \
+             {npm}echo x > {real}/.profile 2>/dev/null && echo REAL-WRITTEN; \
+             cat {real}/.bashrc && echo REAL-READ; cat {real}/.ssh/id_rsa; true"
+        ),
+    )
+    .await;
+    assert!(
+        r.stdout
+            .starts_with(&format!("{private} {private}/.cache {private}/.config")),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("CACHE-OK"), "{} {}", r.stdout, r.stderr);
+    if !npm.is_empty() {
+        assert!(
+            r.stdout.contains(&format!("{private}/.npm")),
+            "{}",
+            r.stdout
+        );
+        assert!(r.stdout.contains("NPM-OK"), "{} {}", r.stdout, r.stderr);
+    }
+    assert!(r.stdout.contains("REAL-READ"), "{}", r.stdout);
+    assert!(!r.stdout.contains("REAL-WRITTEN"), "{}", r.stdout);
+    assert!(!r.stdout.contains("SECRET-KEY"), "{}", r.stdout);
+    assert!(!Path::new(&real).join(".profile").exists());
+    assert!(!Path::new(&real).join(".npmrc").exists());
+    m.destroy(&mut h).await.unwrap();
+    assert!(
+        !Path::new(&private).exists(),
+        "the private home outlived the session"
+    );
+}
