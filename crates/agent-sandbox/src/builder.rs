@@ -49,6 +49,7 @@ pub struct ManagerBuilder {
     resolver: Option<Arc<dyn Resolver>>,
     base_env: Vec<(OsString, OsString)>,
     temp_dir: Option<PathBuf>,
+    tool_dirs: Vec<String>,
     log: Option<LogSink>,
     inner_bridge: InnerBridge,
     isolation: crate::CommandIsolation,
@@ -141,6 +142,10 @@ impl ManagerBuilder {
             resolver: None,
             base_env: Vec::new(),
             temp_dir: None,
+            tool_dirs: sandbox_core::defaults::TOOL_OWNED_DIRS
+                .iter()
+                .map(|c| c.entry.to_string())
+                .collect(),
             log: None,
             inner_bridge: InnerBridge::HostSideListeners,
             isolation: crate::CommandIsolation::SessionSandbox,
@@ -166,6 +171,25 @@ impl ManagerBuilder {
         b.temp_dir(std::env::temp_dir())
             .cgroups(Cgroups::from_ambient());
         b
+    }
+
+    /// The names of the directories package managers own, below which the
+    /// filename globs (`.env`, `*.key`, `*.pem`) do not hold, so that a
+    /// virtualenv's or `node_modules`' own `cacert.pem` can be installed;
+    /// the path rules (the mandatory write-deny set, protected paths) still
+    /// hold there, and a rename into or out of one fails with `EXDEV`, so
+    /// such a file leaves only by a copy made under the rules. Replaces the
+    /// default, [`sandbox_core::defaults::TOOL_OWNED_DIRS`]
+    /// (`site-packages`, `dist-packages`, `node_modules`); an empty list
+    /// makes the globs hold everywhere. Each is one directory name (a bad
+    /// one is refused at the first launch).
+    pub fn tool_owned_dirs<I, S>(&mut self, names: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.tool_dirs = names.into_iter().map(Into::into).collect();
+        self
     }
 
     /// The `--sandbox` switch (default on).
@@ -673,6 +697,7 @@ impl ManagerBuilder {
             reads: self.reads.clone(),
             startup_line: startup,
             temp_dir: self.temp_dir.clone(),
+            tool_dirs: self.tool_dirs.clone(),
             #[cfg(target_os = "linux")]
             repo_records: crate::repo_records::RepoRecords::default(),
         };

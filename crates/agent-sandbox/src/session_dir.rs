@@ -74,35 +74,38 @@ impl Drop for SessionDir {
     }
 }
 
-/// Most other sessions' directories denied one by one by
-/// [`hidden_sessions_in`].
-const MAX_DENIED_SESSIONS: usize = 4096;
+/// Most entries of a temp dir kept readable by [`hidden_sessions_in`];
+/// those past it are unreadable (fail closed).
+const MAX_KEPT_READABLE: usize = 4096;
 
-/// The read denies that keep a session without a mount namespace (the
-/// Landlock mechanism, whose reads are allowed everywhere but the denied
-/// paths) from reading other sessions' directories in `base`, the
-/// manager's temp dir: each such directory there now (but those holding
-/// one of `own`, the session's own directories and mounts), and a name in
-/// `base` that no directory has, which makes `base` a directory whose
-/// entries are granted one by one as they are at launch, so that a
-/// session directory made later gets no grant (fail closed). Every other
-/// entry of `base` reads as before. Empty when `base` is `/`. Reads the
+/// How a session without a mount namespace (the Landlock mechanism, whose
+/// reads are allowed everywhere but the denied paths) is kept from reading
+/// other sessions' directories in `base`, the manager's temp dir: `base`
+/// itself denied, and read again: `own` (the session's directories and
+/// mounts that lie in `base`) and every entry of `base` that is not a
+/// session directory, as it is now (a deny below one still holds: the
+/// nearer rule wins). Another session's directory, whenever it is made, is
+/// then unreadable, and so is anything made in `base` after the launch
+/// (fail closed). Returns `(deny, read_again)`; both empty when `base` is
+/// `/` (nothing can be denied there without denying everything). Reads the
 /// ambient file system (the listing of `base`).
-pub(crate) fn hidden_sessions_in(base: &Path, own: &[&Path]) -> Vec<PathBuf> {
+pub(crate) fn hidden_sessions_in(base: &Path, own: &[&Path]) -> (Vec<PathBuf>, Vec<PathBuf>) {
     if base.parent().is_none() {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
-    let mut deny = vec![base.join(PREFIX)];
+    let mut again: Vec<PathBuf> = own
+        .iter()
+        .filter(|p| p.starts_with(base) && *p != &base)
+        .map(|p| p.to_path_buf())
+        .collect();
     if let Ok(entries) = std::fs::read_dir(base) {
         let others = entries
             .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with(PREFIX))
-            .map(|e| e.path())
-            .filter(|p| !own.iter().any(|o| o.starts_with(p)))
-            .take(MAX_DENIED_SESSIONS);
-        deny.extend(others);
+            .filter(|e| !e.file_name().to_string_lossy().starts_with(PREFIX))
+            .take(MAX_KEPT_READABLE);
+        again.extend(others.map(|e| e.path()));
     }
-    deny
+    (vec![base.to_path_buf()], again)
 }
 
 /// Removes the session directories in `base` whose owning process is gone
@@ -186,27 +189,38 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn other_sessions_are_denied_and_later_ones_are_too() {
+    fn other_sessions_are_hidden_and_the_rest_reads_again() {
         let base = std::env::temp_dir().join(format!("hidden-sessions-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         for d in [
             "agent-sandbox-1-0-a",
             "agent-sandbox-2-0-b",
-            "agent-sandbox-3-0-c",
-            "user",
+            "user-file-dir",
         ] {
             std::fs::create_dir_all(base.join(d)).unwrap();
         }
         let own = base.join("agent-sandbox-2-0-b");
         let view = base.join("agent-sandbox-3-0-c/repo");
         let elsewhere = Path::new("/srv/x");
-        let mut deny: Vec<String> = super::hidden_sessions_in(&base, &[&own, &view, elsewhere])
+        let (deny, again) = super::hidden_sessions_in(&base, &[&own, &view, elsewhere]);
+        assert_eq!(deny, std::slice::from_ref(&base));
+        let mut again: Vec<String> = again
             .iter()
             .map(|p| p.strip_prefix(&base).unwrap().display().to_string())
             .collect();
-        deny.sort();
-        assert_eq!(deny, ["agent-sandbox-", "agent-sandbox-1-0-a"]);
-        assert!(super::hidden_sessions_in(Path::new("/"), &[&own]).is_empty());
+        again.sort();
+        assert_eq!(
+            again,
+            [
+                "agent-sandbox-2-0-b",
+                "agent-sandbox-3-0-c/repo",
+                "user-file-dir"
+            ]
+        );
+        assert_eq!(
+            super::hidden_sessions_in(Path::new("/"), &[&own]),
+            (vec![], vec![])
+        );
         std::fs::remove_dir_all(&base).unwrap();
     }
 

@@ -76,6 +76,9 @@ pub(crate) struct Settings {
     pub(crate) startup_line: String,
     /// Where session directories and workspace layers are made.
     pub(crate) temp_dir: Option<PathBuf>,
+    /// The names of the directories package managers own, below which the
+    /// filename globs do not hold.
+    pub(crate) tool_dirs: Vec<String>,
     /// The latest search for nested repositories of each set of writable
     /// roots (searched on Linux only).
     #[cfg(target_os = "linux")]

@@ -52,6 +52,7 @@ pub struct BwrapBuilder {
     launcher_always: bool,
     delivery: ArgvDelivery,
     unix_sockets: Vec<String>,
+    tool_dirs: Vec<String>,
 }
 
 impl BwrapBuilder {
@@ -73,7 +74,25 @@ impl BwrapBuilder {
             launcher_always: false,
             delivery: ArgvDelivery::CommandLine,
             unix_sockets: Vec::new(),
+            tool_dirs: sandbox_core::defaults::TOOL_OWNED_DIRS
+                .iter()
+                .map(|c| c.entry.to_string())
+                .collect(),
         }
+    }
+
+    /// The names of the directories package managers own, below which the
+    /// name guard's filename globs do not hold (the path rules still do):
+    /// replaces the default set, [`sandbox_core::defaults::TOOL_OWNED_DIRS`]
+    /// (`site-packages`, `dist-packages`, `node_modules`); an empty list
+    /// makes the globs hold everywhere. Each is one directory name.
+    pub fn tool_owned_dirs<I, S>(&mut self, names: I) -> &mut BwrapBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.tool_dirs = names.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Grants the sandbox the Unix socket at `path` (absolute, on the host):
@@ -345,10 +364,10 @@ impl BwrapBuilder {
             ));
         }
         let write_deny = PathSet::resolve(&write_entries, home, host)?;
-        let state_dirs = if guard_globs.is_empty() {
-            Vec::new()
+        let (state_dirs, tool_dirs) = if guard_globs.is_empty() {
+            (Vec::new(), Vec::new())
         } else {
-            self.state_dirs(host)?
+            (self.state_dirs(host)?, self.tool_dirs.clone())
         };
         Ok(Policy {
             terminal,
@@ -358,6 +377,7 @@ impl BwrapBuilder {
             dropped,
             guard_globs,
             state_dirs,
+            tool_dirs,
             read_deny,
             write_deny,
         })
@@ -439,6 +459,7 @@ impl BwrapBuilder {
             protect,
             name_rules: p.guard_globs,
             state_dirs: p.state_dirs,
+            tool_dirs: p.tool_dirs,
             dropped_name_rules: p.dropped,
             workdir: p.workdir,
         })
@@ -456,6 +477,7 @@ impl BwrapBuilder {
             mut dropped,
             mut guard_globs,
             state_dirs,
+            tool_dirs,
             read_deny,
             write_deny,
         } = self.policy(host)?;
@@ -625,6 +647,7 @@ impl BwrapBuilder {
             dropped_filename_globs: dropped,
             name_guard_globs: guard_globs,
             state_dirs,
+            tool_dirs,
             bound_launcher: launcher.clone(),
             launcher: launcher.filter(|_| guarded),
             unix_sockets: self.unix_sockets.clone(),
@@ -655,6 +678,9 @@ pub struct HostPlan {
     /// The runner state directories (literal and resolved spellings),
     /// where the name globs do not hold (empty when there are no rules).
     pub state_dirs: Vec<String>,
+    /// The names of the directories package managers own, below which the
+    /// name globs do not hold (empty when there are no rules).
+    pub tool_dirs: Vec<String>,
     /// The filename rules the explicit opt-out dropped (to log).
     pub dropped_name_rules: Vec<String>,
     /// The working directory.
@@ -670,6 +696,7 @@ struct Policy {
     dropped: Vec<String>,
     guard_globs: Vec<String>,
     state_dirs: Vec<String>,
+    tool_dirs: Vec<String>,
     read_deny: ReadDenies,
     write_deny: PathSet,
 }

@@ -44,7 +44,10 @@
 //! state directories are given to the guard as `--state-dir`, where they do
 //! not hold (the runner creates its own keys there; a state directory that
 //! holds a writable mount is refused, see
-//! [`BwrapPlan::name_guard_state_dirs`]). A read-deny glob
+//! [`BwrapPlan::name_guard_state_dirs`]), and so are the names of the
+//! directories package managers own, as `--tool-dir`
+//! ([`BwrapBuilder::tool_owned_dirs`]: a virtualenv's `site-packages`,
+//! `node_modules`), below which they do not hold either. A read-deny glob
 //! ([`BwrapBuilder::read_deny`]) hides the matches that exist when the plan
 //! is built and joins the guard's rules as an absolute-path rule, so a new
 //! match cannot be created either.
@@ -79,7 +82,9 @@
 //!     .unwrap();
 //! let cmd = plan.guarded_command(["make"], None);
 //! assert_eq!(cmd[0], bwrap_spec::NAME_GUARD_GUEST_PATH);
-//! assert_eq!(cmd[1..7], ["--deny", ".env", "--deny", "*.key", "--deny", "*.pem"]);
+//! // Below the directories package managers own the globs do not hold.
+//! assert_eq!(cmd[1..3], ["--tool-dir", "site-packages"]);
+//! assert_eq!(cmd[7..13], ["--deny", ".env", "--deny", "*.key", "--deny", "*.pem"]);
 //! assert_eq!(cmd.last().unwrap(), "make");
 //!
 //! // Review mode: nothing writable, nothing to drop.

@@ -77,7 +77,7 @@ pub struct GuardFds {
 pub(crate) fn guarded_argv<I, S>(
     launcher: &NameGuardLauncher,
     rules: &[String],
-    state_dirs: &[String],
+    (state_dirs, tool_dirs): (&[String], &[String]),
     unix_sockets: &[String],
     fds: GuardFds,
     command: I,
@@ -93,6 +93,7 @@ where
         deny_globs: rules.to_vec(),
         unix_sockets: unix_sockets.iter().map(Into::into).collect(),
         state_dirs: state_dirs.iter().map(Into::into).collect(),
+        tool_dirs: tool_dirs.iter().map(Into::into).collect(),
         keep_capabilities: Vec::new(),
         host: None,
         command: command.into_iter().map(Into::into).collect(),

@@ -70,6 +70,7 @@ pub struct BwrapPlan {
     pub(crate) name_guard_globs: Vec<String>,
     /// The runner state directories, where the name rules do not hold.
     pub(crate) state_dirs: Vec<String>,
+    pub(crate) tool_dirs: Vec<String>,
     pub(crate) launcher: Option<NameGuardLauncher>,
     /// The launcher bound inside, guarded or not.
     pub(crate) bound_launcher: Option<NameGuardLauncher>,
@@ -128,7 +129,7 @@ impl BwrapPlan {
             Some(l) => guarded_argv(
                 l,
                 &self.name_guard_globs,
-                &self.state_dirs,
+                (&self.state_dirs, &self.tool_dirs),
                 &self.unix_sockets,
                 fds,
                 command,

@@ -61,6 +61,7 @@ impl Invocation {
             rules: {
                 let mut rules = Rules::new(&line.deny_globs)?;
                 rules.state_dirs(line.state_dirs.iter().map(|d| d.as_encoded_bytes()))?;
+                rules.tool_dirs(line.tool_dirs.iter().map(|d| d.as_encoded_bytes()))?;
                 rules
             },
             command: line.command,

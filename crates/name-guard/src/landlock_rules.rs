@@ -117,12 +117,16 @@ struct Standing<'m, 'a> {
 }
 
 impl<'m, 'a> Standing<'m, 'a> {
+    /// The nearest mark decides: a deny below a path read again denies
+    /// again (the more precise rule wins), and a path read again inside a
+    /// deny is readable; a path both denied and read again is readable.
     fn child(self, name: &OsStr) -> Standing<'m, 'a> {
         let node = self.node.and_then(|n| n.below.get(name));
+        let (deny, again) = node.map_or((false, false), |n| (n.deny, n.again));
         Standing {
             node,
-            in_deny: self.in_deny || node.is_some_and(|n| n.deny),
-            in_again: self.in_again || node.is_some_and(|n| n.again),
+            in_deny: self.in_deny || deny,
+            in_again: again || (self.in_again && !deny),
         }
     }
 }
@@ -294,12 +298,56 @@ mod tests {
         assert_eq!(rights(""), Some(BitFlags::from(AccessFs::ReadDir)));
     }
 
+    #[test]
+    fn a_deny_inside_a_path_read_again_holds() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        for d in ["tmp/session-a", "tmp/project/certs", "tmp/project/src"] {
+            std::fs::create_dir_all(r.join(d)).unwrap();
+        }
+        std::fs::write(r.join("tmp/project/certs/site.pem"), "").unwrap();
+        let h = HostRules {
+            read_deny: vec![r.join("tmp"), r.join("tmp/project/certs/site.pem")],
+            read_again: vec![r.join("tmp/project")],
+            ..HostRules::default()
+        };
+        let grants = grants_below(r, &h).unwrap();
+        let rights = |rel: &str| {
+            grants
+                .iter()
+                .find(|(p, _)| *p == r.join(rel))
+                .map(|(_, a)| *a)
+        };
+        assert_eq!(
+            rights("tmp/project/src"),
+            Some(AccessFs::from_read(ABI_USED))
+        );
+        assert_eq!(
+            rights("tmp/project/certs"),
+            Some(BitFlags::from(AccessFs::ReadDir))
+        );
+        for never in ["tmp/session-a", "tmp/project/certs/site.pem", "tmp"] {
+            assert_eq!(rights(never), None, "{never}");
+        }
+    }
+
     /// The rule as first written: every visited path against every listed
     /// path, component by component.
     fn reference(p: &Path, h: &HostRules, out: &mut Vec<(PathBuf, BitFlags<AccessFs>)>) {
         let strictly_below = |list: &[PathBuf]| list.iter().any(|d| d != p && d.starts_with(p));
-        let again = h.read_again.iter().any(|a| p.starts_with(a));
-        let denied = !again && h.read_deny.iter().any(|d| p.starts_with(d));
+        // The nearest listed path at or above decides; at one path, read
+        // again wins.
+        let deepest = |list: &[PathBuf]| {
+            list.iter()
+                .filter(|d| p.starts_with(d))
+                .map(|d| d.components().count())
+                .max()
+        };
+        let denied = match (deepest(&h.read_deny), deepest(&h.read_again)) {
+            (Some(d), Some(a)) => d > a,
+            (Some(_), None) => true,
+            _ => false,
+        };
         let descend = if denied {
             strictly_below(&h.read_again)
         } else if strictly_below(&h.read_deny) {

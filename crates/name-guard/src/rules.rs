@@ -32,6 +32,9 @@ pub struct Rules {
     /// The runner's state directories, each without a trailing `/`: the
     /// name rules do not hold inside them.
     state_dirs: Vec<Vec<u8>>,
+    /// Names of the directories package managers own, ASCII lower-cased:
+    /// the name rules do not hold below one.
+    tool_dirs: Vec<Vec<u8>>,
 }
 
 impl Rules {
@@ -109,6 +112,81 @@ impl Rules {
     pub fn deny_every_name(&mut self) {
         self.globs.push(b"*".to_vec());
         self.state_dirs.clear();
+        self.tool_dirs.clear();
+    }
+
+    /// Marks the names of the directories package managers own (one path
+    /// component each, such as `node_modules`): the name rules do not hold
+    /// for a name made below a directory of such a name, compared ignoring
+    /// ASCII case; the path rules still do. At most
+    /// [`sandbox_core::NameGuardInvocation::MAX_TOOL_DIRS`].
+    ///
+    /// ```
+    /// use name_guard::Rules;
+    /// let mut rules = Rules::new(["*.pem"])?;
+    /// rules.tool_dirs(["site-packages"])?;
+    /// assert!(rules.in_tool_dir(b"/w/v/lib/python3/site-packages/certifi/cacert.pem"));
+    /// assert!(!rules.in_tool_dir(b"/w/site-packages"));
+    /// assert!(rules.at_or_in_tool_dir(b"/w/site-packages"));
+    /// assert!(!rules.in_tool_dir(b"/w/my-site-packages/x.pem"));
+    /// # Ok::<(), name_guard::Error>(())
+    /// ```
+    pub fn tool_dirs<I, S>(&mut self, names: I) -> Result<&mut Self, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<[u8]>,
+    {
+        for (count, n) in names.into_iter().enumerate() {
+            let n = n.as_ref();
+            if count >= sandbox_core::NameGuardInvocation::MAX_TOOL_DIRS
+                || n.is_empty()
+                || n.len() > sandbox_core::NameGuardInvocation::MAX_TOOL_DIR_LEN
+                || n.contains(&b'/')
+                || n.contains(&0)
+                || n == b"."
+                || n == b".."
+            {
+                return Err(ErrorKind::InvalidRule {
+                    rule: String::from_utf8_lossy(&n[..n.len().min(256)]).into_owned(),
+                    reason: "a tool directory is one directory name, within the limits",
+                }
+                .into());
+            }
+            self.tool_dirs.push(n.to_ascii_lowercase());
+        }
+        Ok(self)
+    }
+
+    /// Whether some tool directory name is set.
+    pub fn has_tool_dirs(&self) -> bool {
+        !self.tool_dirs.is_empty()
+    }
+
+    /// Whether a directory on the way to the absolute path `path` (not its
+    /// final component) has a tool directory's name.
+    pub fn in_tool_dir(&self, path: &[u8]) -> bool {
+        let mut parts: Vec<&[u8]> = path
+            .split(|b| *b == b'/')
+            .filter(|c| !c.is_empty())
+            .collect();
+        parts.pop();
+        self.any_tool_dir(&parts)
+    }
+
+    /// Whether `path` has a tool directory's name or lies below one: the
+    /// side of a rename that must not cross.
+    pub fn at_or_in_tool_dir(&self, path: &[u8]) -> bool {
+        let parts: Vec<&[u8]> = path
+            .split(|b| *b == b'/')
+            .filter(|c| !c.is_empty())
+            .collect();
+        self.any_tool_dir(&parts)
+    }
+
+    fn any_tool_dir(&self, parts: &[&[u8]]) -> bool {
+        parts
+            .iter()
+            .any(|c| self.tool_dirs.iter().any(|t| c.eq_ignore_ascii_case(t)))
     }
 
     /// Marks the runner's state directories (absolute paths, as the guard

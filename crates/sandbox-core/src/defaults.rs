@@ -184,6 +184,30 @@ pub const FILENAME_GLOB_DENY: &[Curated] = &[
     c("*.pem", "certificates and private keys"),
 ];
 
+/// Directories package managers own, by name: below a directory of one of
+/// these names the filename globs ([`FILENAME_GLOB_DENY`]) do not hold,
+/// since what is installed there carries such names of its own (certifi's
+/// `cacert.pem`, a test fixture's `server.key`) and nothing loads a
+/// `.env` from there. The path rules (the mandatory write-deny set,
+/// protected paths) still hold, and a rename into or out of one is
+/// answered `EXDEV`, so such a file leaves only by a copy made under the
+/// rules. A host replaces the list (or empties it) with the builder's
+/// `tool_owned_dirs`.
+pub const TOOL_OWNED_DIRS: &[Curated] = &[
+    c(
+        "site-packages",
+        "Python's installed packages (a virtualenv's, pip's --prefix or --user)",
+    ),
+    c(
+        "dist-packages",
+        "Python's installed packages on Debian and Ubuntu",
+    ),
+    c(
+        "node_modules",
+        "npm's, yarn's and pnpm's installed packages",
+    ),
+];
+
 /// Binaries a sandboxed run may never execute (R-SEATBELT-5).
 pub const DANGEROUS_BINARIES: &[Curated] = &[
     c("/usr/bin/sudo", "gains root"),

@@ -70,6 +70,14 @@ pub struct NameGuardInvocation {
     /// `EXDEV`, so a tree made there reaches the workspace only by copying,
     /// file by file under the rules.
     pub state_dirs: Vec<OsString>,
+    /// Names of the directories package managers own (`--tool-dir NAME`,
+    /// once each): one path component each, such as `node_modules` or
+    /// `site-packages`. The name rules do not hold for a name made below a
+    /// directory of such a name (a package's `cacert.pem`); the path rules
+    /// still do. A rename between the inside of one and anywhere else
+    /// fails with `EXDEV`, as for a state directory, so what is made there
+    /// leaves only by copying, file by file under the rules.
+    pub tool_dirs: Vec<OsString>,
     /// Capabilities the guard and its command keep (`--keep-capability
     /// NAME`, once each, from [`KEEPABLE_CAPABILITIES`]); every other one
     /// is dropped as always. The guard and the command hold the same
@@ -160,6 +168,18 @@ pub enum InvocationProblem {
     RelativeStateDir {
         /// The path (at most 64 characters of it, lossy).
         path: String,
+    },
+    /// A `--tool-dir` name is not one path component.
+    #[error("--tool-dir needs one directory name (no '/', not . or ..), not {name:?}")]
+    BadToolDir {
+        /// The name (at most 64 characters of it, lossy).
+        name: String,
+    },
+    /// More `--tool-dir` names than the limit.
+    #[error("more than {limit} --tool-dir names")]
+    TooManyToolDirs {
+        /// The limit.
+        limit: usize,
     },
     /// More `--state-dir` paths than the limit.
     #[error("more than {limit} --state-dir paths")]
@@ -269,6 +289,10 @@ impl NameGuardInvocation {
     pub const MAX_UNIX_SOCKETS: usize = 64;
     /// Most `--state-dir` paths.
     pub const MAX_STATE_DIRS: usize = 64;
+    /// Most `--tool-dir` names.
+    pub const MAX_TOOL_DIRS: usize = 32;
+    /// Longest `--tool-dir` name, in bytes (a file name's limit).
+    pub const MAX_TOOL_DIR_LEN: usize = 255;
     /// Most values of each `--landlock` option (`--write`, `--read-deny`,
     /// `--read-again`, `--protect`, `--connect-tcp`).
     pub const MAX_HOST_VALUES: usize = 4096;
@@ -295,6 +319,7 @@ impl NameGuardInvocation {
             deny_globs: deny_globs.into_iter().map(Into::into).collect(),
             unix_sockets: Vec::new(),
             state_dirs: Vec::new(),
+            tool_dirs: Vec::new(),
             keep_capabilities: Vec::new(),
             host: None,
             command: command.into_iter().map(Into::into).collect(),
@@ -304,7 +329,8 @@ impl NameGuardInvocation {
     /// The arguments, in the order `--report-fd N`, `--updates-fd N`,
     /// `--notify-fd N`, one
     /// `--allow-unix-socket PATH` per socket, one `--state-dir PATH` per
-    /// state directory, the `--landlock` options, one `--deny GLOB` per
+    /// state directory, one `--tool-dir NAME` per tool directory, the
+    /// `--landlock` options, one `--deny GLOB` per
     /// rule, `--`, the command.
     pub fn to_args(&self) -> Vec<OsString> {
         let mut out = Vec::with_capacity(self.deny_globs.len() * 2 + self.command.len() + 3);
@@ -326,6 +352,10 @@ impl NameGuardInvocation {
         }
         for d in &self.state_dirs {
             out.push("--state-dir".into());
+            out.push(d.clone());
+        }
+        for d in &self.tool_dirs {
+            out.push("--tool-dir".into());
             out.push(d.clone());
         }
         for c in &self.keep_capabilities {
@@ -411,6 +441,18 @@ impl NameGuardInvocation {
                     .into());
                 }
                 inv.state_dirs.push(v);
+            } else if a == "--tool-dir" {
+                let v = it.next().ok_or(InvocationProblem::MissingValue {
+                    option: "--tool-dir",
+                })?;
+                if inv.tool_dirs.len() >= Self::MAX_TOOL_DIRS {
+                    return Err(InvocationProblem::TooManyToolDirs {
+                        limit: Self::MAX_TOOL_DIRS,
+                    }
+                    .into());
+                }
+                check_tool_dir(&v)?;
+                inv.tool_dirs.push(v);
             } else if a == "--keep-capability" {
                 let v = it.next().ok_or(InvocationProblem::MissingValue {
                     option: "--keep-capability",
@@ -557,6 +599,15 @@ impl NameGuardInvocation {
                 .into());
             }
         }
+        if self.tool_dirs.len() > Self::MAX_TOOL_DIRS {
+            return Err(InvocationProblem::TooManyToolDirs {
+                limit: Self::MAX_TOOL_DIRS,
+            }
+            .into());
+        }
+        for d in &self.tool_dirs {
+            check_tool_dir(d)?;
+        }
         for (i, c) in self.keep_capabilities.iter().enumerate() {
             if !KEEPABLE_CAPABILITIES.contains(&c.as_str())
                 || self.keep_capabilities[..i].contains(c)
@@ -702,6 +753,25 @@ fn check_arg(a: &OsStr) -> Result<(), Error> {
 
 /// A descriptor number: decimal digits only (no sign, no space), at most
 /// six, and not a standard stream (the guarded command keeps those).
+/// A `--tool-dir` value: one path component (no `/`, not `.` or `..`,
+/// no NUL), 1 to [`NameGuardInvocation::MAX_TOOL_DIR_LEN`] bytes.
+fn check_tool_dir(v: &OsStr) -> Result<(), Error> {
+    let b = v.as_encoded_bytes();
+    if b.is_empty()
+        || b.len() > NameGuardInvocation::MAX_TOOL_DIR_LEN
+        || b.contains(&b'/')
+        || b.contains(&0)
+        || b == b"."
+        || b == b".."
+    {
+        return Err(InvocationProblem::BadToolDir {
+            name: preview(v, 64),
+        }
+        .into());
+    }
+    Ok(())
+}
+
 fn parse_fd(v: &OsStr) -> Option<i32> {
     let b = v.as_encoded_bytes();
     if b.is_empty() || b.len() > 6 || !b.iter().all(u8::is_ascii_digit) {

@@ -128,12 +128,11 @@ pub(crate) async fn launch(
     // temporary files, workspaces, sockets) are as secret as `~/.ssh`.
     let mut own: Vec<&Path> = vec![egress.dir()];
     own.extend(spec.bind_mounts.iter().map(|m| Path::new(&m.host_path)));
+    let (deny_sessions, again_own) = crate::session_dir::hidden_sessions_in(&config.temp_dir, &own);
     let mut read_deny = os(&plan.read_deny);
-    read_deny.extend(
-        crate::session_dir::hidden_sessions_in(&config.temp_dir, &own)
-            .into_iter()
-            .map(PathBuf::into_os_string),
-    );
+    read_deny.extend(deny_sessions.into_iter().map(PathBuf::into_os_string));
+    let mut read_again = os(&plan.read_again);
+    read_again.extend(again_own.into_iter().map(PathBuf::into_os_string));
     let mut writable_trees = os(&plan.writable);
     writable_trees.push(tmp.into_os_string());
     writable_trees.push(home.clone().into_os_string());
@@ -144,11 +143,12 @@ pub(crate) async fn launch(
         deny_globs: plan.name_rules.clone(),
         unix_sockets: os(&settings.unix_sockets),
         state_dirs: os(&plan.state_dirs),
+        tool_dirs: os(&plan.tool_dirs),
         keep_capabilities: Vec::new(),
         host: Some(HostConfinement {
             writable: writable_trees,
             read_deny,
-            read_again: os(&plan.read_again),
+            read_again,
             protect: os(&plan.protect),
             tcp_ports: vec![http.port(), socks.port()],
         }),
@@ -238,6 +238,7 @@ fn host_plan(
     repos: &[String],
 ) -> Result<HostPlan, Error> {
     let mut builder = BwrapBuilder::new(spec, &settings.home);
+    builder.tool_owned_dirs(settings.tool_dirs.iter().cloned());
     builder
         .nested_repos(repos.to_vec())
         .filename_rules(filename_rules)

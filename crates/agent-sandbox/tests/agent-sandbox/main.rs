@@ -35,6 +35,8 @@ mod microvm;
 mod native;
 #[cfg(target_os = "linux")]
 mod qemu;
+#[cfg(target_os = "linux")]
+mod tool_dirs;
 #[cfg(unix)]
 mod unprivileged;
 #[cfg(target_os = "linux")]

@@ -350,8 +350,13 @@ async fn a_guest_command_has_input_a_terminal_signals_and_a_timeout() {
         .await
         .unwrap();
     let (_, last) = collect(&mut running).await;
+    // The guest says why (127, as a shell); a guest too slow to answer
+    // under load ends it as not seen.
     assert!(
-        matches!(last, Some(SandboxEvent::Killed { .. })),
+        matches!(
+            last,
+            Some(SandboxEvent::Exit { exit_code: 127 } | SandboxEvent::Killed { .. })
+        ),
         "{last:?}"
     );
     m.destroy(&mut h).await.unwrap();

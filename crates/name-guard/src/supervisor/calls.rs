@@ -315,7 +315,7 @@ impl Supervisor {
         self.valid(n)?;
         let o = self.resolve(t, &self.anchor(t, od, old)?)?;
         let r = self.resolve(t, &self.anchor(t, nd, new)?)?;
-        if self.crosses_state_dir(&o, &r) {
+        if self.crosses_state_dir(&o, &r) || self.crosses_tool_dir(&o, &r) {
             return Err(libc::EXDEV);
         }
         if self.denied_with_below(&r) {

@@ -205,7 +205,7 @@ impl Supervisor {
     }
 
     fn denied_name(&self, r: &Resolved) -> bool {
-        if self.rules.denies_name(&r.name) && !self.in_state_dir(r) {
+        if self.rules.denies_name(&r.name) && !self.in_state_dir(r) && !self.in_tool_dir(r) {
             return true;
         }
         if let Some(h) = &self.host {
@@ -227,6 +227,28 @@ impl Supervisor {
     fn in_state_dir(&self, r: &Resolved) -> bool {
         self.rules.has_state_dirs()
             && Self::full_path(r).is_some_and(|full| self.rules.in_state_dir(&full))
+    }
+
+    /// Whether the name `r` lies below a directory package managers own,
+    /// where the name rules do not hold. Not when its parent cannot be
+    /// named (fail closed: the rules hold).
+    fn in_tool_dir(&self, r: &Resolved) -> bool {
+        self.rules.has_tool_dirs()
+            && Self::full_path(r).is_some_and(|full| self.rules.in_tool_dir(&full))
+    }
+
+    /// Whether a rename from `o` to `r` would cross the edge of a
+    /// directory package managers own (either way): answered `EXDEV` as
+    /// for a state directory ([`Self::crosses_state_dir`]).
+    fn crosses_tool_dir(&self, o: &Resolved, r: &Resolved) -> bool {
+        if !self.rules.has_tool_dirs() {
+            return false;
+        }
+        let side = |x: &Resolved| Self::full_path(x).map(|f| self.rules.at_or_in_tool_dir(&f));
+        match (side(o), side(r)) {
+            (Some(a), Some(b)) => a != b,
+            _ => true,
+        }
     }
 
     /// Whether a rename from `o` to `r` would cross the edge of a runner

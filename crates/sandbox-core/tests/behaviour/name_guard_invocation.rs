@@ -72,6 +72,8 @@ fn valid() -> impl Strategy<Value = NameGuardInvocation> {
             prop::collection::vec(socket_path(), 0..3),
             prop::sample::subsequence(sandbox_core::KEEPABLE_CAPABILITIES.to_vec(), 0..=7)
                 .prop_shuffle(),
+            prop::collection::vec("[A-Za-z0-9_.-]{1,20}", 0..3)
+                .prop_filter("one name", |v| v.iter().all(|n| n != "." && n != "..")),
         ),
         prop::collection::vec(arg_without_nul(), 1..8),
         prop::option::of(host()),
@@ -80,7 +82,7 @@ fn valid() -> impl Strategy<Value = NameGuardInvocation> {
             |(
                 (report_fd, updates_fd, notify_fd),
                 deny_globs,
-                (unix_sockets, state_dirs, keep),
+                (unix_sockets, state_dirs, keep, tools),
                 command,
                 host,
             )| {
@@ -91,6 +93,7 @@ fn valid() -> impl Strategy<Value = NameGuardInvocation> {
                     deny_globs,
                     unix_sockets,
                     state_dirs,
+                    tool_dirs: tools.into_iter().map(Into::into).collect(),
                     keep_capabilities: keep.into_iter().map(String::from).collect(),
                     host,
                     command,
@@ -141,6 +144,7 @@ fn any_value() -> impl Strategy<Value = NameGuardInvocation> {
             deny_globs,
             unix_sockets: vec!["relative.sock".into(), "/abs.sock".into()],
             state_dirs: Vec::new(),
+            tool_dirs: Vec::new(),
             keep_capabilities: Vec::new(),
             host: None,
             command,

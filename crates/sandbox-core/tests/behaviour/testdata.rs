@@ -485,6 +485,8 @@ struct InvocationCase {
     #[serde(default)]
     state_dirs: Vec<String>,
     #[serde(default)]
+    tool_dirs: Vec<String>,
+    #[serde(default)]
     keep_capabilities: Vec<String>,
     #[serde(default)]
     command: Vec<String>,
@@ -553,6 +555,7 @@ fn name_guard_invocation_table() {
                     deny_globs: c.deny.clone(),
                     unix_sockets: c.sockets.iter().map(Into::into).collect(),
                     state_dirs: c.state_dirs.iter().map(Into::into).collect(),
+                    tool_dirs: c.tool_dirs.iter().map(Into::into).collect(),
                     keep_capabilities: c.keep_capabilities.clone(),
                     host: c.landlock.as_ref().map(|h| {
                         let os = |v: &Vec<String>| v.iter().map(Into::into).collect();

@@ -106,6 +106,7 @@ pub(crate) async fn launch(
     if settings.surface == Surface::Terminal {
         // The fixed terminal profile: host network, no proxies.
         let mut builder = BwrapBuilder::new(spec, &settings.home);
+        builder.tool_owned_dirs(settings.tool_dirs.iter().cloned());
         builder
             .profile(Profile::Terminal)
             .read_deny(settings.reads.deny.iter().cloned())
@@ -213,6 +214,7 @@ fn dispatch_builder(
     bridges: &BridgePlan,
 ) -> BwrapBuilder {
     let mut builder = BwrapBuilder::new(spec, &settings.home);
+    builder.tool_owned_dirs(settings.tool_dirs.iter().cloned());
     builder
         .nested_repos(repos.to_vec())
         .filename_rules(config.filename_rules)

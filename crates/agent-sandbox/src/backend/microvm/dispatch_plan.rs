@@ -55,6 +55,7 @@ pub(crate) fn dispatch_plan(
     let writable = writable_roots(spec);
     let repos = repos_in_writable_roots(settings, &spec.session_id, &writable);
     let mut builder = BwrapBuilder::new(spec, &settings.home);
+    builder.tool_owned_dirs(settings.tool_dirs.iter().cloned());
     if let Some(l) = launcher {
         builder.name_guard_launcher(l.clone());
     }

@@ -371,6 +371,7 @@ async fn launch_terminal(
     host: &(dyn sandbox_core::HostView + Send + Sync),
 ) -> Result<Launched<Session>, Error> {
     let mut builder = BwrapBuilder::new(spec, &settings.home);
+    builder.tool_owned_dirs(settings.tool_dirs.iter().cloned());
     builder
         .profile(bwrap_spec::Profile::Terminal)
         .read_deny(settings.reads.deny.iter().cloned())
