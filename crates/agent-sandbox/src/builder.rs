@@ -433,10 +433,11 @@ impl ManagerBuilder {
 
     /// Selects the backend and builds the manager. Logs the probe's start-up
     /// line and any downgrade.
+    #[tracing::instrument(name = "agent_sandbox.build", skip_all, err(Display))]
     pub fn build(&mut self) -> Result<SandboxManager, Error> {
         let asked = self.asked_mechanism()?;
         let probe = asked.as_ref().unwrap_or(&self.probe);
-        let log = self.log.clone().unwrap_or_else(log_to_stderr);
+        let log = crate::settings::traced(self.log.clone().unwrap_or_else(log_to_stderr));
         let name_guard = self.launcher()?;
         // The VM runtime, when asked for: its probe boots a canary, and its
         // verdict is the report's microvm section.

@@ -336,12 +336,24 @@
 //! writable mount that is, or lies inside, a git directory is refused
 //! ([`ErrorKind::WritableGitDirectory`]).
 //!
-//! # Log lines
+//! # Log lines and `tracing`
 //!
 //! The probe's start-up line (also [`SandboxManager::startup_line`]),
 //! downgrades, opt-outs and warnings (a repository made inside a writable
 //! mount, a search cut short) go to the [`LogSink`] of
 //! [`ManagerBuilder::log`]; unset, to stderr ([`log_to_stderr`]).
+//!
+//! A host that logs through `tracing` sees the same, with fields: spans
+//! `agent_sandbox.build`, `agent_sandbox.launch` (`session_id`, `backend`,
+//! `label`, `workspace`), `agent_sandbox.exec` and, below it for the
+//! command's whole run, `agent_sandbox.command` (`session_id`, `program`),
+//! `agent_sandbox.destroy`, `agent_sandbox.suspend` and
+//! `agent_sandbox.resume`, each below whatever span the host is in; events
+//! for each log line (info), each refusal (`refused`, warn, with `action`
+//! and `target`: a host or a path, never the raw line), and the command's
+//! end (`exit_code`, or the kill's `reason` and `signal`). No field holds
+//! a credential, a phantom or an argument of the command; a failed call's
+//! span records its error's text.
 //!
 //! # Input safety
 //!

@@ -181,6 +181,16 @@ impl SandboxPort for SandboxManager {
         self.launch_with(spec, None).await
     }
 
+    #[tracing::instrument(
+        name = "agent_sandbox.exec",
+        skip_all,
+        err(Display),
+        fields(
+            session_id = %handle.session_id,
+            backend = %self.inner.selection.backend,
+            program = %command.program.to_string_lossy(),
+        )
+    )]
     async fn exec(
         &self,
         handle: &SandboxHandle,
@@ -238,6 +248,7 @@ impl SandboxPort for SandboxManager {
                     .map(|m| m.guest_path.clone())
             })
             .unwrap_or_else(|| self.inner.settings.home.display().to_string());
+        let program = command.program.to_string_lossy().into_owned();
         let mut argv: Vec<OsString> = vec![command.program.clone()];
         argv.extend(command.args.iter().cloned());
         let (tx, rx) = mpsc::channel(256);
@@ -300,13 +311,25 @@ impl SandboxPort for SandboxManager {
         };
         let task = session.backend.exec(&self.inner.settings, request, io)?;
         session.running = Some(kill_tx);
-        session.runner = Some(Runner::spawn(task, held));
+        // The command's span lives until its end, below the exec's.
+        let span = tracing::info_span!(
+            "agent_sandbox.command",
+            session_id = %handle.session_id,
+            program = %program,
+        );
+        session.runner = Some(Runner::spawn(task, held, span));
         Ok(RunningCommand::new(
             Box::pin(ReceiverStream(rx)),
             Arc::new(Control(control)),
         ))
     }
 
+    #[tracing::instrument(
+        name = "agent_sandbox.destroy",
+        skip_all,
+        err(Display),
+        fields(session_id = %handle.session_id, backend = %self.inner.selection.backend)
+    )]
     async fn destroy(&self, handle: &mut SandboxHandle) -> Result<(), Error> {
         let session = {
             let mut sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
@@ -336,6 +359,12 @@ impl SandboxPort for SandboxManager {
     /// its processes and memory leave the host and the handle is
     /// `suspended`. A command must not be running ([`ErrorKind::Busy`]);
     /// other backends answer `SuspendUnsupported`.
+    #[tracing::instrument(
+        name = "agent_sandbox.suspend",
+        skip_all,
+        err(Display),
+        fields(session_id = %handle.session_id, backend = %self.inner.selection.backend)
+    )]
     async fn suspend(&self, handle: &mut SandboxHandle) -> Result<(), Error> {
         handle.state.transition(SandboxState::Suspended)?;
         self.checkpoint(handle, Checkpoint::Suspend).await?;
@@ -345,6 +374,12 @@ impl SandboxPort for SandboxManager {
 
     /// Restores a suspended session: its processes go on where they were
     /// and the handle is `warm`.
+    #[tracing::instrument(
+        name = "agent_sandbox.resume",
+        skip_all,
+        err(Display),
+        fields(session_id = %handle.session_id, backend = %self.inner.selection.backend)
+    )]
     async fn resume(&self, handle: &mut SandboxHandle) -> Result<(), Error> {
         self.checkpoint(handle, Checkpoint::Resume).await?;
         if handle.state == SandboxState::Suspended {
@@ -552,6 +587,17 @@ impl SandboxManager {
     }
 
     /// Launches `spec`, in `workspace` when there is one.
+    #[tracing::instrument(
+        name = "agent_sandbox.launch",
+        skip_all,
+        err(Display),
+        fields(
+            session_id = %spec.session_id,
+            backend = %self.inner.selection.backend,
+            label = self.inner.selection.label,
+            workspace = workspace.is_some(),
+        )
+    )]
     async fn launch_with(
         &self,
         mut spec: SandboxSpec,

@@ -39,16 +39,24 @@ impl Drop for Ending {
 impl Runner {
     /// Spawns `task`, holding `events` (a sender of the command's event
     /// channel) until the task has finished.
-    pub(crate) fn spawn(task: CommandTask, events: mpsc::Sender<SandboxEvent>) -> Runner {
+    /// The task runs in `span` (the command's).
+    pub(crate) fn spawn(
+        task: CommandTask,
+        events: mpsc::Sender<SandboxEvent>,
+        span: tracing::Span,
+    ) -> Runner {
         let over = Arc::new(AtomicBool::new(false));
         let ending = Ending {
             over: over.clone(),
             _events: events,
         };
-        let task = tokio::spawn(async move {
-            task.await;
-            drop(ending);
-        });
+        let task = tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                task.await;
+                drop(ending);
+            },
+            span,
+        ));
         Runner { task, over }
     }
 

@@ -396,7 +396,9 @@ pub(crate) async fn run_process<P: CommandProcess>(
                     None => std::future::pending().await,
                 }
             } => {
-                let _ = tx.send(SandboxEvent::Violation { violation: v }).await;
+                trace_violation(&v);
+                trace_violation(&v);
+            let _ = tx.send(SandboxEvent::Violation { violation: v }).await;
             }
         }
     }
@@ -448,8 +450,21 @@ pub(crate) async fn run_process<P: CommandProcess>(
             }
         }
     };
+    match &ev {
+        SandboxEvent::Exit { exit_code } => tracing::info!(exit_code, "the command exited"),
+        SandboxEvent::Killed { reason, signal } => {
+            tracing::warn!(reason = ?reason, signal = ?signal, "the command was killed")
+        }
+        _ => {}
+    }
     let _ = tx.send(ev).await;
     violations
+}
+
+/// A refusal as a `tracing` event, in the command's span: what and where
+/// (hosts and paths; the raw line, which may quote more, is left out).
+fn trace_violation(v: &sandbox_core::SandboxViolation) {
+    tracing::warn!(action = %v.action, target = %v.target, "refused");
 }
 
 /// The signal that ended the process, if one did (Unix).

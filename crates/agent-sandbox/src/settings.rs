@@ -14,6 +14,16 @@ use std::sync::Arc;
 /// warnings). Unset, lines go to stderr ([`log_to_stderr`]).
 pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// `sink`, each line also a `tracing` event (level info, target
+/// `agent_sandbox`) in the span it is logged from (the build, a launch, a
+/// command), so that a host's subscriber sees it with the session's fields.
+pub(crate) fn traced(sink: LogSink) -> LogSink {
+    Arc::new(move |line: &str| {
+        tracing::info!(target: "agent_sandbox", "{line}");
+        sink(line);
+    })
+}
+
 /// The default [`LogSink`]: each line on stderr, prefixed `agent-sandbox: `
 /// (unless it already is), so warnings and refusals are seen without any
 /// setup. A host with its own logging passes its sink to

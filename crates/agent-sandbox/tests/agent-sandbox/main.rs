@@ -37,6 +37,8 @@ mod native;
 mod qemu;
 #[cfg(target_os = "linux")]
 mod tool_dirs;
+#[cfg(target_os = "linux")]
+mod traces;
 #[cfg(unix)]
 mod unprivileged;
 #[cfg(target_os = "linux")]
