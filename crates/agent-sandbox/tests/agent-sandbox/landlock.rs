@@ -21,7 +21,7 @@ const RERUN: &str = "AGENT_SANDBOX_TEST_LANDLOCK_RERUN";
 
 /// Whether this kernel enforces what the mechanism needs; fails with what
 /// to do when not (never passes empty).
-fn landlock_available() -> bool {
+pub(super) fn landlock_available() -> bool {
     let host = sandbox_core::AmbientHost::from_ambient_untimed();
     let tried = host.try_landlock();
     test_support::require(

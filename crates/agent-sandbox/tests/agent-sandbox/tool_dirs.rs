@@ -171,13 +171,7 @@ async fn under_bubblewrap_tools_install_their_own_pem_files_and_the_rules_hold_e
 
 #[tokio::test]
 async fn under_landlock_tools_install_their_own_pem_files_and_the_rules_hold_elsewhere() {
-    let tried =
-        sandbox_core::HostView::try_landlock(&sandbox_core::AmbientHost::from_ambient_untimed());
-    if !test_support::require(
-        tried.is_ok(),
-        &format!("Landlock ABI 6 or later ({tried:?})"),
-        "run the tests on Linux 6.12 or later with Landlock among the active LSMs",
-    ) {
+    if !super::landlock::landlock_available() {
         return;
     }
     case("landlock", NativeMechanism::Landlock).await;

@@ -308,15 +308,7 @@ async fn under_bubblewrap_the_checkout_holds_and_the_work_collects() {
 
 #[tokio::test]
 async fn under_landlock_the_checkout_holds_and_the_work_collects() {
-    let tried =
-        sandbox_core::HostView::try_landlock(&sandbox_core::AmbientHost::from_ambient_untimed());
-    if !git_available()
-        || !test_support::require(
-            tried.is_ok(),
-            &format!("Landlock ABI 6 or later ({tried:?})"),
-            "run the tests on Linux 6.12 or later with Landlock among the active LSMs",
-        )
-    {
+    if !git_available() || !super::landlock::landlock_available() {
         return;
     }
     let f = Fixture::new("landlock");

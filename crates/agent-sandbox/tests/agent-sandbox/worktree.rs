@@ -14,26 +14,13 @@ use sandbox_core::{
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 const GUARD: &str = env!("CARGO_BIN_EXE_agent-sandbox-name-guard");
 
+/// Runs git on the host in `dir` (its output is not needed here).
 fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=host",
-            "-c",
-            "user.email=host@example.invalid",
-        ])
-        .args(["-c", "init.defaultBranch=main"])
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
+    super::workspace::git(dir, args);
 }
 
 /// Every path below `dir`, relative, with the contents of its files.
@@ -76,13 +63,7 @@ async fn a_linked_worktree_works_under_bubblewrap_and_its_git_directory_stays_cl
 
 #[tokio::test]
 async fn a_linked_worktree_works_under_landlock_and_its_git_directory_stays_clean() {
-    let tried =
-        sandbox_core::HostView::try_landlock(&sandbox_core::AmbientHost::from_ambient_untimed());
-    if !test_support::require(
-        tried.is_ok(),
-        &format!("Landlock ABI 6 or later ({tried:?})"),
-        "run the tests on Linux 6.12 or later with Landlock among the active LSMs",
-    ) {
+    if !super::landlock::landlock_available() {
         return;
     }
     case("landlock", |b| {

@@ -241,10 +241,13 @@ impl Supervisor {
     /// directory package managers own (either way): answered `EXDEV` as
     /// for a state directory ([`Self::crosses_state_dir`]).
     fn crosses_tool_dir(&self, o: &Resolved, r: &Resolved) -> bool {
-        if !self.rules.has_tool_dirs() {
-            return false;
-        }
-        let side = |x: &Resolved| Self::full_path(x).map(|f| self.rules.at_or_in_tool_dir(&f));
+        self.rules.has_tool_dirs() && Self::crosses(o, r, |f| self.rules.at_or_in_tool_dir(f))
+    }
+
+    /// Whether `o` and `r` lie on two sides of an edge (`inside` tells
+    /// one side); a name whose parent cannot be named counts as crossing.
+    fn crosses(o: &Resolved, r: &Resolved, inside: impl Fn(&[u8]) -> bool) -> bool {
+        let side = |x: &Resolved| Self::full_path(x).map(|f| inside(&f));
         match (side(o), side(r)) {
             (Some(a), Some(b)) => a != b,
             _ => true,
@@ -257,14 +260,7 @@ impl Supervisor {
     /// hold reaches the rest only by a copy, each file created under the
     /// rules. A name whose parent cannot be named counts as crossing.
     fn crosses_state_dir(&self, o: &Resolved, r: &Resolved) -> bool {
-        if !self.rules.has_state_dirs() {
-            return false;
-        }
-        let side = |x: &Resolved| Self::full_path(x).map(|f| self.rules.at_or_in_state_dir(&f));
-        match (side(o), side(r)) {
-            (Some(a), Some(b)) => a != b,
-            _ => true,
-        }
+        self.rules.has_state_dirs() && Self::crosses(o, r, |f| self.rules.at_or_in_state_dir(f))
     }
 
     /// For a name that a rename or a symbolic link brings into being with
