@@ -328,24 +328,29 @@ impl HostView for AmbientHost {
     }
 
     fn try_gvisor(&self, runsc: &Path) -> Result<String, String> {
-        let version = gvisor_trial::version(runsc)?;
+        // A success remembered for this very runsc (its file, the kernel,
+        // the user) holds its version too: neither the trial nor
+        // `runsc --version` runs again within the record's life.
         let cache = trial_cache::runtime_dir().zip(trial_cache::key(runsc));
         let record = cache
             .as_ref()
-            .map(|(dir, key)| (dir.clone(), format!("gvisor {version} {key}")));
+            .map(|(dir, key)| (dir.clone(), format!("gvisor {key}")));
         if let Some((dir, key)) = &record
-            && trial_cache::remembered_as(
-                dir,
-                trial_cache::GVISOR_RECORD,
-                key,
-                trial_cache::TRIAL_TTL,
-            )
+            && let Some(version) =
+                trial_cache::recalled(dir, trial_cache::GVISOR_RECORD, key, trial_cache::TRIAL_TTL)
         {
             return Ok(version);
         }
+        let version = gvisor_trial::version(runsc)?;
         gvisor_trial::run_once(runsc)?;
-        if let Some((dir, key)) = &record {
-            trial_cache::remember_as(dir, trial_cache::GVISOR_RECORD, key);
+        if let Some((dir, key)) = &record
+            && !version.contains('\n')
+        {
+            trial_cache::remember_as(
+                dir,
+                trial_cache::GVISOR_RECORD,
+                &format!("{key}\n{version}"),
+            );
         }
         Ok(version)
     }

@@ -140,6 +140,26 @@ pub(crate) fn remembered_as(dir: &Path, record: &str, key: &str, ttl: Duration) 
         && std::fs::read_to_string(&path).is_ok_and(|k| k == key)
 }
 
+/// What the record named `record` in `dir` holds after its first line,
+/// when that line is `key` and the record is younger than `ttl`: a value
+/// remembered with the success (one line, such as a runtime's version),
+/// so that asking for it again can be skipped.
+pub(crate) fn recalled(dir: &Path, record: &str, key: &str, ttl: Duration) -> Option<String> {
+    let path = dir.join(record);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    let fresh = meta
+        .modified()
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .is_some_and(|age| age < ttl);
+    if !fresh || !meta.is_file() || meta.len() > 4096 {
+        return None;
+    }
+    let text = std::fs::read_to_string(&path).ok()?;
+    let (first, value) = text.split_once('\n')?;
+    (first == key && !value.is_empty() && !value.contains('\n')).then(|| value.to_owned())
+}
+
 /// Remembers a success for `key` in `dir` (written aside, then renamed in
 /// place). A failure to write is not an error: the next process tries
 /// bubblewrap again.
@@ -189,6 +209,24 @@ mod tests {
         assert!(!remembered(&dir, "k1", Duration::ZERO), "too old");
         remember(&dir, "k2");
         assert!(remembered(&dir, "k2", TRIAL_TTL) && !remembered(&dir, "k1", TRIAL_TTL));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_value_remembered_with_a_success_is_recalled_for_its_key_only() {
+        let dir = std::env::temp_dir().join(format!("trial-recall-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let r = GVISOR_RECORD;
+        assert_eq!(recalled(&dir, r, "gvisor k1", TRIAL_TTL), None, "nothing yet");
+        remember_as(&dir, r, "gvisor k1\n20221219");
+        assert_eq!(recalled(&dir, r, "gvisor k1", TRIAL_TTL).as_deref(), Some("20221219"));
+        assert_eq!(recalled(&dir, r, "gvisor k2", TRIAL_TTL), None, "another runsc");
+        assert_eq!(recalled(&dir, r, "gvisor k1", Duration::ZERO), None, "too old");
+        // An earlier record without a value, or with more than one line.
+        for bad in ["gvisor k1", "gvisor k1\n", "gvisor k1\na\nb"] {
+            remember_as(&dir, r, bad);
+            assert_eq!(recalled(&dir, r, "gvisor k1", TRIAL_TTL), None, "{bad:?}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
