@@ -878,10 +878,17 @@ fn limits_from_the_command_line_are_enforced_or_refused() {
             err(&o)
         );
     }
-    for bad in [["--memory", "12X"], ["--pids", "-1"], ["--cpus", "0"]] {
+    for bad in [
+        ["--memory", "12X"],
+        ["--memory", "64"],
+        ["--pids", "-1"],
+        ["--cpus", "0"],
+    ] {
         let o = agent_run(&d, &[bad[0], bad[1], "--", "true"]);
         assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", err(&o));
         assert!(err(&o).contains(bad[0]), "{}", err(&o));
+        // Refused before anything starts: no start-up line.
+        assert!(!err(&o).contains("agent sandbox ON"), "{}", err(&o));
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
@@ -1710,6 +1717,41 @@ fn errors_name_their_cause_and_the_examples_run_as_written() {
         return;
     }
     let d = scratch("errors");
+    // A refused connection says why.
+    let o = agent_run(
+        &d,
+        &[
+            "--",
+            "sh",
+            "-c",
+            "curl -sS -o /dev/null https://blocked.example/ 2>/dev/null; true",
+        ],
+    );
+    assert!(
+        err(&o).contains(
+            "violation: network-outbound blocked.example:443 (host is not in the allowlist)"
+        ),
+        "{}",
+        err(&o)
+    );
+    // An events file in the writable mount is the run's, not the command's.
+    let o = agent_run(
+        &d,
+        &[
+            "--events",
+            "json=ev.jsonl",
+            "--",
+            "sh",
+            "-c",
+            "echo forged > ev.jsonl; true",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let log = std::fs::read_to_string(d.join("ev.jsonl")).unwrap();
+    assert!(
+        log.starts_with("{\"type\":\"starting\"}") && !log.contains("\nforged"),
+        "{log}"
+    );
     // A missing command: the shell's 127 and what to check.
     let o = agent_run(&d, &["--", "no-such-command-here"]);
     assert_eq!(o.status.code(), Some(127), "{}", err(&o));

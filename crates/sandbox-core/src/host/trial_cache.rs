@@ -217,11 +217,26 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("trial-recall-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let r = GVISOR_RECORD;
-        assert_eq!(recalled(&dir, r, "gvisor k1", TRIAL_TTL), None, "nothing yet");
+        assert_eq!(
+            recalled(&dir, r, "gvisor k1", TRIAL_TTL),
+            None,
+            "nothing yet"
+        );
         remember_as(&dir, r, "gvisor k1\n20221219");
-        assert_eq!(recalled(&dir, r, "gvisor k1", TRIAL_TTL).as_deref(), Some("20221219"));
-        assert_eq!(recalled(&dir, r, "gvisor k2", TRIAL_TTL), None, "another runsc");
-        assert_eq!(recalled(&dir, r, "gvisor k1", Duration::ZERO), None, "too old");
+        assert_eq!(
+            recalled(&dir, r, "gvisor k1", TRIAL_TTL).as_deref(),
+            Some("20221219")
+        );
+        assert_eq!(
+            recalled(&dir, r, "gvisor k2", TRIAL_TTL),
+            None,
+            "another runsc"
+        );
+        assert_eq!(
+            recalled(&dir, r, "gvisor k1", Duration::ZERO),
+            None,
+            "too old"
+        );
         // An earlier record without a value, or with more than one line.
         for bad in ["gvisor k1", "gvisor k1\n", "gvisor k1\na\nb"] {
             remember_as(&dir, r, bad);

@@ -241,8 +241,8 @@ struct Cli {
     timeout: Option<Duration>,
 
     /// End the command as killed (exit 137) when it uses more memory than
-    /// this (bytes, or with a K, M or G suffix).
-    #[arg(long, value_name = "BYTES", value_parser = bytes, allow_negative_numbers = true)]
+    /// this (bytes, or with a K, M or G suffix; at least 1M).
+    #[arg(long, value_name = "BYTES", value_parser = memory, allow_negative_numbers = true)]
     memory: Option<u64>,
 
     /// Let the command run at most this many processes and threads at once.
@@ -517,6 +517,21 @@ pub(crate) fn bytes(v: &str) -> Result<u64, String> {
     };
     let n: u64 = digits.parse().map_err(|_| bad())?;
     n.checked_mul(1u64 << shift).ok_or_else(bad)
+}
+
+/// The least memory limit taken: below it no program starts, so a smaller
+/// value is a unit left out (`64` meant as 64M), said before the launch.
+const MIN_MEMORY: u64 = 1 << 20;
+
+fn memory(v: &str) -> Result<u64, String> {
+    let n = bytes(v)?;
+    if n < MIN_MEMORY {
+        return Err(format!(
+            "{n} bytes is too little for any program: give at least 1M (a number without a \
+             suffix is bytes; 64M is 64 mebibytes)"
+        ));
+    }
+    Ok(n)
 }
 
 fn pids(v: &str) -> Result<u32, String> {

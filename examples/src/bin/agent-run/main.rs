@@ -419,6 +419,18 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
     for p in &o.protect {
         spec.protected_paths.push(absolute(p)?);
     }
+    // An events file in a writable mount is the run's record: the command
+    // may not rewrite it.
+    if let Some(EventsTo::File(f)) = &o.events {
+        let f = absolute(&f.display().to_string())?;
+        if spec
+            .bind_mounts
+            .iter()
+            .any(|m| !m.read_only && Path::new(&f).starts_with(&m.host_path))
+        {
+            spec.protected_paths.push(f);
+        }
+    }
     for d in &o.runner_state_dirs {
         spec.runner_state_dirs.push(absolute(d)?);
     }
@@ -501,6 +513,10 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
     let mut err = std::io::stderr();
     let mut log = log;
     let mut tally = ViolationTally::default();
+    // While the terminal is raw a line feed does not return the carriage:
+    // our lines end in both then.
+    let eol = if raw.is_some() { "\r\n" } else { "\n" };
+    let say = |line: String| eprint!("{line}{eol}");
     while let Some(ev) = events.next_event().await {
         write_event(&mut log, &ev);
         match ev {
@@ -511,7 +527,18 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
                 let _ = err.write_all(&data);
             }
             SandboxEvent::Violation { violation } => {
-                eprintln!("violation: {} {}", violation.action, violation.target);
+                // Why, when the refusal says (the proxy's reason, such as
+                // "host is not in the allowlist").
+                let why = violation
+                    .raw
+                    .as_deref()
+                    .and_then(|r| r.split_once(": "))
+                    .map(|(_, why)| format!(" ({why})"))
+                    .unwrap_or_default();
+                say(format!(
+                    "violation: {} {}{why}",
+                    violation.action, violation.target
+                ));
                 tally.add(&violation.action);
             }
             SandboxEvent::Exit { exit_code } => code = u8::try_from(exit_code).unwrap_or(1),
@@ -519,14 +546,14 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
                 reason: Some(KillReason::Oom),
                 ..
             } => {
-                eprintln!("agent-run: the command ran out of memory (--memory) and was killed");
+                say("agent-run: the command ran out of memory (--memory) and was killed".into());
                 code = 137;
             }
             SandboxEvent::Killed {
                 reason: Some(KillReason::Timeout),
                 ..
             } => {
-                eprintln!("agent-run: the command ran out of time and was killed");
+                say("agent-run: the command ran out of time and was killed".into());
                 code = 124;
             }
             SandboxEvent::Killed { signal, .. } => {
@@ -537,7 +564,7 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
             _ => {}
         }
     }
-    eprintln!("agent-run: {}", tally.summary());
+    say(format!("agent-run: {}", tally.summary()));
     if o.workspace.is_some() {
         // The work comes back through the gate; a refusal is reported and
         // fails the run, the checkout unchanged.
