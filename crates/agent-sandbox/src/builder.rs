@@ -308,7 +308,9 @@ impl ManagerBuilder {
         self
     }
     /// The environment sanitised for each command (pass the host program's
-    /// own, e.g. `std::env::vars_os().collect()`, explicitly).
+    /// own, e.g. `std::env::vars_os().collect()`, explicitly). Without a
+    /// `PATH` in it, the commands get [`DEFAULT_PATH`](crate::DEFAULT_PATH),
+    /// never none.
     pub fn base_env(&mut self, env: Vec<(OsString, OsString)>) -> &mut Self {
         self.base_env = env;
         self

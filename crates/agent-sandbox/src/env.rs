@@ -53,6 +53,11 @@ pub(crate) fn sanitized_env_with(
     for (k, v) in &extras.set {
         b.set(k.clone(), OsString::from(v));
     }
+    // A base without PATH would start every command without one, where a
+    // bare `git` is not found: the system's directories, then.
+    if !base.iter().any(|(k, _)| k == "PATH") {
+        b.set("PATH", OsString::from(crate::DEFAULT_PATH));
+    }
     Ok(b.build()?.apply(base.iter().cloned()))
 }
 

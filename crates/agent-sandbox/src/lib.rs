@@ -416,6 +416,10 @@ pub use workspace::{
     CollectOutcome, Collected, WorkspaceInfo, WorkspaceLayering, WorkspaceRequest,
 };
 
+/// The `PATH` a session's commands get when the host's base environment
+/// ([`ManagerBuilder::base_env`]) has none.
+pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 // The vocabulary a host program speaks, so that this crate is its one
 // dependency.
 pub use connect_proxy::IpPolicy;

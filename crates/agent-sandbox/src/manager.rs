@@ -105,6 +105,37 @@ impl SandboxManager {
         <Self as SandboxPort>::exec(self, handle, command).await
     }
 
+    /// A one-shot confined run, as `std::process::Command::output`:
+    /// launches a session for `spec`, runs `command` in it to its end,
+    /// collects its output, and destroys the session (whether or not the
+    /// command could start). The output's `violations` are the command's
+    /// refusals.
+    ///
+    /// ```no_run
+    /// # async fn demo(m: agent_sandbox::SandboxManager) -> Result<(), agent_sandbox::Error> {
+    /// use agent_sandbox::{SandboxCommand, SandboxSpec};
+    /// let mut cmd = SandboxCommand::new("git");
+    /// cmd.arg("status");
+    /// let out = m.output(SandboxSpec::new("one-shot", "w"), cmd).await?;
+    /// println!("{:?}: {}", out.status, String::from_utf8_lossy(&out.stdout));
+    /// # Ok(()) }
+    /// ```
+    pub async fn output(
+        &self,
+        spec: SandboxSpec,
+        command: SandboxCommand,
+    ) -> Result<sandbox_core::CommandOutput, Error> {
+        let mut handle = self.launch(spec).await?;
+        let ran = match self.exec(&handle, command).await {
+            Ok(running) => Ok(running.output().await),
+            Err(e) => Err(e),
+        };
+        let destroyed = self.destroy(&mut handle).await;
+        let out = ran?;
+        destroyed?;
+        Ok(out)
+    }
+
     /// Tears the session down ([`SandboxPort::destroy`]): a running command
     /// ends as `killed` (destroy), and nothing of the session is left.
     pub async fn destroy(&self, handle: &mut SandboxHandle) -> Result<(), Error> {

@@ -195,6 +195,7 @@ async fn forward<R>(
     }
     if let Some(v) = violations.as_mut() {
         for violation in v.take_ready_guard() {
+            trace_violation(&violation);
             let _ = tx.send(SandboxEvent::Violation { violation }).await;
         }
     }
@@ -397,14 +398,14 @@ pub(crate) async fn run_process<P: CommandProcess>(
                 }
             } => {
                 trace_violation(&v);
-                trace_violation(&v);
-            let _ = tx.send(SandboxEvent::Violation { violation: v }).await;
+                let _ = tx.send(SandboxEvent::Violation { violation: v }).await;
             }
         }
     }
     let status = status.unwrap_or_else(|| Err(std::io::Error::other("no exit status")));
     if let Some(s) = violations.as_mut() {
         for v in s.drain().await {
+            trace_violation(&v);
             let _ = tx.send(SandboxEvent::Violation { violation: v }).await;
         }
     }

@@ -24,6 +24,8 @@ struct Seen {
     fields: BTreeMap<String, String>,
     /// The enclosing span's name.
     parent: Option<String>,
+    /// The session id of the span, or of the span the event is in.
+    session: Option<String>,
     is_span: bool,
 }
 
@@ -41,6 +43,23 @@ impl Visit for Fields {
 
 struct Collect(Arc<Mutex<Vec<Seen>>>);
 
+/// A span's session id, kept with the span for the events inside it.
+struct SessionOf(String);
+
+/// The test binary's global subscriber, collecting every span and event
+/// (one set for a thread alone misses what another test's thread met
+/// first).
+fn collector() -> Arc<Mutex<Vec<Seen>>> {
+    static SEEN: std::sync::OnceLock<Arc<Mutex<Vec<Seen>>>> = std::sync::OnceLock::new();
+    SEEN.get_or_init(|| {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let subscriber = tracing_subscriber::registry().with(Collect(seen.clone()));
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+        seen
+    })
+    .clone()
+}
+
 impl<S> tracing_subscriber::Layer<S> for Collect
 where
     S: tracing::Subscriber + for<'a> LookupSpan<'a>,
@@ -53,14 +72,20 @@ where
     ) {
         let mut f = Fields::default();
         attrs.record(&mut f);
-        let parent = ctx
-            .span(id)
+        let span = ctx.span(id);
+        let parent = span
+            .as_ref()
             .and_then(|s| s.parent())
             .map(|p| p.name().to_string());
+        let session = f.0.get("session_id").cloned();
+        if let (Some(span), Some(id)) = (&span, &session) {
+            span.extensions_mut().insert(SessionOf(id.clone()));
+        }
         self.0.lock().unwrap().push(Seen {
             name: attrs.metadata().name().into(),
             fields: f.0,
             parent,
+            session,
             is_span: true,
         });
     }
@@ -69,10 +94,15 @@ where
         let mut f = Fields::default();
         event.record(&mut f);
         let name = f.0.remove("message").unwrap_or_default();
+        let span = ctx.event_span(event);
+        let session = span
+            .as_ref()
+            .and_then(|s| s.extensions().get::<SessionOf>().map(|x| x.0.clone()));
         self.0.lock().unwrap().push(Seen {
             name,
             fields: f.0,
-            parent: ctx.event_span(event).map(|s| s.name().to_string()),
+            parent: span.map(|s| s.name().to_string()),
+            session,
             is_span: false,
         });
     }
@@ -83,9 +113,7 @@ async fn a_hosts_subscriber_sees_the_sessions_spans_and_events_and_no_secret() {
     if !super::native::native_available() {
         return;
     }
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let subscriber = tracing_subscriber::registry().with(Collect(seen.clone()));
-    let _default = tracing::subscriber::set_default(subscriber);
+    let seen = collector();
 
     let root = std::env::temp_dir().join(format!("facade-traces-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
@@ -115,6 +143,11 @@ async fn a_hosts_subscriber_sees_the_sessions_spans_and_events_and_no_secret() {
         c.arg("-c").arg("echo hi; echo x > .env; exit 3");
         let out = m.exec(&h, c).await.unwrap().output().await;
         assert_eq!(out.status.code(), Some(3));
+        assert!(
+            out.violations.iter().any(|v| v.target.ends_with("/.env")),
+            "{:?}",
+            out.violations
+        );
         let mut slow = SandboxCommand::new("/bin/sleep");
         slow.arg("30").timeout(Duration::from_millis(500));
         let status = m.exec(&h, slow).await.unwrap().wait().await;
@@ -125,10 +158,16 @@ async fn a_hosts_subscriber_sees_the_sessions_spans_and_events_and_no_secret() {
     .await;
     let _ = std::fs::remove_dir_all(&root);
 
-    let seen = seen.lock().unwrap().clone();
+    // This session's (other tests' sessions reach the subscriber too).
+    let seen: Vec<Seen> = seen.lock().unwrap().clone();
+    let ours = |s: &&Seen| match &s.session {
+        Some(id) => id == "traced",
+        None => s.parent.as_deref() == Some("host.request"),
+    };
     let span = |name: &str| -> Vec<&Seen> {
         seen.iter()
             .filter(|s| s.is_span && s.name == name)
+            .filter(ours)
             .collect()
     };
     let build = span("agent_sandbox.build");
@@ -156,6 +195,7 @@ async fn a_hosts_subscriber_sees_the_sessions_spans_and_events_and_no_secret() {
     let event = |msg: &str| -> Vec<&Seen> {
         seen.iter()
             .filter(|s| !s.is_span && s.name == msg)
+            .filter(ours)
             .collect()
     };
     let refused = event("refused");
@@ -167,6 +207,8 @@ async fn a_hosts_subscriber_sees_the_sessions_spans_and_events_and_no_secret() {
                 && e.parent.as_deref() == Some("agent_sandbox.command")),
         "{seen:#?}"
     );
+    // One event per refusal.
+    assert_eq!(refused.len(), 1, "{refused:#?}");
     let exited = event("the command exited");
     assert_eq!(exited.len(), 1, "{seen:#?}");
     assert_eq!(exited[0].fields["exit_code"], "3");
@@ -182,4 +224,50 @@ async fn a_hosts_subscriber_sees_the_sessions_spans_and_events_and_no_secret() {
     // No field and no message holds the credential.
     let all = format!("{seen:?}");
     assert!(!all.contains(SECRET), "a credential reached the trace");
+}
+
+#[tokio::test]
+async fn a_one_shot_run_gets_its_output_and_a_path_and_leaves_no_session() {
+    if !super::native::native_available() {
+        return;
+    }
+    let root = std::env::temp_dir().join(format!("facade-oneshot-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for d in ["ws", "home", "tmp"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let ws = root.join("ws").display().to_string();
+    // No base environment at all: the commands still get a PATH.
+    let mut b = crate::builder();
+    b.home(root.join("home").display().to_string())
+        .temp_dir(root.join("tmp").display().to_string())
+        .native_mechanism(NativeMechanism::Bubblewrap)
+        .name_guard_launcher(NameGuardLauncher::new(GUARD))
+        .log(Arc::new(|_: &str| {}));
+    let m = b.build().unwrap();
+    let mut spec = SandboxSpec::new("one-shot", "w");
+    spec.bind_mounts
+        .push(SandboxBindMount::new(&ws, Access::ReadWrite).unwrap());
+    spec.guest_workdir = Some(ws.clone());
+    let mut c = SandboxCommand::new("sh");
+    c.arg("-c").arg("echo \"$PATH\"; echo k > a.key; exit 4");
+    let out = m.output(spec, c).await.unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        agent_sandbox::DEFAULT_PATH
+    );
+    assert!(
+        out.violations.iter().any(|v| v.target.ends_with("a.key")),
+        "{:?}",
+        out.violations
+    );
+    // The session is gone: its id can be launched again.
+    let mut again = SandboxSpec::new("one-shot", "w");
+    again
+        .bind_mounts
+        .push(SandboxBindMount::new(&ws, Access::ReadWrite).unwrap());
+    let out = m.output(again, SandboxCommand::new("true")).await.unwrap();
+    assert!(out.status.success());
+    let _ = std::fs::remove_dir_all(&root);
 }
