@@ -76,6 +76,7 @@ impl Drop for SessionDir {
 
 /// Most entries of a temp dir kept readable by [`hidden_sessions_in`];
 /// those past it are unreadable (fail closed).
+#[cfg(target_os = "linux")]
 const MAX_KEPT_READABLE: usize = 4096;
 
 /// How a session without a mount namespace (the Landlock mechanism, whose
@@ -89,6 +90,7 @@ const MAX_KEPT_READABLE: usize = 4096;
 /// (fail closed). Returns `(deny, read_again)`; both empty when `base` is
 /// `/` (nothing can be denied there without denying everything). Reads the
 /// ambient file system (the listing of `base`).
+#[cfg(target_os = "linux")]
 pub(crate) fn hidden_sessions_in(base: &Path, own: &[&Path]) -> (Vec<PathBuf>, Vec<PathBuf>) {
     if base.parent().is_none() {
         return (Vec::new(), Vec::new());
@@ -188,6 +190,7 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn other_sessions_are_hidden_and_the_rest_reads_again() {
         let base = std::env::temp_dir().join(format!("hidden-sessions-{}", std::process::id()));

@@ -87,7 +87,15 @@ pub(crate) struct Settings {
     /// Where session directories and workspace layers are made.
     pub(crate) temp_dir: Option<PathBuf>,
     /// The names of the directories package managers own, below which the
-    /// filename globs do not hold.
+    /// filename globs do not hold (the name guard's; Seatbelt's profile
+    /// holds the globs everywhere).
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(
+            dead_code,
+            reason = "only the name guard (Linux) takes tool directories"
+        )
+    )]
     pub(crate) tool_dirs: Vec<String>,
     /// The latest search for nested repositories of each set of writable
     /// roots (searched on Linux only).

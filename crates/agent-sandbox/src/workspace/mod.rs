@@ -8,6 +8,15 @@
 //! writable, the checkout's object store read-only, the checkout itself
 //! protected. Backends only realise it.
 
+#![cfg_attr(
+    not(unix),
+    allow(
+        dead_code,
+        reason = "workspaces are made on Unix; elsewhere launching in one is refused"
+    )
+)]
+
+#[cfg(unix)]
 mod branch_tip;
 mod checkout;
 #[cfg(unix)]
