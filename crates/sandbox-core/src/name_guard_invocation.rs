@@ -2,7 +2,7 @@
 //! puts the launcher in front of a command, parsed by the launcher.
 //!
 //! `[--report-fd N] [--updates-fd N] [--notify-fd N] [--allow-unix-socket PATH]...
-//! [--state-dir PATH]... [--keep-capability NAME]... [--landlock [--write PATH]...
+//! [--state-dir PATH]... [--tool-dir NAME]... [--keep-capability NAME]... [--landlock [--write PATH]...
 //! [--read-deny PATH]... [--read-again PATH]... [--protect PATH]...
 //! [--connect-tcp PORT]...] --deny GLOB... -- CMD ARGS`: options come before
 //! `--`,
@@ -29,7 +29,7 @@ pub const KEEPABLE_CAPABILITIES: [&str; 7] = [
 
 /// The usage line, for error messages.
 pub const NAME_GUARD_USAGE: &str = "name-guard-exec [--report-fd N] [--updates-fd N] [--notify-fd N] [--allow-unix-socket PATH]... \
-     [--state-dir PATH]... [--keep-capability NAME]... [--landlock [--write PATH]... [--read-deny PATH]... [--read-again PATH]... [--protect PATH]... \
+     [--state-dir PATH]... [--tool-dir NAME]... [--keep-capability NAME]... [--landlock [--write PATH]... [--read-deny PATH]... [--read-again PATH]... [--protect PATH]... \
      [--connect-tcp PORT]...] --deny GLOB... -- CMD ARGS";
 
 /// The arguments of the name-guard launcher, after its program name (and

@@ -537,6 +537,8 @@ fn problem_name(p: &InvocationProblem) -> &'static str {
         InvocationProblem::RelativeStateDir { .. } => "RelativeStateDir",
         InvocationProblem::CapabilityNotKeepable { .. } => "CapabilityNotKeepable",
         InvocationProblem::TooManyStateDirs { .. } => "TooManyStateDirs",
+        InvocationProblem::BadToolDir { .. } => "BadToolDir",
+        InvocationProblem::TooManyToolDirs { .. } => "TooManyToolDirs",
         _ => "unknown",
     }
 }
