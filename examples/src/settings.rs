@@ -89,6 +89,11 @@ struct Keys {
     broker_push_rule: Option<String>,
     #[serde(default)]
     upstream_ca: Vec<String>,
+    mechanism: Option<String>,
+    microvm_runtime: Option<String>,
+    require_hardware_vm: Option<bool>,
+    workspace: Option<String>,
+    workspace_branch: Option<String>,
 }
 
 /// The flags a settings file's text stands for, in the order of the keys
@@ -141,11 +146,16 @@ pub fn settings_args(text: &str) -> Result<Vec<String>, String> {
     );
     one(o, "broker-push-rule", k.broker_push_rule);
     all(o, "upstream-ca", k.upstream_ca);
+    one(o, "mechanism", k.mechanism);
+    one(o, "microvm-runtime", k.microvm_runtime);
+    one(o, "workspace", k.workspace);
+    one(o, "workspace-branch", k.workspace_branch);
     let flags = [
         ("no-filename-rules", k.no_filename_rules),
         ("no-name-guard", k.no_name_guard),
         ("no-baseline", k.no_baseline),
         ("terminal", k.terminal),
+        ("require-hardware-vm", k.require_hardware_vm),
     ];
     for (flag, on) in flags {
         if on == Some(true) {
@@ -244,7 +254,7 @@ mod tests {
 
     #[test]
     fn settings_table() {
-        let cases: [Case<'_>; 11] = [
+        let cases: [Case<'_>; 12] = [
             ("nothing", "", Ok(&[])),
             (
                 "lists in order, then single values",
@@ -260,6 +270,17 @@ mod tests {
                 "numbers whole or with a fraction, sizes as numbers or text",
                 "timeout = 30\ncpus = 0.5\nmemory = \"512M\"\npids = 64\n",
                 Ok(&["--timeout=30", "--memory=512M", "--pids=64", "--cpus=0.5"]),
+            ),
+            (
+                "the backend's keys",
+                "mechanism = \"landlock\"\nmicrovm-runtime = \"qemu\"\nrequire-hardware-vm = true\nworkspace = \"/r\"\nworkspace-branch = \"t\"\n",
+                Ok(&[
+                    "--mechanism=landlock",
+                    "--microvm-runtime=qemu",
+                    "--workspace=/r",
+                    "--workspace-branch=t",
+                    "--require-hardware-vm",
+                ]),
             ),
             (
                 "memory in bytes",

@@ -1775,3 +1775,33 @@ fn errors_name_their_cause_and_the_examples_run_as_written() {
     assert_eq!(std::fs::read_to_string(d.join("made.txt")).unwrap(), "hi\n");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn every_flag_of_help_is_a_settings_key() {
+    let help = Command::new(BIN).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let mut flags: Vec<&str> = help
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("--"))
+        .map(|w| w.trim_end_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '-')))
+        .filter(|w| w.len() > 1 && w.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+        .collect();
+    flags.sort_unstable();
+    flags.dedup();
+    assert!(flags.len() > 30, "{flags:?}");
+    for flag in flags {
+        if ["help", "version", "settings"].contains(&flag) {
+            continue;
+        }
+        // A value of the wrong type is another error; an unknown key is
+        // what must not happen.
+        for value in ["true", "\"x\"", "[\"x\"]", "1"] {
+            if let Err(e) = agent_sandbox_examples::settings_args(&format!("{flag} = {value}\n")) {
+                assert!(
+                    !e.contains("unknown field"),
+                    "--{flag} has no settings key: {e}"
+                );
+            }
+        }
+    }
+}
