@@ -757,7 +757,11 @@ impl ManagerBuilder {
             .into());
         };
         Ok(Some(
-            crate::backend::microvm::qemu::runtime::probe_cached_ambient(launcher, temp_dir),
+            crate::backend::microvm::qemu::runtime::probe_cached_ambient(
+                launcher,
+                temp_dir,
+                self.microvm_runtime == Some(RuntimeAsk::Kind(MicrovmRuntimeKind::QemuTcg)),
+            ),
         ))
     }
 

@@ -86,6 +86,7 @@ pub(crate) async fn probe_ambient(
     agent: &Path,
     agent_args: &[String],
     dir: &Path,
+    emulated_only: bool,
 ) -> (Probe, Option<Probed>) {
     let kernel = GuestKernel::find_ambient();
     let kvm_opens = std::fs::OpenOptions::new()
@@ -113,7 +114,7 @@ pub(crate) async fn probe_ambient(
             return (probe::decide(&facts), None);
         }
     };
-    let tries: &[(Accel, Duration)] = if kvm_opens {
+    let tries: &[(Accel, Duration)] = if kvm_opens && !emulated_only {
         &[(Accel::Kvm, KVM_CANARY_WAIT), (Accel::Tcg, TCG_BOOT_WAIT)]
     } else {
         &[(Accel::Tcg, TCG_BOOT_WAIT)]
@@ -202,7 +203,8 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let jail = bwrap;
-        let (probe, probed) = probe_ambient(Some(&qemu), &jail, &agent, &[], dir.path()).await;
+        let (probe, probed) =
+            probe_ambient(Some(&qemu), &jail, &agent, &[], dir.path(), false).await;
         eprintln!("{}", probe.line());
         let probed = probed.unwrap();
         // QEMU ran in its jail: another network namespace, and none of
@@ -394,7 +396,8 @@ mod tests {
         std::fs::write(work.path().join("a.txt"), "from the host\n").unwrap();
         std::fs::create_dir(work.path().join("locked")).unwrap();
         let jail = bwrap.clone();
-        let (probe, probed) = probe_ambient(Some(&qemu), &jail, &agent, &[], dir.path()).await;
+        let (probe, probed) =
+            probe_ambient(Some(&qemu), &jail, &agent, &[], dir.path(), false).await;
         let probed = probed.unwrap_or_else(|| panic!("{}", probe.line()));
         let m = |d: &str, kind, access| Mount {
             destination: d.into(),

@@ -106,9 +106,13 @@ fn fits_kernel_cmdline(arg: &str) -> bool {
 /// process and launcher: the result is cached. Boots a canary guest (about
 /// 2 s emulated) on a thread of its own, with its files in `temp_dir`.
 /// Reads the ambient machine.
-pub(crate) fn probe_cached_ambient(launcher: &NameGuardLauncher, temp_dir: &Path) -> Probing {
+pub(crate) fn probe_cached_ambient(
+    launcher: &NameGuardLauncher,
+    temp_dir: &Path,
+    emulated_only: bool,
+) -> Probing {
     static CACHE: OnceLock<Mutex<HashMap<String, Probing>>> = OnceLock::new();
-    let key = format!("{launcher:?}");
+    let key = format!("{launcher:?} {emulated_only}");
     let cache = CACHE.get_or_init(Mutex::default);
     // One probe at a time: a second builder waits for the first's answer.
     let Ok(mut cache) = cache.lock() else {
@@ -125,7 +129,7 @@ pub(crate) fn probe_cached_ambient(launcher: &NameGuardLauncher, temp_dir: &Path
                 .enable_all()
                 .build();
             match rt {
-                Ok(rt) => rt.block_on(probe(&launcher, &temp_dir)),
+                Ok(rt) => rt.block_on(probe(&launcher, &temp_dir, emulated_only)),
                 Err(e) => Probing::unavailable(format!("starting the probe's runtime: {e}")),
             }
         })
@@ -139,7 +143,9 @@ pub(crate) fn probe_cached_ambient(launcher: &NameGuardLauncher, temp_dir: &Path
     probing
 }
 
-async fn probe(launcher: &NameGuardLauncher, temp_dir: &Path) -> Probing {
+/// `emulated_only`: the emulated guest was asked for by name, so no KVM
+/// canary is tried (and waited for) first.
+async fn probe(launcher: &NameGuardLauncher, temp_dir: &Path, emulated_only: bool) -> Probing {
     let Some(bwrap) = find_program_ambient("bwrap") else {
         return Probing::unavailable(
             "bubblewrap not found: the guest's file server and QEMU run in its jails \
@@ -177,6 +183,7 @@ async fn probe(launcher: &NameGuardLauncher, temp_dir: &Path) -> Probing {
         launcher.host_path(),
         &agent_args,
         image_dir.path(),
+        emulated_only,
     )
     .await;
     let line = verdict.line();
