@@ -277,6 +277,25 @@ fn microvm_runtime_qemu_runs_in_a_guest_and_an_emulated_one_is_not_a_hardware_vm
         "made\n"
     );
     startup_names_the_session_backend(&err(&o), "microvm: ");
+    // Asked for as emulated, it tries no KVM canary first.
+    let tcg = agent_run(
+        &d,
+        &[
+            "--backend",
+            "microvm",
+            "--microvm-runtime",
+            "qemu-tcg",
+            "--no-filename-rules",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(tcg.status.code(), Some(0), "{}", err(&tcg));
+    assert!(
+        !err(&tcg).contains("its canary did not answer"),
+        "{}",
+        err(&tcg)
+    );
     let emulated = err(&o).contains("emulated");
     assert!(
         emulated || err(&o).contains("hardware VM"),
