@@ -17,7 +17,7 @@ fn check(ok: bool, what: &str) -> Result<(), String> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    agent_sandbox::run_name_guard_if_launched(); // first, before any thread
+    agent_sandbox::run_inner_role_if_launched(); // first, before any thread
     let dir = std::env::temp_dir().join(format!("embed-{}", std::process::id()));
     let work = dir.join("work").display().to_string();
     let id = ["-c", "user.name=host", "-c", "user.email=host@example.invalid"];
@@ -32,7 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .home(&dir)
             .base_env(std::env::vars_os().collect())
             .request(Explicit(Native), Surface::Dispatch)
-            .name_guard_from_current_exe()
+            .inner_roles_from_current_exe()
             .build()?;
         // The task works in its own view of the repository, on branch `task`.
         let task = WorkspaceRequest::new(&work, "task")?;

@@ -59,7 +59,7 @@ enum Mode {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    agent_sandbox::run_name_guard_if_launched(); // first, before any thread
+    agent_sandbox::run_inner_role_if_launched(); // first, before any thread
     let mut mode = Mode::Host;
     let mut execs = 1000usize;
     let mut per_command = false;
@@ -122,7 +122,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .request(Explicit(SandboxBackend::Native), Surface::Dispatch)
                 .native_mechanism(mechanism)
                 .command_isolation(isolation)
-                .name_guard_from_current_exe()
+                .inner_roles_from_current_exe()
                 .build()?;
             let mut spec = SandboxSpec::new("exec-bench", "bench");
             let r = repo.display().to_string();

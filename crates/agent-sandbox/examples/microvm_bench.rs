@@ -22,7 +22,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    agent_sandbox::run_name_guard_if_launched(); // first, before any thread
+    agent_sandbox::run_inner_role_if_launched(); // first, before any thread
     let mut backend = SandboxBackend::Microvm;
     let mut execs = 200usize;
     let mut qemu = false;
@@ -50,7 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .home(&dir)
             .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())])
             .request(Explicit(backend), Surface::Dispatch)
-            .name_guard_from_current_exe();
+            .inner_roles_from_current_exe();
         if qemu {
             builder.microvm_runtime_qemu();
         }

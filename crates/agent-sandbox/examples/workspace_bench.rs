@@ -50,7 +50,7 @@ fn manager(backend: &str, home: &Path) -> Res<SandboxManager> {
     let mut b = ManagerBuilder::from_ambient();
     b.home(home)
         .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())])
-        .name_guard_from_current_exe();
+        .inner_roles_from_current_exe();
     match backend {
         "bubblewrap" | "landlock" => {
             let m = if backend == "landlock" {
@@ -90,7 +90,7 @@ async fn inside(m: &SandboxManager, h: &agent_sandbox::SandboxHandle, script: &s
 }
 
 fn main() -> Res<()> {
-    agent_sandbox::run_name_guard_if_launched(); // first, before any thread
+    agent_sandbox::run_inner_role_if_launched(); // first, before any thread
     let (mut repo, mut backend, mut runs) = (None, String::from("bubblewrap"), 3usize);
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {

@@ -232,16 +232,22 @@ impl ManagerBuilder {
         self.name_guard = Some(LauncherSource::Given(launcher));
         self
     }
-    /// Makes the host program itself the name-guard launcher: this
+    /// Makes the host program itself the program of every inner role (the
+    /// name guard, a warm session's init, a microvm's agent): this
     /// executable (`std::env::current_exe`, found at build) is bound
     /// read-only into each sandbox and started there with
     /// [`crate::NAME_GUARD_MARKER`] first. The program must call
-    /// [`crate::run_name_guard_if_launched`] as the first statement of
+    /// [`crate::run_inner_role_if_launched`] as the first statement of
     /// `main`, before any thread exists (build the async runtime after it),
     /// as the crate's example does.
-    pub fn name_guard_from_current_exe(&mut self) -> &mut Self {
+    pub fn inner_roles_from_current_exe(&mut self) -> &mut Self {
         self.name_guard = Some(LauncherSource::CurrentExe);
         self
+    }
+    /// The former name of [`ManagerBuilder::inner_roles_from_current_exe`].
+    #[deprecated(since = "0.1.0", note = "renamed inner_roles_from_current_exe")]
+    pub fn name_guard_from_current_exe(&mut self) -> &mut Self {
+        self.inner_roles_from_current_exe()
     }
     /// Asks for one native mechanism (default: the probe's choice,
     /// bubblewrap where it works, else Landlock). An explicit choice that
@@ -412,7 +418,7 @@ impl ManagerBuilder {
     /// (`qemu-system-x86_64`, a kernel in `/boot`, `/dev/kvm`, bubblewrap and
     /// `virtiofsd`). It needs the name-guard launcher
     /// ([`ManagerBuilder::name_guard_launcher`] or
-    /// [`ManagerBuilder::name_guard_from_current_exe`]): that program is the
+    /// [`ManagerBuilder::inner_roles_from_current_exe`]): that program is the
     /// guest's agent. Where no guest runs, `build` fails with
     /// [`ErrorKind::MicrovmRuntimeUnavailable`] and the probe's reason.
     pub fn microvm_runtime_qemu(&mut self) -> &mut Self {
@@ -556,8 +562,8 @@ impl ManagerBuilder {
                     return Err(ErrorKind::MicrovmRuntimeUnavailable {
                         runtime: "gvisor",
                         reason: "the sandbox's agent is the name-guard launcher: call \
-                                 ManagerBuilder::name_guard_from_current_exe (and \
-                                 agent_sandbox::run_name_guard_if_launched first in main) or \
+                                 ManagerBuilder::inner_roles_from_current_exe (and \
+                                 agent_sandbox::run_inner_role_if_launched first in main) or \
                                  ManagerBuilder::name_guard_launcher"
                             .into(),
                     }
@@ -657,8 +663,8 @@ impl ManagerBuilder {
                     return Err(ErrorKind::MechanismUnavailable {
                         mechanism: NativeMechanism::Landlock.as_str(),
                         reason: "it runs every command under the name guard: call \
-                                 ManagerBuilder::name_guard_from_current_exe (and \
-                                 agent_sandbox::run_name_guard_if_launched first in main) or \
+                                 ManagerBuilder::inner_roles_from_current_exe (and \
+                                 agent_sandbox::run_inner_role_if_launched first in main) or \
                                  ManagerBuilder::name_guard_launcher, on a kernel that runs it"
                             .into(),
                     }
@@ -715,7 +721,7 @@ impl ManagerBuilder {
             Some(LauncherSource::CurrentExe) => {
                 let exe = std::env::current_exe().map_err(|e| {
                     Error::io(
-                        "finding this program for ManagerBuilder::name_guard_from_current_exe",
+                        "finding this program for ManagerBuilder::inner_roles_from_current_exe",
                         e,
                     )
                 })?;
@@ -743,7 +749,7 @@ impl ManagerBuilder {
             return Err(ErrorKind::MicrovmRuntimeUnavailable {
                 runtime: "qemu",
                 reason: "the guest's agent is the name-guard launcher: call \
-                         ManagerBuilder::name_guard_from_current_exe or \
+                         ManagerBuilder::inner_roles_from_current_exe or \
                          ManagerBuilder::name_guard_launcher"
                     .into(),
             }
@@ -859,5 +865,18 @@ impl SandboxManager {
     /// process runs on, [`ManagerBuilder::from_ambient`].
     pub fn builder(probe: ProbeReport, host: SharedHostView) -> ManagerBuilder {
         ManagerBuilder::new(probe, host)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(deprecated, reason = "the former name is what is checked")]
+    fn the_former_name_of_the_inner_roles_setting_still_sets_it() {
+        let mut b = ManagerBuilder::from_ambient();
+        b.name_guard_from_current_exe();
+        assert!(matches!(b.name_guard, Some(LauncherSource::CurrentExe)));
     }
 }

@@ -144,8 +144,8 @@ pub enum ErrorKind {
     #[error(
         "refusing to launch: the policy forbids creating {globs:?} inside the writable mounts \
          {roots:?}, which bubblewrap cannot refuse by itself (R-DISPATCH-3), and no name-guard \
-         launcher was set; call ManagerBuilder::name_guard_from_current_exe (with \
-         agent_sandbox::run_name_guard_if_launched() first in main) or \
+         launcher was set; call ManagerBuilder::inner_roles_from_current_exe (with \
+         agent_sandbox::run_inner_role_if_launched() first in main) or \
          ManagerBuilder::name_guard_launcher, make the mounts read-only, or opt out explicitly \
          with ManagerBuilder::filename_rules(FilenameRules::DropFilenameGlobDenies) \
          (agent-run --no-filename-rules)"

@@ -1,6 +1,6 @@
 //! The host program as its own name-guard launcher: one call first in
-//! `main` ([`run_name_guard_if_launched`]) and one builder setting
-//! ([`crate::ManagerBuilder::name_guard_from_current_exe`]), so a host
+//! `main` ([`run_inner_role_if_launched`]) and one builder setting
+//! ([`crate::ManagerBuilder::inner_roles_from_current_exe`]), so a host
 //! needs no second binary to run sessions with writable mounts.
 
 use std::ffi::OsStr;
@@ -9,24 +9,33 @@ use std::ffi::OsStr;
 /// launcher (inside the sandbox, in front of each command).
 pub const NAME_GUARD_MARKER: &str = "--agent-sandbox-name-guard";
 
-/// Runs the name guard and exits when this process was started as its
-/// launcher (first argument [`NAME_GUARD_MARKER`]); returns at once
-/// otherwise, having changed nothing.
+/// Runs this program's inner role and exits, when the program was started
+/// as one of them inside a sandbox (first argument [`NAME_GUARD_MARKER`]):
+/// the name guard in front of a command, a warm session's init, the agent
+/// of a gVisor sandbox or QEMU guest, or a terminal's leader there. Returns
+/// at once otherwise, having changed nothing.
 ///
 /// Call it first in `main`, before any thread exists (the guard forks and
 /// must be single-threaded; so not under `#[tokio::main]`, whose runtime
 /// starts its threads before the body runs: build the runtime after this
 /// call). A manager built with
-/// [`crate::ManagerBuilder::name_guard_from_current_exe`] starts the
+/// [`crate::ManagerBuilder::inner_roles_from_current_exe`] starts the
 /// program this way inside each sandbox. The exit status is the command's
 /// (`128 + N` when signal `N` ended it); a usage or setup error is printed
 /// on stderr, prefixed `name-guard-exec: `, and exits with 125.
-pub fn run_name_guard_if_launched() {
+pub fn run_inner_role_if_launched() {
     let mut args = std::env::args_os().skip(1);
     if args.next().as_deref() != Some(OsStr::new(NAME_GUARD_MARKER)) {
         return;
     }
     std::process::exit(guard_exit_code(args))
+}
+
+/// The former name of [`run_inner_role_if_launched`], which starts every
+/// inner role, not only the name guard.
+#[deprecated(since = "0.1.0", note = "renamed run_inner_role_if_launched")]
+pub fn run_name_guard_if_launched() {
+    run_inner_role_if_launched();
 }
 
 /// Runs the guard's command line `args` to its end: the exit code.

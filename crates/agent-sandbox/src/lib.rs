@@ -13,12 +13,12 @@
 //! fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     // Inside a sandbox this program is also the name guard's launcher:
 //!     // first in main, before any thread (so no #[tokio::main]).
-//!     agent_sandbox::run_name_guard_if_launched();
+//!     agent_sandbox::run_inner_role_if_launched();
 //!     tokio::runtime::Runtime::new()?.block_on(async {
 //!         let manager = ManagerBuilder::from_ambient()
 //!             .home("/home/agent")
 //!             .base_env(std::env::vars_os().collect())
-//!             .name_guard_from_current_exe()
+//!             .inner_roles_from_current_exe()
 //!             .build()?;
 //!         eprintln!("{}", manager.startup_line());
 //!         let mut spec = SandboxSpec::new("s1", "w1");
@@ -51,8 +51,8 @@
 //!   the proxy variables, and the bubblewrap plan (R-BWRAP-1). A spec that
 //!   needs filename-glob denies (no new `.env`, `*.key`, `*.pem` inside
 //!   writable mounts) runs every command under the name guard when a
-//!   launcher was set ([`ManagerBuilder::name_guard_from_current_exe`] with
-//!   [`run_name_guard_if_launched`] first in `main`, or
+//!   launcher was set ([`ManagerBuilder::inner_roles_from_current_exe`] with
+//!   [`run_inner_role_if_launched`] first in `main`, or
 //!   [`ManagerBuilder::name_guard_launcher`]) and the probe
 //!   found a kernel that can run it (R-NAMEGUARD-1); each refusal is a
 //!   `file-write-create` violation with the path. Otherwise it is refused
@@ -115,7 +115,7 @@
 //! is the bubblewrap plan of the same spec read as an OCI bundle; it has
 //! loopback only (`--network=none`). Its first process is the launcher
 //! program as the sandbox's agent (so gVisor needs
-//! [`ManagerBuilder::name_guard_from_current_exe`] or
+//! [`ManagerBuilder::inner_roles_from_current_exe`] or
 //! [`ManagerBuilder::name_guard_launcher`]), which speaks to the host on
 //! its stdio, starts every command and carries each connection to the
 //! proxies' ports to their Unix sockets. What one command leaves in the
@@ -408,7 +408,9 @@ pub use connect_proxy::Baseline;
 pub use env::sanitized_env;
 pub use error::{Error, ErrorKind};
 pub use inner_bridge::{GUEST_HTTP_PORT, GUEST_SOCKS_PORT, InnerBridge};
-pub use launcher::{NAME_GUARD_MARKER, run_name_guard_if_launched};
+#[allow(deprecated, reason = "the former name stays exported for one release")]
+pub use launcher::run_name_guard_if_launched;
+pub use launcher::{NAME_GUARD_MARKER, run_inner_role_if_launched};
 pub use manager::SandboxManager;
 pub use settings::CommandIsolation;
 pub use unix_sockets::ROOT_EQUIVALENT_SOCKETS;

@@ -221,7 +221,7 @@ async fn default_launch_is_refused_with_a_typed_error() {
     // The refusal names the way out.
     assert!(
         err.to_string()
-            .contains("ManagerBuilder::name_guard_from_current_exe"),
+            .contains("ManagerBuilder::inner_roles_from_current_exe"),
         "{err}"
     );
     // Nothing was left behind by the refused launch.
