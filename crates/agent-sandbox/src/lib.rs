@@ -336,6 +336,26 @@
 //! writable mount that is, or lies inside, a git directory is refused
 //! ([`ErrorKind::WritableGitDirectory`]).
 //!
+//! # The handle's details
+//!
+//! [`SandboxHandle::details`] says what a session is, as strings. These
+//! keys are stable (a key may be added; none changes its meaning):
+//!
+//! | key | present | what |
+//! | --- | --- | --- |
+//! | `label` | always | the backend's label, which never claims more isolation than the session has |
+//! | `limits` | always | which per-command limits this host can enforce, and how |
+//! | `mechanism` | landlock | `landlock` (a bubblewrap session has no such key) |
+//! | `isolation` | native | one warm sandbox per session, or a fresh one per command |
+//! | `httpProxy`, `socksProxy` | with a network | the session's proxies as the commands reach them |
+//! | `socketDir` | bubblewrap | the session's own directory of sockets on the host |
+//! | `sessionDir` | microvm | the session's own directory on the host |
+//! | `tempDir`, `home` | landlock | the commands' `TMPDIR` and private `HOME` |
+//! | `weaker` | landlock, gVisor's terminal surface | what this session does not isolate |
+//! | `runtime`, `runtimeVersion`, `hardwareVm`, `kernelBoundary` | microvm | the runtime and its isolation class |
+//! | `guestKernel` | QEMU | the guest's kernel release |
+//! | `workspace`, `workspaceBranch`, `workspaceLayering` | in a workspace | the view, its branch, how it is made |
+//!
 //! # Log lines and `tracing`
 //!
 //! The probe's start-up line (also [`SandboxManager::startup_line`]),
