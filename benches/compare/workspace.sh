@@ -15,16 +15,16 @@
 # whatever the size; the first status inside at most 2x the checkout's;
 # creation plus first status at most 0.1x `git worktree add` plus its
 # status. Printed as met / not met, never asserted. SMOKE=1: a dev build, a
-# small repository, one run, bubblewrap, Landlock and gVisor; nothing timed
-# asserted. Needs git and bubblewrap (runsc and QEMU for their backends).
+# small repository, one run, 5 commits collected, bubblewrap, Landlock and
+# gVisor; nothing timed asserted. Needs git and bubblewrap (runsc and QEMU for their backends).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . benches/compare/support/common.sh
 if smoke; then
-    FILES=${FILES:-400} SIZE_MB=${SIZE_MB:-4} RUNS=${RUNS:-1} profile=dev dir=debug
+    FILES=${FILES:-400} SIZE_MB=${SIZE_MB:-4} RUNS=${RUNS:-1} COMMITS=${COMMITS:-5} profile=dev dir=debug
     BACKENDS=${BACKENDS:-bubblewrap landlock gvisor}
 else
-    FILES=${FILES:-50000} SIZE_MB=${SIZE_MB:-1024} RUNS=${RUNS:-3} profile=release dir=release
+    FILES=${FILES:-50000} SIZE_MB=${SIZE_MB:-1024} RUNS=${RUNS:-3} COMMITS=${COMMITS:-100} profile=release dir=release
     BACKENDS=${BACKENDS:-bubblewrap landlock gvisor qemu}
 fi
 need bwrap git python3
@@ -70,7 +70,7 @@ for backend in $BACKENDS; do
     gvisor) command -v runsc >/dev/null || { fail "$backend" "runsc missing (apt-get install runsc)"; continue; } ;;
     qemu) command -v qemu-system-x86_64 >/dev/null || { fail "$backend" "QEMU missing (apt-get install qemu-system-x86)"; continue; } ;;
     esac
-    if ! line=$(TMPDIR=$work "$DRIVER" --repo "$repo" --backend "$backend" --runs "$RUNS" 2>"$work/err"); then
+    if ! line=$(TMPDIR=$work "$DRIVER" --repo "$repo" --backend "$backend" --runs "$RUNS" --commits "$COMMITS" 2>"$work/err"); then
         tail -5 "$work/err" >&2
         fail "$backend" "the driver failed"
         continue

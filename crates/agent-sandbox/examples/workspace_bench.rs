@@ -11,7 +11,8 @@
 //!   in a workspace), `create` (`ws` less `plain`: what the workspace adds
 //!   to a launch), `ws_status` (its first `git status`, inside), `fork` (a
 //!   fork launched, less `plain`);
-//! - `collect100`: collecting a branch of 100 new commits.
+//! - `collect100`: collecting a branch of 100 new commits (`--commits N`
+//!   for another number; the name stays).
 //!
 //! Prints one line of `name=milliseconds` medians.
 //!
@@ -92,12 +93,14 @@ async fn inside(m: &SandboxManager, h: &agent_sandbox::SandboxHandle, script: &s
 fn main() -> Res<()> {
     agent_sandbox::run_inner_role_if_launched(); // first, before any thread
     let (mut repo, mut backend, mut runs) = (None, String::from("bubblewrap"), 3usize);
+    let mut commits = 100usize;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--repo" => repo = args.next().map(PathBuf::from),
             "--backend" => backend = args.next().ok_or("--backend NAME")?,
             "--runs" => runs = args.next().ok_or("--runs N")?.parse()?,
+            "--commits" => commits = args.next().ok_or("--commits N")?.parse()?,
             _ => {
                 return Err(format!(
                     "usage: workspace_bench --repo PATH [--backend B] [--runs N]; got {a}"
@@ -109,14 +112,19 @@ fn main() -> Res<()> {
     let repo = repo.ok_or("--repo PATH")?;
     let scratch = std::env::temp_dir().join(format!("workspace-bench-{}", std::process::id()));
     std::fs::create_dir_all(scratch.join("home"))?;
-    let line = measure(&repo, &backend, runs, &scratch);
+    let line = measure(&repo, &backend, (runs, commits), &scratch);
     let _ = Command::new("git").arg("-C").arg(&repo).args(["worktree", "prune"]).status();
     let _ = std::fs::remove_dir_all(&scratch);
     println!("{}", line?);
     Ok(())
 }
 
-fn measure(repo: &Path, backend: &str, runs: usize, scratch: &Path) -> Res<String> {
+fn measure(
+    repo: &Path,
+    backend: &str,
+    (runs, commits): (usize, usize),
+    scratch: &Path,
+) -> Res<String> {
     let mut f: Vec<(&str, Vec<f64>)> = Vec::new();
     let mut push = |name, v| f.push((name, v));
     host(repo, "git", &["status", "--short"])?; // the user's refreshed index
@@ -164,9 +172,12 @@ fn measure(repo: &Path, backend: &str, runs: usize, scratch: &Path) -> Res<Strin
                 inside(
                     &m,
                     &h,
-                    "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a \
-                    GIT_COMMITTER_EMAIL=a@b; i=0; while [ $i -lt 100 ]; do i=$((i+1)); \
-                    echo $i > bench-commit; git add bench-commit; git commit -qm c$i; done",
+                    &format!(
+                        "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a \
+                         GIT_COMMITTER_EMAIL=a@b; i=0; while [ $i -lt {commits} ]; do \
+                         i=$((i+1)); echo $i > bench-commit; git add bench-commit; \
+                         git commit -qm c$i; done"
+                    ),
                 )
                 .await?;
                 let t = Instant::now();
