@@ -87,6 +87,24 @@ pub fn pack_walk(data: &[u8]) {
     }
 }
 
+/// The ref-file readers: never panic; an id they give has the format's
+/// length and lowercase hexadecimal digits, and comes from the bytes.
+pub fn ref_files(data: &[u8]) {
+    for format in [ObjectFormat::Sha1, ObjectFormat::Sha256] {
+        if let Ok(id) = crate::loose_ref_id(data, format) {
+            assert_eq!(id.len(), format.hex_len());
+            assert!(data.starts_with(id.as_bytes()));
+        }
+        if let Ok(Some(id)) = crate::packed_ref_id(data, "refs/heads/task", format) {
+            assert_eq!(id.len(), format.hex_len());
+            assert!(
+                id.bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

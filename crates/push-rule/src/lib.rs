@@ -117,11 +117,12 @@
 mod body;
 mod commands;
 mod error;
-#[doc(hidden)]
 pub mod fuzzing;
 mod limits;
 mod pack;
 mod pktline;
+#[doc(hidden)]
+mod ref_files;
 mod report;
 mod rule;
 mod spool;
@@ -135,6 +136,7 @@ pub use error::{Error, ErrorKind};
 pub use limits::GitLimits;
 pub use pack::{Ancestry, PackCommits, apply_delta, read_pack};
 pub use pktline::{MAX_PKT_LEN, MAX_PKT_PAYLOAD, Pkt, PktRead, read_all, read_pkt, write_pkt};
+pub use ref_files::{RefFileError, loose_ref_id, packed_ref_id};
 pub use report::{RECEIVE_PACK_RESULT, report_refused, report_status};
 pub use rule::{
     MAX_REF_PATTERNS, Permission, PushDecision, PushRule, PushRuleSpec, RefVerdict, Refusal,

@@ -56,15 +56,13 @@ pub(crate) fn branch_tip(
 
 /// A loose ref's contents: exactly one id, then a newline (or none).
 pub(crate) fn parse_loose(bytes: &[u8], format: ObjectFormat) -> Result<String, TipError> {
-    let text = std::str::from_utf8(bytes).map_err(|_| TipError::Malformed("the branch's ref"))?;
-    let text = text.strip_suffix('\n').unwrap_or(text);
-    if text.starts_with("ref:") {
-        return Err(TipError::Malformed("the branch's ref (a symbolic ref)"));
+    match push_rule::loose_ref_id(bytes, format.into()) {
+        Ok(id) => Ok(id.to_owned()),
+        Err(push_rule::RefFileError::Symbolic) => {
+            Err(TipError::Malformed("the branch's ref (a symbolic ref)"))
+        }
+        Err(_) => Err(TipError::Malformed("the branch's ref")),
     }
-    if !format.is_id(text) {
-        return Err(TipError::Malformed("the branch's ref"));
-    }
-    Ok(text.to_owned())
 }
 
 /// The id `refname` has in a `packed-refs` file (comment and peeled lines
@@ -74,25 +72,11 @@ pub(crate) fn find_packed(
     refname: &str,
     format: ObjectFormat,
 ) -> Result<String, TipError> {
-    let mut found = None;
-    for line in bytes.split(|b| *b == b'\n') {
-        if line.first().is_some_and(|b| *b == b'#' || *b == b'^') {
-            continue;
-        }
-        let Some(space) = line.iter().position(|b| *b == b' ') else {
-            continue;
-        };
-        if &line[space + 1..] != refname.as_bytes() {
-            continue;
-        }
-        let id = std::str::from_utf8(&line[..space])
-            .map_err(|_| TipError::Malformed("the branch's packed ref"))?;
-        if !format.is_id(id) {
-            return Err(TipError::Malformed("the branch's packed ref"));
-        }
-        found = Some(id.to_owned());
+    match push_rule::packed_ref_id(bytes, refname, format.into()) {
+        Ok(Some(id)) => Ok(id.to_owned()),
+        Ok(None) => Err(TipError::Gone),
+        Err(_) => Err(TipError::Malformed("the branch's packed ref")),
     }
-    found.ok_or(TipError::Gone)
 }
 
 #[cfg(test)]

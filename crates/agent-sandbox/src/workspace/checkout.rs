@@ -40,6 +40,15 @@ impl ObjectFormat {
     }
 }
 
+impl From<ObjectFormat> for push_rule::ObjectFormat {
+    fn from(f: ObjectFormat) -> push_rule::ObjectFormat {
+        match f {
+            ObjectFormat::Sha1 => push_rule::ObjectFormat::Sha1,
+            ObjectFormat::Sha256 => push_rule::ObjectFormat::Sha256,
+        }
+    }
+}
+
 /// A registered checkout, read once when a workspace is made from it.
 #[derive(Clone, Debug)]
 pub(crate) struct Checkout {

@@ -240,3 +240,42 @@ fn a_compiled_rule_names_its_patterns_with_the_session() {
     let rule = PushRule::compile(&spec, "s1").unwrap();
     assert_eq!(rule.patterns(), ["refs/heads/agent/s1/*", "refs/tags/**"]);
 }
+
+#[derive(Deserialize)]
+struct RefFileCase {
+    intent: String,
+    kind: String,
+    text: String,
+    want: String,
+}
+
+#[test]
+fn ref_files_table() {
+    for case in load::<RefFileCase>("ref_files.toml") {
+        let bytes = case.text.as_bytes();
+        let got = match case.kind.as_str() {
+            "loose" => push_rule::loose_ref_id(bytes, ObjectFormat::Sha1).map(|id| id.to_owned()),
+            "packed" => push_rule::packed_ref_id(bytes, "refs/heads/task", ObjectFormat::Sha1)
+                .map(|id| id.unwrap_or("none").to_owned()),
+            other => panic!("{}: no kind {other}", case.intent),
+        };
+        let got = got.unwrap_or_else(|e| format!("{e:?}"));
+        assert_eq!(got, case.want, "{}", case.intent);
+    }
+}
+
+proptest::proptest! {
+    /// Any bytes: never a panic, and an id given is one of the format
+    /// found in the bytes.
+    #[test]
+    fn ref_files_take_any_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+        for format in [ObjectFormat::Sha1, ObjectFormat::Sha256] {
+            if let Ok(id) = push_rule::loose_ref_id(&bytes, format) {
+                proptest::prop_assert_eq!(id.len(), format.hex_len());
+            }
+            if let Ok(Some(id)) = push_rule::packed_ref_id(&bytes, "refs/heads/task", format) {
+                proptest::prop_assert_eq!(id.len(), format.hex_len());
+            }
+        }
+    }
+}
