@@ -91,9 +91,13 @@
 //! explicit choice that cannot run is [`ErrorKind::MechanismUnavailable`]).
 //! Its commands run on the host under the name-guard launcher with
 //! `--landlock`: Landlock rules for writes, reads (all but the secret set),
-//! TCP (only the two proxy ports) and scopes (no abstract Unix socket or
-//! signal outside), and the supervisor for protected paths inside writable
-//! mounts, filename rules and the exact TCP address. The proxies listen on
+//! TCP (the command itself: only connects to the two proxy ports) and
+//! scopes (no abstract Unix socket or signal outside), and the supervisor
+//! for protected paths inside writable mounts, filename rules and every TCP
+//! bind and connect, which it performs: the proxies, and on loopback the
+//! servers the session started (a wildcard bind is made on loopback; a
+//! connect goes ahead only when every listener that could take it is the
+//! session's own). The proxies listen on
 //! loopback ports and take only clients with the session's credentials.
 //! It is weaker than bubblewrap, and says so in the probe line, the backend
 //! label and the handle's `weaker` detail: other processes are visible in

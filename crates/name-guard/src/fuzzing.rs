@@ -2,6 +2,7 @@
 //! text that a sandboxed process partly writes (its name is any 16 bytes it
 //! chooses, parentheses and newlines included). Any panic is a bug.
 
+use crate::proc_net::{MAX_LINE, listeners};
 use crate::supervisor::target::parse_status;
 use crate::tree::{MAX_STAT_LEN, parse_stat};
 
@@ -28,4 +29,15 @@ pub fn proc_status(data: &[u8]) -> Option<(u32, u32)> {
         "a thread group id without its line"
     );
     Some(got)
+}
+
+/// A `/proc/net/tcp` or `tcp6` table: never panics, and a table with a
+/// line longer than the limit is refused whole.
+pub fn proc_net_tcp(data: &[u8]) -> Option<usize> {
+    let got = listeners(data).ok()?;
+    assert!(
+        data.split(|&c| c == b'\n').all(|l| l.len() <= MAX_LINE),
+        "read a table with a line past the limit"
+    );
+    Some(got.len())
 }

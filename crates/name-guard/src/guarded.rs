@@ -58,7 +58,7 @@ pub(crate) fn run(inv: &Invocation) -> Result<Outcome, Error> {
     let (place, nesting) = match &inv.host {
         Some(h) => {
             crate::landlock_rules::restrict(h)?;
-            (filter::Place::Host, sys::Nesting::Host)
+            (filter::Place::Host, sys::Nesting::Host(&h.tcp_ports))
         }
         None => (filter::Place::Bubblewrap, sys::Nesting::Bubblewrap),
     };

@@ -16,8 +16,11 @@
 //!   [`crate::HostRules::hides_listing`]) and performs the others.
 //! - Writes (every other file right) below the writable trees, and writes
 //!   and device ioctls on the terminal and null devices.
-//! - TCP: `bind` nowhere, `connect` only to the given ports (the supervisor
-//!   also checks the address: only 127.0.0.1).
+//! - TCP is not handled here: the command's own domain, nested in this
+//!   one at the fork, refuses it every `bind` and every `connect` but to
+//!   the given ports, and the supervisor performs each one the filter sends
+//!   it after deciding (the proxies on 127.0.0.1, and on loopback the
+//!   servers the command started itself).
 //! - Scopes: no abstract Unix socket and no signal outside the sandbox.
 //!
 //! Every right is a hard requirement: a kernel that cannot enforce one makes
@@ -25,8 +28,8 @@
 
 use crate::{Error, ErrorKind, HostRules};
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
-    PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -206,7 +209,8 @@ pub(crate) fn restrict(h: &HostRules) -> Result<(), Error> {
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(all)
-        .and_then(|r| r.handle_access(AccessNet::from_all(ABI_USED)))
+        // TCP is the command's own nested domain's to refuse (see the
+        // spawn), and the supervisor's to perform after its decision.
         .and_then(|r| r.scope(Scope::from_all(ABI_USED)))
         .and_then(|r| r.create())
         .map_err(landlock_err)?;
@@ -227,11 +231,6 @@ pub(crate) fn restrict(h: &HostRules) -> Result<(), Error> {
         }
         ruleset = ruleset
             .add_rule(PathBeneath::new(fd, access))
-            .map_err(landlock_err)?;
-    }
-    for port in &h.tcp_ports {
-        ruleset = ruleset
-            .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
             .map_err(landlock_err)?;
     }
     let status = ruleset.restrict_self().map_err(landlock_err)?;

@@ -268,6 +268,8 @@ mod guarded;
 #[cfg(target_os = "linux")]
 mod landlock_rules;
 #[cfg(target_os = "linux")]
+mod proc_net;
+#[cfg(target_os = "linux")]
 mod request_command;
 #[cfg(target_os = "linux")]
 mod session_init;

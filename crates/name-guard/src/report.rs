@@ -55,9 +55,12 @@ pub enum DeniedCall {
     /// On the host: `getdents` listing a read-denied directory (or one
     /// below it).
     List,
+    /// On the host: `bind` of a TCP socket to an address that is not
+    /// loopback or a wildcard (the path is then `ADDRESS:PORT`).
+    NetworkBind,
 }
 
-const CALLS: [DeniedCall; 12] = [
+const CALLS: [DeniedCall; 13] = [
     DeniedCall::Open,
     DeniedCall::Creat,
     DeniedCall::Mknod,
@@ -70,6 +73,7 @@ const CALLS: [DeniedCall; 12] = [
     DeniedCall::Unlink,
     DeniedCall::Truncate,
     DeniedCall::List,
+    DeniedCall::NetworkBind,
 ];
 
 impl DeniedCall {
@@ -88,16 +92,19 @@ impl DeniedCall {
             DeniedCall::Unlink => "unlink",
             DeniedCall::Truncate => "truncate",
             DeniedCall::List => "list",
+            DeniedCall::NetworkBind => "network-bind",
         }
     }
 
     /// The name of the violation this denial stands for: a refused
     /// connect is `network-outbound` (its target the socket's path), a
-    /// refused listing `file-read-data` (the directory), every other
+    /// refused listing `file-read-data` (the directory), a refused TCP
+    /// bind `network-bind` (its target `ADDRESS:PORT`), every other
     /// refusal [`VIOLATION_ACTION`] (`file-write-create`).
     pub fn violation_action(self) -> &'static str {
         match self {
             DeniedCall::Connect => "network-outbound",
+            DeniedCall::NetworkBind => "network-bind",
             DeniedCall::List => "file-read-data",
             _ => VIOLATION_ACTION,
         }

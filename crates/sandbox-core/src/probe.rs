@@ -72,7 +72,7 @@ pub const NOTE_BUBBLEWRAP: &str = "bubblewrap: namespace isolation, no kernel bo
 /// The note for a Linux host where bubblewrap is missing or cannot run and
 /// Landlock can: what it enforces, and each way it is weaker than
 /// bubblewrap.
-pub const NOTE_LANDLOCK: &str = "landlock: Landlock file, TCP and scope rules with the name guard's seccomp supervisor, no namespaces; weaker than bubblewrap: other processes are visible in /proc, no private /tmp, the names of secret paths can be seen (not their contents)";
+pub const NOTE_LANDLOCK: &str = "landlock: Landlock file, TCP and scope rules with the name guard's seccomp supervisor, no namespaces; weaker than bubblewrap: other processes are visible in /proc, no private /tmp, the names of secret paths can be seen (not their contents), a server the session starts listens on the host's loopback (where the host's other processes can reach it)";
 /// The hint on a Linux host that runs the Landlock mechanism because
 /// bubblewrap is not installed: how to get the stronger one.
 pub const HINT_INSTALL_BUBBLEWRAP: &str =

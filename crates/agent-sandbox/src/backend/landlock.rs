@@ -5,12 +5,15 @@
 //! under the name-guard launcher with `--landlock`. The launcher applies
 //! Landlock rules to itself before it forks (writes only below the
 //! writable trees, the session's own temporary directory and the terminal
-//! and null devices; reads everywhere but the secret set; TCP connects only
-//! to the session's two proxies; no abstract Unix socket or signal outside
-//! the sandbox), and its supervisor refuses what Landlock cannot carve out
-//! of a granted tree: writes, removals and moves of protected paths, new
-//! names matching the filename rules, TCP addresses other than the proxies
-//! on 127.0.0.1, Unix sockets not granted or bound by the command itself.
+//! and null devices; reads everywhere but the secret set; for the command
+//! itself, TCP connects only to the session's two proxies and no bind; no
+//! abstract Unix socket or signal outside the sandbox), and its supervisor
+//! refuses what Landlock cannot carve out of a granted tree: writes,
+//! removals and moves of protected paths, new names matching the filename
+//! rules, Unix sockets not granted or bound by the command itself. It
+//! performs every TCP bind and connect: binds on loopback only (a wildcard
+//! bind is made there), connects to the proxies on 127.0.0.1 and to
+//! loopback servers the session's own processes bound, nothing else.
 //! The proxies listen on host loopback ports and take only clients that
 //! present the session's credentials.
 //!
@@ -70,7 +73,7 @@ pub(crate) struct Session {
 }
 
 /// The handle detail that says what this mechanism does not do.
-pub(crate) const WEAKER: &str = "no namespaces: other processes are visible in /proc, no private /tmp (TMPDIR is the session's own directory), the names of secret paths can be seen (not their contents)";
+pub(crate) const WEAKER: &str = "no namespaces: other processes are visible in /proc, no private /tmp (TMPDIR is the session's own directory), the names of secret paths can be seen (not their contents), a server the session starts listens on the host's loopback (where the host's other processes can reach it)";
 
 pub(crate) async fn launch(
     config: &Config,

@@ -951,3 +951,180 @@ async fn a_session_has_a_private_writable_home_and_the_real_one_stays_as_it_was(
         "the private home outlived the session"
     );
 }
+
+/// A host listener on 127.0.0.1 that lets another socket of the same user
+/// share its port (`SO_REUSEPORT`), as a session's server could: a host
+/// python process, its port printed.
+fn host_reuseport_listener() -> (std::process::Child, u16) {
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            "import socket,sys,time\n\
+             s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)\n\
+             s.bind(('127.0.0.1',0)); s.listen(8); print(s.getsockname()[1], flush=True)\n\
+             time.sleep(120)",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    (child, line.trim().parse().unwrap())
+}
+
+/// This host's first address that is not loopback, if it has one.
+fn a_non_loopback_address() -> Option<String> {
+    let out = Command::new("hostname").arg("-I").output().ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .find(|a| !a.contains(':') && !a.starts_with("127."))
+        .map(str::to_owned)
+}
+
+#[tokio::test]
+async fn a_sessions_own_loopback_servers_are_reachable_and_nothing_else_of_the_hosts() {
+    if !landlock_available() || !python() {
+        return;
+    }
+    let t = Tree::new("loopback");
+    let m = manager(&t, None);
+    let mut h = m.launch(t.spec("ll-loopback")).await.unwrap();
+    let (host_port, host_hits) = origin();
+    let (mut shared, shared_port) = host_reuseport_listener();
+    let elsewhere = a_non_loopback_address().unwrap_or_else(|| "192.0.2.1".into());
+    std::fs::write(
+        t.0.join("ws/servers.py"),
+        format!(
+            r#"
+import http.server, socket, subprocess, sys, threading, time, urllib.request
+def serve(srv):
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv.server_address
+class V6(http.server.HTTPServer):
+    address_family = socket.AF_INET6
+    def server_bind(self):
+        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+h = http.server.SimpleHTTPRequestHandler
+# Straight to loopback, not through the session's proxy.
+direct = urllib.request.build_opener(urllib.request.ProxyHandler({{}}))
+for name, srv in [("v4", http.server.HTTPServer(("127.0.0.1", 0), h)),
+                  ("any", http.server.HTTPServer(("0.0.0.0", 0), h)),
+                  ("dual", V6(("::", 0), h))]:
+    addr = serve(srv)
+    body = direct.open("http://127.0.0.1:%d/servers.py" % addr[1]).read()
+    print(name, "bound", addr[0], "served", len(body) > 0)
+def tcp(addr, fam=socket.AF_INET):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    try:
+        s.connect(addr); print("REACHED", addr)
+    except OSError as e:
+        print("refused", addr, e.errno)
+tcp(("127.0.0.1", {host_port}))
+tcp(("::ffff:127.0.0.1", {host_port}, 0, 0), socket.AF_INET6)
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+s.bind(("127.0.0.1", {shared_port})); s.listen(1)
+tcp(("127.0.0.1", {shared_port}))
+s.close()
+try:
+    b = socket.socket(); b.bind(("{elsewhere}", 0)); print("BOUND elsewhere", b.getsockname())
+except OSError as e:
+    print("refused bind", e.errno)
+# A server in another process of the same command, reached by curl.
+p = subprocess.Popen([sys.executable, "-u", "-m", "http.server", "--bind", "127.0.0.1", "0"],
+                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+line = p.stdout.readline()
+port = int(line.split("port ")[1].split(" ")[0])
+out = subprocess.run(["curl", "-s", "--noproxy", "*", "-o", "/dev/null", "-w", "%{{http_code}}",
+                      "http://127.0.0.1:%d/" % port], capture_output=True, text=True).stdout
+print("curl", out)
+p.kill()
+"#
+        ),
+    )
+    .unwrap();
+    let r = run(&m, &h, "python3 servers.py").await;
+    let _ = shared.kill();
+    let _ = shared.wait();
+    assert_eq!(r.exit, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(!r.stdout.contains("REACHED"), "{}", r.stdout);
+    assert!(!r.stdout.contains("BOUND"), "{}", r.stdout);
+    for want in [
+        "v4 bound 127.0.0.1 served True".to_string(),
+        // A wildcard bind is made on loopback, never on the host's
+        // interfaces; a dual-stack one on IPv4 loopback mapped to IPv6.
+        "any bound 127.0.0.1 served True".to_string(),
+        "dual bound ::ffff:127.0.0.1 served True".to_string(),
+        format!("refused ('127.0.0.1', {host_port}) 13"),
+        format!("refused ('::ffff:127.0.0.1', {host_port}, 0, 0) 13"),
+        // The session's listener shares the port with a host one: refused.
+        format!("refused ('127.0.0.1', {shared_port}) 13"),
+        "refused bind 13".to_string(),
+        "curl 200".to_string(),
+    ] {
+        assert!(
+            r.stdout.contains(&want),
+            "{want}: {}\n{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+    assert_eq!(host_hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+    for want in [
+        format!("network-outbound 127.0.0.1:{host_port}"),
+        format!("network-outbound 127.0.0.1:{shared_port}"),
+        format!("network-bind {elsewhere}:0"),
+    ] {
+        assert!(r.violations.contains(&want), "{want}: {:?}", r.violations);
+    }
+    m.destroy(&mut h).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_sessions_server_is_not_reachable_from_another_session() {
+    if !landlock_available() || !python() {
+        return;
+    }
+    let t = Tree::new("loopback-two");
+    let m = manager(&t, None);
+    let mut a = m.launch(t.spec("ll-serve-a")).await.unwrap();
+    let mut b = m.launch(t.spec("ll-serve-b")).await.unwrap();
+    let mut cmd = sandbox_core::SandboxCommand::new("/bin/sh");
+    cmd.arg("-c").arg(
+        "python3 -c 'import socket,time\ns=socket.socket(); s.bind((\"127.0.0.1\",0)); s.listen(8)\n\
+         print(\"STARTED\", s.getsockname()[1], flush=True); time.sleep(20)'",
+    );
+    let mut serving = m.exec(&a, cmd).await.unwrap();
+    let mut seen = String::new();
+    expect(&mut serving, &mut seen, "STARTED").await;
+    let port: u16 = seen
+        .split("STARTED ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{seen}"));
+    let r = run(
+        &m,
+        &b,
+        &format!(
+            "python3 -c 'import socket\ntry:\n socket.create_connection((\"127.0.0.1\",{port})); print(\"REACHED\")\nexcept OSError as e:\n print(\"refused\", e.errno)'"
+        ),
+    )
+    .await;
+    assert!(r.stdout.contains("refused 13"), "{} {}", r.stdout, r.stderr);
+    assert!(
+        r.violations
+            .contains(&format!("network-outbound 127.0.0.1:{port}")),
+        "{:?}",
+        r.violations
+    );
+    serving.signal(sandbox_core::CommandSignal::Kill).unwrap();
+    for h in [&mut a, &mut b] {
+        m.destroy(h).await.unwrap();
+    }
+}

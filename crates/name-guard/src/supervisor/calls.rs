@@ -414,6 +414,10 @@ impl Supervisor {
     /// runs an unreadable binary) gets `EPERM`.
     fn bind(&self, n: &Notif, t: &mut Target<'_>, fd: u64, addr: u64, len: u64) -> Res {
         let mut addr = SockAddr::read(n, addr, len)?;
+        if self.host.is_some() && addr.is_inet() {
+            self.valid(n)?;
+            return self.bind_tcp(t, fd, addr);
+        }
         let mut checked: Option<Resolved> = None;
         if let Some(r) = self.socket_name(n, t, &addr)? {
             if self.denied_with_below(&r) {

@@ -6,8 +6,10 @@
 //! device and inode). Any other socket file, in particular one a host
 //! process creates in a writable mount after launch, is refused with
 //! `EACCES` and reported as a `connect` denial. Abstract and unnamed Unix
-//! addresses and every other family (`AF_INET`, `AF_INET6`) are not
-//! judged here: the sandbox's network namespace decides what they reach.
+//! addresses are not judged here; `AF_INET` and `AF_INET6` are, on the
+//! host only: the proxies, and the tree's own loopback servers
+//! ([`super::loopback`]); inside bubblewrap the sandbox's network namespace
+//! decides what they reach.
 //!
 //! As for `bind`, the call is never left to the kernel after the check: the
 //! caller's socket is taken with `pidfd_getfd` and connected to the address
@@ -64,13 +66,11 @@ impl Supervisor {
             match addr.host_target() {
                 HostTarget::Local => {}
                 HostTarget::Tcp(ip, port) if ip == [127, 0, 0, 1] && h.allows_tcp(port) => {}
-                HostTarget::Tcp(ip, port) => {
-                    let ip = std::net::Ipv4Addr::from(ip);
-                    return Err(self.refuse_address(&format!("{ip}:{port}")));
-                }
-                HostTarget::Tcp6(ip, port) => {
-                    let ip = std::net::Ipv6Addr::from(ip);
-                    return Err(self.refuse_address(&format!("[{ip}]:{port}")));
+                // Anything else on loopback only when it is the tree's own
+                // server (see `loopback`).
+                target @ (HostTarget::Tcp(..) | HostTarget::Tcp6(..)) => {
+                    self.valid(n)?;
+                    self.loopback_connect(&target)?;
                 }
                 HostTarget::Unusable(errno) => return Err(errno),
             }

@@ -6,12 +6,14 @@
 //! created in, [`calls`] decodes each notified system call and performs it,
 //! [`open`] is the creating open (symbolic links followed here), [`fifo`]
 //! waits for FIFOs on worker threads, [`connect`] decides which Unix
-//! sockets may be reached, and [`reports`] writes denial lines.
+//! sockets may be reached, [`loopback`] which TCP binds and connects on the
+//! host's loopback, and [`reports`] writes denial lines.
 //! This module holds the state and the decisions.
 
 mod calls;
 mod connect;
 mod fifo;
+mod loopback;
 mod open;
 mod reports;
 mod resolve;
@@ -75,6 +77,9 @@ pub(crate) struct Supervisor {
     /// The Unix sockets the guarded tree bound (device, inode): the only
     /// ones it may connect to by path.
     bound: std::cell::RefCell<std::collections::HashSet<(u64, u64)>>,
+    /// On the host: the inodes of the TCP sockets the guarded tree bound
+    /// (on loopback), the only listeners besides the proxies it may reach.
+    tcp_bound: std::cell::RefCell<std::collections::HashSet<u64>>,
     /// The callers' status files, kept open between notifications.
     status_files: target::StatusFiles,
     /// The callers' umasks, remembered between notifications.
@@ -107,6 +112,7 @@ impl Supervisor {
             waiting: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             fifo_waits: std::sync::Arc::new(std::sync::Mutex::new(Vec::new())),
             bound: std::cell::RefCell::new(std::collections::HashSet::new()),
+            tcp_bound: std::cell::RefCell::new(std::collections::HashSet::new()),
             status_files: target::StatusFiles::default(),
             umasks: target::Umasks::default(),
             closed_by_update: false,

@@ -87,6 +87,27 @@ impl SockAddr {
         }
     }
 
+    /// Puts `ip` in place of an `AF_INET` (4 bytes) or `AF_INET6` (16
+    /// bytes) address's own, keeping its port (and for IPv6 its flow and
+    /// scope fields); the family must match what [`Self::host_target`]
+    /// saw.
+    pub(super) fn set_ip(&mut self, ip: &[u8]) {
+        let at = if ip.len() == 4 { 4 } else { 8 };
+        if let Some(dst) = self.0.get_mut(at..at + ip.len()) {
+            dst.copy_from_slice(ip);
+        }
+    }
+
+    /// Whether this is an `AF_INET` or `AF_INET6` address.
+    pub(super) fn is_inet(&self) -> bool {
+        let a = &self.0;
+        a.len() >= SUN_OFFSET
+            && matches!(
+                i32::from(u16::from_ne_bytes([a[0], a[1]])),
+                libc::AF_INET | libc::AF_INET6
+            )
+    }
+
     /// The raw bytes, for the system call.
     pub(super) fn bytes(&self) -> &[u8] {
         &self.0

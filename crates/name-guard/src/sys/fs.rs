@@ -240,6 +240,25 @@ pub(crate) fn bind_raw(sock: RawFd, addr: &[u8]) -> Result<(), i32> {
     check(unsafe { libc::bind(sock, addr.as_ptr().cast(), len) }).map(|_| ())
 }
 
+/// Whether the IPv6 socket `sock` takes IPv6 only (`IPV6_V6ONLY`), so that
+/// its wildcard address does not stand for IPv4's too.
+pub(crate) fn ipv6_only(sock: RawFd) -> Result<bool, i32> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are valid for the call; the kernel writes at
+    // most `len` bytes into `v`.
+    check(unsafe {
+        libc::getsockopt(
+            sock,
+            libc::IPPROTO_IPV6,
+            libc::IPV6_V6ONLY,
+            (&raw mut v).cast(),
+            &mut len,
+        )
+    })?;
+    Ok(v != 0)
+}
+
 /// `unlinkat(2)`: `flags` is 0 or `AT_REMOVEDIR`.
 pub(crate) fn unlinkat(dir: RawFd, name: &CStr, flags: i32) -> Result<(), i32> {
     // SAFETY: `name` is NUL-terminated; the kernel only reads it.

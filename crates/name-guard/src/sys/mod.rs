@@ -20,10 +20,10 @@ mod process;
 mod spawn;
 
 pub(crate) use fs::{
-    bind_raw, connect_raw, dup_cloexec, file_id, getdents, is_fifo_at, is_nonblocking, is_procfs,
-    is_regular_at, linkat, mkdirat, mknodat, open_socket, openat, poll_out, pread_start, read_once,
-    readlinkat, renameat2, set_cloexec_nonblock, socket_id, symlinkat, truncate, unlinkat,
-    with_umask, write_once,
+    bind_raw, connect_raw, dup_cloexec, file_id, getdents, ipv6_only, is_fifo_at, is_nonblocking,
+    is_procfs, is_regular_at, linkat, mkdirat, mknodat, open_socket, openat, poll_out, pread_start,
+    read_once, readlinkat, renameat2, set_cloexec_nonblock, socket_id, symlinkat, truncate,
+    unlinkat, with_umask, write_once,
 };
 pub(crate) use notify::{
     Notif, notif_addfd_send, notif_continue, notif_id_valid, notif_recv, notif_send,

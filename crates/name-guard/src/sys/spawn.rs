@@ -48,10 +48,10 @@ fn child_fail(msg: &[u8]) -> ! {
     }
 }
 
-/// `struct landlock_ruleset_attr` (ABI 6): no file or network right
-/// handled, only scopes.
+/// `struct landlock_ruleset_attr` (ABI 6): no file right handled, TCP
+/// binds and connects, and scopes.
 #[repr(C)]
-struct ScopeOnlyRuleset {
+struct NestedRuleset {
     handled_access_fs: u64,
     handled_access_net: u64,
     scoped: u64,
@@ -59,17 +59,80 @@ struct ScopeOnlyRuleset {
 
 /// `LANDLOCK_SCOPE_SIGNAL`.
 const LANDLOCK_SCOPE_SIGNAL: u64 = 1 << 1;
+/// `LANDLOCK_ACCESS_NET_BIND_TCP`.
+const LANDLOCK_ACCESS_NET_BIND_TCP: u64 = 1 << 0;
+/// `LANDLOCK_ACCESS_NET_CONNECT_TCP`.
+const LANDLOCK_ACCESS_NET_CONNECT_TCP: u64 = 1 << 1;
+/// `LANDLOCK_RULE_NET_PORT`.
+const LANDLOCK_RULE_NET_PORT: libc::c_int = 2;
+
+/// `struct landlock_net_port_attr` (packed in the kernel's header: two
+/// 64-bit fields, no padding either way).
+#[repr(C)]
+struct NetPortAttr {
+    allowed_access: u64,
+    port: u64,
+}
+
+/// The command's own Landlock domain on the host, nested in the
+/// supervisor's: scoped for signals, and handling TCP, with connects
+/// granted to `proxy_ports` only and no bind. The supervisor's domain does
+/// not handle TCP: it performs the command's binds and connects after its
+/// own decision (see the supervisor's `loopback` module), so a TCP call
+/// the command made itself, past the filter, would still be refused.
+/// Made before the fork (its descriptor is close-on-exec), so that the
+/// child only restricts itself with it.
+fn nested_host_ruleset(proxy_ports: &[u16]) -> Result<OwnedFd, i32> {
+    let attr = NestedRuleset {
+        handled_access_fs: 0,
+        handled_access_net: LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP,
+        scoped: LANDLOCK_SCOPE_SIGNAL,
+    };
+    // SAFETY: `attr` is a valid ruleset attribute of the size given; the
+    // kernel returns a new descriptor or -1.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            &attr as *const NestedRuleset,
+            std::mem::size_of::<NestedRuleset>(),
+            0u32,
+        )
+    };
+    let ruleset = owned(libc::c_int::try_from(fd).map_err(|_| libc::EINVAL)?)?;
+    for &port in proxy_ports {
+        let rule = NetPortAttr {
+            allowed_access: LANDLOCK_ACCESS_NET_CONNECT_TCP,
+            port: u64::from(port),
+        };
+        // SAFETY: `rule` is a valid net port attribute for the call, which
+        // only reads it.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                ruleset.as_raw_fd(),
+                LANDLOCK_RULE_NET_PORT,
+                &rule as *const NetPortAttr,
+                0u32,
+            )
+        };
+        if ret != 0 {
+            return Err(errno());
+        }
+    }
+    Ok(ruleset)
+}
 
 /// Where the guarded command runs, as the fork needs to know it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Nesting {
+pub(crate) enum Nesting<'a> {
     /// Inside bubblewrap: its pid namespace holds the tree.
     Bubblewrap,
     /// On the host (`--landlock`): the command also gets a Landlock domain
     /// of its own nested in the supervisor's, scoped for signals, so that
     /// no process of the guarded tree can signal the supervisor (not by
-    /// pid, group or `-1`), which must outlive the tree to end it.
-    Host,
+    /// pid, group or `-1`), which must outlive the tree to end it; and
+    /// handling TCP, with connects to these ports (the proxies') only.
+    Host(&'a [u16]),
 }
 
 /// Fork; in the child restore an empty signal mask, ask for `SIGKILL`
@@ -83,7 +146,7 @@ pub(crate) enum Nesting {
 pub(crate) fn spawn_filtered(
     prog: &[SockFilter],
     argv: &[CString],
-    nesting: Nesting,
+    nesting: Nesting<'_>,
     restore: &[super::Disposition],
 ) -> Result<(i32, OwnedFd), i32> {
     if argv.is_empty() {
@@ -113,10 +176,9 @@ pub(crate) fn spawn_filtered(
     let mut no_signals: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: `no_signals` is a valid sigset.
     unsafe { libc::sigemptyset(&mut no_signals) };
-    let scope = ScopeOnlyRuleset {
-        handled_access_fs: 0,
-        handled_access_net: 0,
-        scoped: LANDLOCK_SCOPE_SIGNAL,
+    let nested = match nesting {
+        Nesting::Host(ports) => Some(nested_host_ruleset(ports)?),
+        Nesting::Bubblewrap => None,
     };
     let supervisor = super::getpid();
     // SAFETY: after the fork the child only makes async-signal-safe calls
@@ -145,23 +207,10 @@ pub(crate) fn spawn_filtered(
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 child_fail(b"name-guard-exec: cannot set no_new_privs\n");
             }
-            if nesting == Nesting::Host {
-                let ruleset = libc::syscall(
-                    libc::SYS_landlock_create_ruleset,
-                    &scope as *const ScopeOnlyRuleset,
-                    std::mem::size_of::<ScopeOnlyRuleset>(),
-                    0u32,
-                );
-                if ruleset < 0
-                    || libc::syscall(
-                        libc::SYS_landlock_restrict_self,
-                        ruleset as libc::c_int,
-                        0u32,
-                    ) != 0
-                {
-                    child_fail(b"name-guard-exec: cannot scope the command's signals\n");
-                }
-                libc::close(ruleset as libc::c_int);
+            if let Some(ruleset) = &nested
+                && libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) != 0
+            {
+                child_fail(b"name-guard-exec: cannot enter the command's Landlock domain\n");
             }
             let mut listener = libc::syscall(
                 libc::SYS_seccomp,
@@ -199,6 +248,7 @@ pub(crate) fn spawn_filtered(
         }
     }
     drop(child_sock);
+    drop(nested);
     match recv_fd(&parent_sock) {
         Ok(fd) => Ok((pid, fd)),
         Err(e) => {
