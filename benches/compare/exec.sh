@@ -25,7 +25,7 @@ else
     EXECS=${EXECS:-1000} ROUNDS=${ROUNDS:-3} profile=release dir=release
 fi
 need bwrap git
-cargo_build --locked -q --profile "$profile" -p asbx-agent-sandbox --example exec_bench
+cargo build --locked -q --profile "$profile" -p asbx-agent-sandbox --example exec_bench
 DRIVER="$TARGET_DIR/$dir/examples/exec_bench"
 [ -x "$DRIVER" ] || die "could not build the exec_bench example"
 

@@ -42,7 +42,7 @@ SRT="$SRT_PREFIX/node_modules/.bin/srt"
 # Smoke mode times nothing: the dev build the tests made serves.
 if smoke; then profile=dev dir=debug; else profile=release dir=release; fi
 # name-guard-exec beside agent-run: agent-run starts it as the guard.
-cargo_build --locked -q --profile "$profile" -p agent-sandbox-examples -p asbx-name-guard \
+cargo build --locked -q --profile "$profile" -p agent-sandbox-examples -p asbx-name-guard \
     --bin agent-run --bin name-guard-exec
 AGENT_RUN="$TARGET_DIR/$dir/agent-run"
 

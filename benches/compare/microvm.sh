@@ -41,7 +41,7 @@ fi
 need runsc bwrap python3
 QEMU=${QEMU:-$(command -v qemu-system-x86_64 >/dev/null && echo 1 || echo 0)}
 RUNSC=$(command -v runsc)
-cargo_build --locked -q --profile "$profile" -p asbx-agent-sandbox --example microvm_bench
+cargo build --locked -q --profile "$profile" -p asbx-agent-sandbox --example microvm_bench
 DRIVER="$TARGET_DIR/$dir/examples/microvm_bench"
 [ -x "$DRIVER" ] || die "could not build the microvm_bench example"
 

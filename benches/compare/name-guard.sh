@@ -30,7 +30,7 @@ GUARD=${NAME_GUARD_EXEC:-}
 if [ -z "$GUARD" ]; then
     # Smoke mode times nothing: the dev build the tests made serves.
     if smoke; then profile=dev dir=debug; else profile=release dir=release; fi
-    cargo_build --locked -q --profile "$profile" -p asbx-name-guard --bin name-guard-exec
+    cargo build --locked -q --profile "$profile" -p asbx-name-guard --bin name-guard-exec
     GUARD="$TARGET_DIR/$dir/name-guard-exec"
 fi
 GUARD=$(realpath "$GUARD")

@@ -15,7 +15,7 @@ need bwrap socat curl python3
 SRT="$SRT_PREFIX/node_modules/.bin/srt"
 [ -x "$SRT" ] || bash benches/compare/install-peers.sh >&2
 [ -x "$SRT" ] || die "missing peer: $SRT"
-cargo_build --locked -q -p agent-sandbox-examples --bin agent-run
+cargo build --locked -q -p agent-sandbox-examples --bin agent-run
 AGENT_RUN="$TARGET_DIR/debug/agent-run"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

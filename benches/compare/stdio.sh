@@ -22,7 +22,7 @@ fi
 need bwrap socat python3
 # Smoke mode times nothing: the dev build the tests made serves.
 if smoke; then profile=dev dir=debug; else profile=release dir=release; fi
-cargo_build --locked -q --profile "$profile" -p agent-sandbox-examples --bin agent-run
+cargo build --locked -q --profile "$profile" -p agent-sandbox-examples --bin agent-run
 AGENT_RUN="$TARGET_DIR/$dir/agent-run"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

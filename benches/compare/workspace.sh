@@ -28,7 +28,7 @@ else
     BACKENDS=${BACKENDS:-bubblewrap landlock gvisor qemu}
 fi
 need bwrap git python3
-cargo_build --locked -q --profile "$profile" -p asbx-agent-sandbox --example workspace_bench
+cargo build --locked -q --profile "$profile" -p asbx-agent-sandbox --example workspace_bench
 DRIVER="$TARGET_DIR/$dir/examples/workspace_bench"
 [ -x "$DRIVER" ] || die "could not build the workspace_bench example"
 

@@ -15,16 +15,6 @@ FAILED=()
 
 smoke() { [ "$SMOKE" = 1 ]; }
 
-# cargo_build ARGS...: builds what the script runs, unless the caller built
-# the workspace's programs and examples already (BENCH_PREBUILT=1, smoke
-# mode only: CI builds them once before its tests and runs the smoke runs
-# beside them, where a build of its own would replace, under a different
-# feature set, a program a test is about to start).
-cargo_build() {
-    if [ "${BENCH_PREBUILT:-}" = 1 ] && smoke; then return 0; fi
-    cargo build "$@"
-}
-
 die() {
     echo "$(basename "$0"): $*" >&2
     exit 1

@@ -27,6 +27,9 @@ pub struct Rules {
     globs: Vec<Vec<u8>>,
     /// Absolute-path rules with a wildcard.
     paths: Vec<Vec<u8>>,
+    /// Absolute-path rules with one `**` component (any number of
+    /// directories): the components before it and after it.
+    deep_paths: Vec<DeepRule>,
     /// Absolute-path rules without a wildcard, ASCII lower-cased.
     literal_paths: HashSet<Vec<u8>>,
     /// The runner's state directories, each without a trailing `/`: the
@@ -72,7 +75,9 @@ impl Rules {
                 return Err(bad("character classes are not supported"));
             }
             if r.starts_with('/') {
-                if r.contains(['*', '?']) {
+                if let Some(deep) = DeepRule::new(r) {
+                    out.deep_paths.push(deep);
+                } else if r.contains(['*', '?']) {
                     out.paths.push(r.as_bytes().to_vec());
                 } else {
                     out.literal_paths.insert(r.as_bytes().to_ascii_lowercase());
@@ -92,7 +97,8 @@ impl Rules {
     /// in it is literal. Refused past [`MAX_RULES`] or [`MAX_RULE_LEN`],
     /// or for a relative path or one with a NUL byte.
     pub fn add_path(&mut self, path: &[u8]) -> Result<(), Error> {
-        let count = self.globs.len() + self.paths.len() + self.literal_paths.len();
+        let count =
+            self.globs.len() + self.paths.len() + self.deep_paths.len() + self.literal_paths.len();
         if count >= MAX_RULES {
             return Err(ErrorKind::TooManyRules { limit: MAX_RULES }.into());
         }
@@ -263,7 +269,7 @@ impl Rules {
 
     /// Whether some rule has the form of an absolute path.
     pub fn has_path_rules(&self) -> bool {
-        !self.paths.is_empty() || !self.literal_paths.is_empty()
+        !self.paths.is_empty() || !self.deep_paths.is_empty() || !self.literal_paths.is_empty()
     }
 
     /// Whether creating the final component `name` is denied by a glob.
@@ -275,7 +281,9 @@ impl Rules {
     /// (`/w/.claude` for the rule `/w/.claude/settings.json`): moving a
     /// directory, or a symbolic link, into that name would bring a denied
     /// path into being without creating it. Compared component by
-    /// component, wildcards matching as in a rule.
+    /// component, wildcards matching as in a rule. A rule with `**` is not
+    /// looked at here: like a name rule, it holds where a name is made,
+    /// not where a directory holding one is moved.
     pub fn denies_ancestor(&self, path: &[u8]) -> bool {
         let parts = |p: &'_ [u8]| -> Vec<Vec<u8>> {
             p.split(|&c| c == b'/')
@@ -295,6 +303,52 @@ impl Rules {
     pub fn denies_path(&self, path: &[u8]) -> bool {
         (!self.literal_paths.is_empty() && self.literal_paths.contains(&path.to_ascii_lowercase()))
             || self.paths.iter().any(|g| glob_match(g, path))
+            || (!self.deep_paths.is_empty() && {
+                let parts: Vec<&[u8]> = path
+                    .split(|&c| c == b'/')
+                    .filter(|c| !c.is_empty())
+                    .collect();
+                self.deep_paths.iter().any(|d| d.matches(&parts))
+            })
+    }
+}
+
+/// An absolute-path rule with one `**` component before its last, which
+/// stands for any number of directories (none included): `/w/**/*.pem`
+/// denies `x.pem` anywhere below `/w`. Elsewhere (inside a name, as the
+/// last component, or twice) `**` is two `*`, which match as one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct DeepRule {
+    before: Vec<Vec<u8>>,
+    after: Vec<Vec<u8>>,
+}
+
+impl DeepRule {
+    /// The rule, when it has that form.
+    fn new(rule: &str) -> Option<DeepRule> {
+        let parts: Vec<&str> = rule.split('/').filter(|c| !c.is_empty()).collect();
+        let mut deep = parts.iter().enumerate().filter(|(_, c)| **c == "**");
+        let (at, _) = deep.next()?;
+        if deep.next().is_some() || at + 1 == parts.len() {
+            return None;
+        }
+        let bytes = |s: &[&str]| s.iter().map(|c| c.as_bytes().to_vec()).collect();
+        Some(DeepRule {
+            before: bytes(&parts[..at]),
+            after: bytes(&parts[at + 1..]),
+        })
+    }
+
+    /// Whether the components of an absolute path match.
+    fn matches(&self, parts: &[&[u8]]) -> bool {
+        let (b, a) = (self.before.len(), self.after.len());
+        parts.len() >= b + a
+            && self.before.iter().zip(parts).all(|(r, p)| glob_match(r, p))
+            && self
+                .after
+                .iter()
+                .zip(&parts[parts.len() - a..])
+                .all(|(r, p)| glob_match(r, p))
     }
 }
 
@@ -363,6 +417,31 @@ mod tests {
         assert!(r.denies_path(b"/W/.GIT/Hooks/Pre-Commit"));
         assert!(!r.denies_path(b"/w/.git/hookz/pre-commit"));
         assert!(r.has_path_rules());
+    }
+
+    #[test]
+    fn a_deep_rule_matches_at_any_depth_below_its_base() {
+        let r = Rules::new(["/w/**/*.pem", "/w/x/**/secret/*.key"]).unwrap();
+        for (path, want) in [
+            ("/w/a.pem", true),
+            ("/w/certs/a.PEM", true),
+            ("/w/a/b/c/d.pem", true),
+            ("/other/a.pem", false),
+            ("/w/a.pem.txt", false),
+            ("/w", false),
+            ("/w/x/secret/k.key", true),
+            ("/w/x/1/2/secret/k.key", true),
+            ("/w/x/secret.key", false),
+            ("/w/y/secret/k.key", false),
+        ] {
+            assert_eq!(r.denies_path(path.as_bytes()), want, "{path}");
+        }
+        // Like a name rule, not where a directory holding a match is moved.
+        assert!(!r.denies_ancestor(b"/w/certs"));
+        // Anywhere else `**` is two `*`: one name.
+        let r = Rules::new(["/w/a**/x", "/v/**"]).unwrap();
+        assert!(r.denies_path(b"/w/ab/x") && !r.denies_path(b"/w/a/b/x"));
+        assert!(r.denies_path(b"/v/k") && !r.denies_path(b"/v/k/l"));
     }
 
     #[test]

@@ -1,9 +1,11 @@
-//! Read-deny globs (`/w/proj/certs/*.pem`): the matches that exist at
-//! launch, found on the host ([`expand_read_glob`]), and the one matching
-//! rule they share with the name guard, which refuses creating a new match
-//! for the life of the session: `*` is any run of bytes but `/`, `?` one
-//! byte but `/`, every other byte literal, ASCII case ignored (a glob that
-//! fails closed: `X.PEM` is a match of `*.pem`).
+//! Read-deny globs (`/w/proj/certs/*.pem`, `/w/**/*.pem`): the matches
+//! that exist at launch, found on the host ([`expand_read_glob`]), and the
+//! one matching rule they share with the name guard, which refuses creating
+//! a new match for the life of the session: `*` is any run of bytes but
+//! `/`, `?` one byte but `/`, a whole component `**` (at most one, never
+//! the last) any number of directories, none included; every other byte
+//! literal, ASCII case ignored (a glob that fails closed: `X.PEM` is a
+//! match of `*.pem`).
 //!
 //! # Input safety
 //!
@@ -23,8 +25,8 @@ pub const MAX_GLOB_MATCHES: usize = 4096;
 pub const MAX_GLOB_LISTINGS: usize = 1024;
 
 /// Checks that `glob` is a read-deny glob this crate can honour: absolute,
-/// wildcards only `*` and `?` inside components (no `**`, which crosses
-/// directories, and no `[...]` classes), no NUL, within the length limit.
+/// wildcards `*` and `?` inside components and one whole component `**`
+/// before the last (no `[...]` classes), no NUL, within the length limit.
 pub fn check_read_glob(glob: &str) -> Result<(), Error> {
     let bad = |reason: &'static str| -> Error {
         ErrorKind::BadGlob {
@@ -42,11 +44,21 @@ pub fn check_read_glob(glob: &str) -> Result<(), Error> {
     if !glob.starts_with('/') {
         return Err(bad("not absolute"));
     }
-    if glob.contains("**") {
+    let parts = components(glob);
+    if parts.iter().any(|c| c.contains("**") && *c != "**") {
         return Err(bad(
-            "** (any depth) is not supported; `*` and `?` match within one name, and a \
-             trailing /** means the directory itself: list that",
+            "** stands only as a whole name, for any number of directories (/w/**/*.pem)",
         ));
+    }
+    match parts.iter().filter(|c| **c == "**").count() {
+        0 => {}
+        1 if parts.last() != Some(&"**") => {}
+        1 => {
+            return Err(bad(
+                "a trailing /** means the directory itself: list that directory",
+            ));
+        }
+        _ => return Err(bad("at most one ** (any number of directories)")),
     }
     if glob.contains('[') {
         return Err(bad("character classes ([...]) are not supported"));
@@ -93,15 +105,29 @@ fn components(p: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Whether the components `pc` of a path match the components `gc` of a
+/// glob (a `**` component taking any number of them, none included).
+fn components_match(gc: &[&str], pc: &[&str]) -> bool {
+    let name = |g: &&str, p: &&str| glob_matches_name(g.as_bytes(), p.as_bytes());
+    match gc.iter().position(|c| *c == "**") {
+        None => gc.len() == pc.len() && gc.iter().zip(pc).all(|(g, p)| name(g, p)),
+        Some(at) => {
+            let (before, after) = (&gc[..at], &gc[at + 1..]);
+            pc.len() >= before.len() + after.len()
+                && before.iter().zip(pc).all(|(g, p)| name(g, p))
+                && after
+                    .iter()
+                    .zip(&pc[pc.len() - after.len()..])
+                    .all(|(g, p)| name(g, p))
+        }
+    }
+}
+
 /// Whether `path` is a match of `glob` or lies below one (lexically, per
 /// component).
 pub fn within_glob_match(path: &str, glob: &str) -> bool {
     let (pc, gc) = (components(path), components(glob));
-    pc.len() >= gc.len()
-        && gc
-            .iter()
-            .zip(&pc)
-            .all(|(g, p)| glob_matches_name(g.as_bytes(), p.as_bytes()))
+    (0..=pc.len()).any(|n| components_match(&gc, &pc[..n]))
 }
 
 /// The directory a glob's matches all lie under: its components before the
@@ -139,6 +165,37 @@ pub fn expand_read_glob<H: HostView + ?Sized>(glob: &str, host: &H) -> Result<Ve
     let mut frontier: Vec<PathBuf> = vec![PathBuf::from("/")];
     let mut listings = 0usize;
     for c in components(glob) {
+        if c == "**" {
+            // Every directory at or below the frontier's (symbolic links
+            // not followed: what they lead to is decided where it lies).
+            let mut all = Vec::new();
+            let mut todo: Vec<PathBuf> = frontier.into_iter().filter(|d| host.is_dir(d)).collect();
+            while let Some(dir) = todo.pop() {
+                listings += 1;
+                if listings > MAX_GLOB_LISTINGS {
+                    return Err(failed(format!(
+                        "it would list more than {MAX_GLOB_LISTINGS} directories; narrow it"
+                    )));
+                }
+                let names = host
+                    .list_dir(&dir)
+                    .ok_or_else(|| failed(format!("{} cannot be listed", dir.display())))?;
+                let real = host.canonicalize(&dir);
+                for name in names {
+                    let p = dir.join(&name);
+                    // A directory whose resolved path is not its parent's
+                    // plus its name is (or lies through) a symbolic link.
+                    if host.is_dir(&p)
+                        && real.as_ref().map(|r| r.join(&name)) == host.canonicalize(&p)
+                    {
+                        todo.push(p);
+                    }
+                }
+                all.push(dir);
+            }
+            frontier = all;
+            continue;
+        }
         if !crate::is_glob(c) {
             for p in &mut frontier {
                 p.push(c);
@@ -229,17 +286,62 @@ mod tests {
 
     #[test]
     fn what_a_read_glob_may_say() {
-        for ok in ["/w/certs/*.pem", "/w/*/id_?sa", "/home/u/.aws/*"] {
+        for ok in [
+            "/w/certs/*.pem",
+            "/w/*/id_?sa",
+            "/home/u/.aws/*",
+            "/w/**/*.pem",
+            "/w/**/certs/*",
+        ] {
             check_read_glob(ok).unwrap();
         }
         for (bad, why) in [
             ("certs/*.pem", "not absolute"),
-            ("/w/**/*.pem", "**"),
+            ("/w/a**/*.pem", "whole name"),
+            ("/w/**/x/**/*.pem", "at most one"),
+            ("/w/secrets/**", "trailing"),
             ("/w/[ab].pem", "character classes"),
             ("/w/../*.pem", ".."),
         ] {
             let e = check_read_glob(bad).unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_double_star_takes_any_number_of_directories() {
+        let mut host = FakeHost::new(Os::Linux);
+        host.file("/w/a.pem")
+            .file("/w/x/b.pem")
+            .file("/w/x/y/z/c.PEM")
+            .file("/w/x/y/z/c.txt")
+            .file("/w/certs/d.pem")
+            .file("/w/other/certs/e.pem")
+            .file("/elsewhere/f.pem");
+        assert_eq!(
+            expand_read_glob("/w/**/*.pem", &host).unwrap(),
+            [
+                "/w/a.pem",
+                "/w/certs/d.pem",
+                "/w/other/certs/e.pem",
+                "/w/x/b.pem",
+                "/w/x/y/z/c.PEM"
+            ]
+        );
+        assert_eq!(
+            expand_read_glob("/w/**/certs/*.pem", &host).unwrap(),
+            ["/w/certs/d.pem", "/w/other/certs/e.pem"]
+        );
+        for (path, glob, want) in [
+            ("/w/a.pem", "/w/**/*.pem", true),
+            ("/w/x/y/z/c.pem", "/w/**/*.pem", true),
+            ("/w/x/y/z/c.pem/inside", "/w/**/*.pem", true),
+            ("/w/x/y", "/w/**/*.pem", false),
+            ("/v/a.pem", "/w/**/*.pem", false),
+            ("/w/certs/k/x", "/w/**/certs/*", true),
+            ("/w/k/certs", "/w/**/certs/*", false),
+        ] {
+            assert_eq!(within_glob_match(path, glob), want, "{path} {glob}");
         }
     }
 

@@ -9,10 +9,11 @@
 //! Paths: `~` and `~/...` are the home, a relative path is the working
 //! directory's, `.` components go, and a trailing `/**` is the directory
 //! itself (as sandbox-runtime reads it). Globs (`*` and `?` within one
-//! name) are taken in `denyWrite` and `denyRead`; a `denyRead` glob hides
-//! the matches that exist at launch and the name guard refuses creating
-//! new ones (see [`crate::glob`]). The other lists take literal paths;
-//! `**` elsewhere and `[...]` are refused.
+//! name) are taken in `denyWrite` and `denyRead`; a `denyRead` glob may
+//! also hold one `**` component for any number of directories
+//! (`**/*.pem`); it hides the matches that exist at launch and the name
+//! guard refuses creating new ones (see [`crate::glob`]). The other lists
+//! take literal paths; `**` elsewhere and `[...]` are refused.
 //!
 //! # Input safety
 //!

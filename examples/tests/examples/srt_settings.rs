@@ -265,3 +265,74 @@ fn a_read_deny_glob_and_a_directory_glob_hold_under_each_mechanism() {
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
+
+#[test]
+fn a_read_deny_glob_with_double_star_holds_at_every_depth_under_each_mechanism() {
+    if !test_support::require(
+        sandbox_core::probe_ambient().native.available,
+        "a native sandbox (bubblewrap and socat)",
+        "apt-get install bubblewrap socat",
+    ) {
+        return;
+    }
+    // A name the default filename rules do not cover, so that only the
+    // settings file's glob refuses it.
+    let settings = r#"{"network": {"allowedDomains": [], "deniedDomains": []},
+        "filesystem": {"denyRead": ["**/*.secret"], "allowWrite": ["./out/**"],
+                       "denyWrite": []}}"#;
+    let script = "cat top.secret 2>/dev/null | grep -q HIDDEN && echo TOP-READ; \
+        cat deep/a/b/k.secret 2>/dev/null | grep -q HIDDEN && echo DEEP-READ; \
+        cat deep/a/b/notes.txt; echo; \
+        mkdir -p out/x/y && echo new > out/x/y/new.secret 2>/dev/null && echo NEW-CREATED; \
+        echo x > out/plain.txt && mv out/plain.txt out/moved.secret 2>/dev/null && echo RENAMED; \
+        echo w > out/w.txt && echo OUT-WRITTEN; true";
+    let mut mechanisms = vec!["bubblewrap"];
+    if landlock() {
+        mechanisms.push("landlock");
+    }
+    for mechanism in mechanisms {
+        let d = std::env::temp_dir().join(format!(
+            "agent-run-srt-deep-{mechanism}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        for sub in ["deep/a/b", "out", "home"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        std::fs::write(d.join("top.secret"), "HIDDEN").unwrap();
+        std::fs::write(d.join("deep/a/b/k.secret"), "HIDDEN").unwrap();
+        std::fs::write(d.join("deep/a/b/notes.txt"), "NOTES-SHOWN").unwrap();
+        let file = d.join("home/srt-settings.json");
+        std::fs::write(&file, settings).unwrap();
+        let o = Command::new(BIN)
+            .arg("--settings")
+            .arg(&file)
+            .args(["--mechanism", mechanism, "--", "sh", "-c", script])
+            .current_dir(&d)
+            .env("HOME", d.join("home"))
+            .env_remove("CC_SERVER_SANDBOX")
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{mechanism}:\n{out}\n{err}");
+        for s in ["NOTES-SHOWN", "OUT-WRITTEN"] {
+            assert!(out.contains(s), "{mechanism}: {s} missing:\n{out}\n{err}");
+        }
+        for s in ["TOP-READ", "DEEP-READ", "NEW-CREATED", "RENAMED"] {
+            assert!(!out.contains(s), "{mechanism}: {s} shown:\n{out}\n{err}");
+        }
+        assert!(
+            err.contains("violation: file-write-create") && err.contains("new.secret"),
+            "{mechanism}: the refused creation is reported:\n{err}"
+        );
+        for gone in ["out/x/y/new.secret", "out/moved.secret"] {
+            assert!(!d.join(gone).exists(), "{mechanism}: {gone} was made");
+        }
+        assert_eq!(
+            std::fs::read_to_string(d.join("deep/a/b/k.secret")).unwrap(),
+            "HIDDEN"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

@@ -37,6 +37,7 @@ pub(crate) struct Options {
     pub(crate) backend: Option<SandboxBackend>,
     pub(crate) terminal: bool,
     pub(crate) events: Option<EventsTo>,
+    pub(crate) audit: Option<std::path::PathBuf>,
     /// Each granted socket, and whether it was granted as root-equivalent.
     pub(crate) unix_sockets: Vec<(String, bool)>,
     pub(crate) broker_hosts: Vec<String>,
@@ -208,8 +209,9 @@ struct Cli {
 
     /// Hide PATH from reading inside the sandbox (a directory shows empty, a
     /// file reads empty), besides the fixed secret set; a glob (certs/*.pem,
-    /// `*` and `?` within one name) hides its matches and the name guard
-    /// refuses creating new ones; repeat for more.
+    /// `*` and `?` within one name, one `**` for any number of directories:
+    /// **/*.pem) hides its matches and the name guard refuses creating new
+    /// ones; repeat for more.
     #[arg(long, value_name = "PATH")]
     read_deny: Vec<String>,
 
@@ -274,6 +276,12 @@ struct Cli {
     /// or truncated).
     #[arg(long, value_name = "json:FD|json=FILE", value_parser = events)]
     events: Option<EventsTo>,
+
+    /// Append an audit trail to FILE (made with mode 0600 if missing): one
+    /// OCSF 1.3.0 record (JSON) per line for the session's start and end,
+    /// each command's start and end, and each refusal.
+    #[arg(long, value_name = "FILE")]
+    audit: Option<std::path::PathBuf>,
 
     /// Let the command connect to the Unix socket PATH (absolute; that
     /// socket alone is bound in, and SSH_AUTH_SOCK passes when it names it);
@@ -429,6 +437,7 @@ fn options(c: Cli) -> Result<Options, String> {
         backend: c.backend,
         terminal: c.terminal,
         events: c.events,
+        audit: c.audit,
         unix_sockets,
         broker_hosts: c.broker,
         broker_rules: c.broker_rules,
