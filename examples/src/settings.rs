@@ -73,6 +73,7 @@ struct Keys {
     backend: Option<String>,
     terminal: Option<bool>,
     events: Option<String>,
+    audit: Option<String>,
     #[serde(default)]
     allow_unix_socket: Vec<String>,
     #[serde(default)]
@@ -128,6 +129,7 @@ pub fn settings_args(text: &str) -> Result<Vec<String>, String> {
     one(o, "sandbox", k.sandbox);
     one(o, "backend", k.backend);
     one(o, "events", k.events);
+    one(o, "audit", k.audit);
     all(o, "allow-unix-socket", k.allow_unix_socket);
     all(
         o,

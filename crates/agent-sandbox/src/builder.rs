@@ -51,6 +51,7 @@ pub struct ManagerBuilder {
     temp_dir: Option<PathBuf>,
     tool_dirs: Vec<String>,
     log: Option<LogSink>,
+    audit: Option<crate::audit::AuditSink>,
     inner_bridge: InnerBridge,
     isolation: crate::CommandIsolation,
     seatbelt_log_program: PathBuf,
@@ -147,6 +148,7 @@ impl ManagerBuilder {
                 .map(|c| c.entry.to_string())
                 .collect(),
             log: None,
+            audit: None,
             inner_bridge: InnerBridge::HostSideListeners,
             isolation: crate::CommandIsolation::SessionSandbox,
             seatbelt_log_program: crate::backend::seatbelt_log::default_program(),
@@ -438,6 +440,15 @@ impl ManagerBuilder {
         self.log = Some(sink);
         self
     }
+    /// Writes an audit trail to `sink`: one OCSF record (JSON, one line)
+    /// per session launched or destroyed, command started or ended, and
+    /// refusal (see [`audit`](crate::audit) for the classes;
+    /// [`audit_to_file`](crate::audit::audit_to_file) appends them to a
+    /// file). Default: none.
+    pub fn audit(&mut self, sink: crate::audit::AuditSink) -> &mut Self {
+        self.audit = Some(sink);
+        self
+    }
 
     /// Selects the backend and builds the manager. Logs the probe's start-up
     /// line and any downgrade.
@@ -693,6 +704,7 @@ impl ManagerBuilder {
             base_env: self.base_env.clone(),
             host: self.host.clone(),
             log,
+            audit: self.audit.clone(),
             egress: EgressSettings {
                 ip_policy: self.ip_policy.clone(),
                 extra_allow: self.extra_allow.clone(),

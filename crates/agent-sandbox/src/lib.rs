@@ -379,6 +379,23 @@
 //! a credential, a phantom or an argument of the command; a failed call's
 //! span records its error's text.
 //!
+//! # An audit trail
+//!
+//! [`ManagerBuilder::audit`] takes a sink for OCSF records ([`audit`]
+//! says which classes, in [`audit::OCSF_VERSION`]): one JSON object per
+//! line for each session launched and destroyed, each command started and
+//! ended, and each refusal, with the session id and backend on every one
+//! and the time to the microsecond. [`audit::audit_to_file`] appends them
+//! to a file; `agent-run --audit FILE` does that.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut b = agent_sandbox::ManagerBuilder::from_ambient();
+//! b.audit(agent_sandbox::audit::audit_to_file("audit.jsonl".as_ref())?);
+//! let manager = b.build()?;
+//! # let _ = manager; Ok(()) }
+//! ```
+//!
 //! # Input safety
 //!
 //! Specs are validated by sandbox-core and turned into argv by bwrap-spec
@@ -391,6 +408,7 @@
 //!
 //! This crate has no optional features. It needs a tokio runtime.
 
+pub mod audit;
 mod backend;
 mod broker;
 mod builder;

@@ -70,6 +70,10 @@ struct Session {
     /// The session's workspace; its layer goes when the last holder (the
     /// session, or a collection under way) lets go of it.
     workspace: Option<Arc<Workspace>>,
+    /// Where the session's audit records go, when the manager has a sink.
+    audit: Option<crate::audit::SessionAudit>,
+    /// How many commands the session has started.
+    commands: u64,
 }
 
 impl SandboxManager {
@@ -287,6 +291,12 @@ impl SandboxPort for SandboxManager {
         // The stream opens with `starting`; `ready` follows once the command
         // runs (inside the sandbox, after its proxy listeners exist).
         let _ = tx.try_send(SandboxEvent::Starting);
+        session.commands += 1;
+        let audit = session
+            .audit
+            .as_ref()
+            .map(|a| a.command(session.commands, &program));
+        let tx = crate::audit::EventTx::new(tx, audit);
         let terminal = match command.terminal {
             Terminal::Pty(size) => Some(size),
             _ => None,
@@ -330,7 +340,7 @@ impl SandboxPort for SandboxManager {
         };
         // Held until the command's task has finished: the stream ends after
         // its teardown, never before.
-        let held = tx.clone();
+        let held = tx.sender();
         let io = CommandIo {
             tx,
             kill_rx,
@@ -382,6 +392,9 @@ impl SandboxPort for SandboxManager {
             .backend
             .destroy(&self.inner.settings, &handle.session_id)
             .await;
+        if let Some(a) = &session.audit {
+            a.lifecycle(false);
+        }
         handle.transition(SandboxState::Destroyed)?;
         Ok(())
     }
@@ -676,6 +689,16 @@ impl SandboxManager {
             env.retain(|(k, _)| *k != var.0);
             env.push(var);
         }
+        let audit = settings.audit.as_ref().map(|sink| {
+            crate::audit::SessionAudit::new(
+                sink.clone(),
+                &handle.session_id,
+                self.inner.selection.label,
+            )
+        });
+        if let Some(a) = &audit {
+            a.lifecycle(true);
+        }
         let session = Session {
             spec,
             env,
@@ -683,6 +706,8 @@ impl SandboxManager {
             running: None,
             runner: None,
             workspace,
+            audit,
+            commands: 0,
         };
         let mut sessions = self.inner.sessions.lock().map_err(|_| poisoned())?;
         sessions.insert(handle.session_id.clone(), session);

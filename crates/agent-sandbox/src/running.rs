@@ -14,7 +14,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
 /// The largest read of a command's stdout (one `stdout` event at most).
@@ -23,7 +23,7 @@ const OUTPUT_READ_SIZE: usize = 256 * 1024;
 /// Where a command's events go, how the host asks it to stop, its
 /// controls' state and its timeout.
 pub(crate) struct CommandIo {
-    pub(crate) tx: mpsc::Sender<SandboxEvent>,
+    pub(crate) tx: crate::audit::EventTx,
     pub(crate) kill_rx: oneshot::Receiver<()>,
     pub(crate) control: Arc<ControlState>,
     pub(crate) timeout: Option<Duration>,
@@ -183,7 +183,7 @@ async fn forward<R>(
     stream: &mut Option<R>,
     data: impl FnOnce() -> Vec<u8>,
     which: Stream,
-    tx: &mpsc::Sender<SandboxEvent>,
+    tx: &crate::audit::EventTx,
     violations: &mut Option<Violations>,
 ) {
     match read {

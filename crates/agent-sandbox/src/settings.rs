@@ -75,6 +75,8 @@ pub(crate) struct Settings {
     pub(crate) base_env: Vec<(OsString, OsString)>,
     pub(crate) host: SharedHostView,
     pub(crate) log: LogSink,
+    /// Where audit records go ([`crate::ManagerBuilder::audit`]).
+    pub(crate) audit: Option<crate::audit::AuditSink>,
     pub(crate) egress: EgressSettings,
     pub(crate) cgroups: Cgroups,
     /// The granted Unix sockets (checked at build).

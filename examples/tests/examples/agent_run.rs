@@ -1824,3 +1824,58 @@ fn every_flag_of_help_is_a_settings_key() {
         }
     }
 }
+
+#[test]
+fn audit_writes_one_ocsf_record_per_step_to_its_file() {
+    if !native() {
+        return;
+    }
+    let d = scratch("audit");
+    let trail = d.join("home-audit.jsonl");
+    let o = agent_run(
+        &d,
+        &[
+            "--audit",
+            trail.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "echo x > .env; exit 4",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", err(&o));
+    let text = std::fs::read_to_string(&trail).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let steps: Vec<(u64, u64)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["class_uid"].as_u64().unwrap(),
+                r["activity_id"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // Start, the command's launch, the refused .env, its end, the stop.
+    assert_eq!(
+        steps,
+        [(6002, 3), (1007, 1), (1001, 1), (1007, 2), (6002, 4)],
+        "{text}"
+    );
+    assert_eq!(records[3]["exit_code"], 4, "{text}");
+    assert!(
+        records[2]["file"]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("/.env")
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&trail).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}

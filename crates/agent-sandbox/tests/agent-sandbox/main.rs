@@ -21,6 +21,8 @@
 
 #[cfg(unix)]
 mod acp;
+#[cfg(target_os = "linux")]
+mod audit;
 #[cfg(unix)]
 mod back_to_back;
 #[cfg(unix)]

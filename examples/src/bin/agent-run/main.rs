@@ -315,6 +315,11 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
                 .collect(),
         )
         .log(Arc::new(|line: &str| eprintln!("agent-run: {line}")));
+    if let Some(path) = &o.audit {
+        let sink = agent_sandbox::audit::audit_to_file(path)
+            .map_err(|e| format!("--audit {}: {e}", path.display()))?;
+        builder.audit(sink);
+    }
     if o.no_filename_rules {
         builder.filename_rules(FilenameRules::DropFilenameGlobDenies);
     }

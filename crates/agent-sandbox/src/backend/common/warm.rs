@@ -197,7 +197,7 @@ pub(crate) async fn start_init(
     let (kill_tx, kill_rx) = oneshot::channel();
     let init_control = Arc::new(ControlState::new(false));
     let io = CommandIo {
-        tx,
+        tx: crate::audit::EventTx::new(tx, None),
         kill_rx,
         control: init_control.clone(),
         timeout: None,
