@@ -712,6 +712,10 @@ impl ManagerBuilder {
                 baseline: self.baseline,
                 resolver: self.resolver.clone(),
                 broker: self.broker.clone(),
+                audit: self
+                    .audit
+                    .clone()
+                    .map(|sink| (sink, selection.label.to_owned())),
             },
             cgroups: self.cgroups.clone(),
             unix_sockets,

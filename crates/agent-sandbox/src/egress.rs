@@ -101,6 +101,16 @@ impl Egress {
             Listen::Unbound => Proxies::Unbound(ProxyService::start(config)),
             Listen::Loopback => Proxies::Loopback(ProxyPair::start(config).await?),
         };
+        if let Some((sink, backend)) = &settings.audit {
+            let service = match &proxies {
+                Proxies::Unbound(s) => s,
+                Proxies::Loopback(p) => p.service(),
+            };
+            crate::audit::record_allowed_connections(
+                crate::audit::SessionAudit::new(sink.clone(), &spec.session_id, backend),
+                service.subscribe_decisions(),
+            );
+        }
         Ok(Egress {
             broker,
             proxies,

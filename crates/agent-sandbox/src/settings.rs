@@ -128,4 +128,7 @@ pub(crate) struct EgressSettings {
     pub(crate) baseline: connect_proxy::Baseline,
     pub(crate) resolver: Option<Arc<dyn Resolver>>,
     pub(crate) broker: Option<BrokerSettings>,
+    /// Where each connection the proxies allow is recorded
+    /// ([`crate::ManagerBuilder::audit`]), with the backend's label.
+    pub(crate) audit: Option<(crate::audit::AuditSink, String)>,
 }

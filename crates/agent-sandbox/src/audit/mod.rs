@@ -11,14 +11,16 @@
 //! | a session launched, destroyed | Application Lifecycle (6002), Start / Stop |
 //! | a command started, ended (its exit status, or why it was killed) | Process Activity (1007), Launch / Terminate |
 //! | a file refusal (a name the rules forbid, a write to a protected path, a listing of a secret) | File System Activity (1001), Create / Update / Read, `status_id` 2 |
+//! | a connection the proxies allowed (to an address, or handed to the broker) | Network Activity (4001), Open, `status_id` 1 |
 //! | a network refusal (by the proxies' policy or the host supervisor), an allowed host whose upstream failed, a refused bind | Network Activity (4001), Refuse / Fail / Listen, `status_id` 2 |
 //!
 //! Each record is written as the command's event stream receives the
 //! event it stands for, before the host reads it, so the trail and the
 //! events never disagree. Session id and backend are on every record
 //! (`metadata.correlation_uid`, `unmapped`); no record holds a credential,
-//! a phantom token or a header value. Not yet recorded: connections the
-//! proxies allowed, and the broker's requests (HTTP Activity).
+//! a phantom token or a header value. An allowed connection is recorded
+//! as the proxies decide it, beside the command's events. Not yet
+//! recorded: the broker's requests (HTTP Activity), each with its rule.
 
 mod ocsf;
 
@@ -96,6 +98,29 @@ impl SessionAudit {
             command,
         }
     }
+}
+
+/// Records each connection the proxies allow (those they refuse come as
+/// refusals in the command's events), until the proxies shut down.
+pub(crate) fn record_allowed_connections(
+    audit: SessionAudit,
+    mut decisions: connect_proxy::Subscription<connect_proxy::Decision>,
+) {
+    tokio::spawn(async move {
+        while let Some(d) = decisions.recv().await {
+            let via = match &d.outcome {
+                connect_proxy::Outcome::Connected(addr) => addr.to_string(),
+                connect_proxy::Outcome::Intercepted => "the broker".to_owned(),
+                _ => continue,
+            };
+            audit.write(&ocsf::allowed_connection(
+                &audit.session,
+                &d.protocol.to_string(),
+                &d.target,
+                &via,
+            ));
+        }
+    });
 }
 
 /// What records one command's events.

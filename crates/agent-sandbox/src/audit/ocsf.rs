@@ -227,6 +227,33 @@ pub(crate) fn command_ended(
     Value::Object(r)
 }
 
+/// A connection the proxies allowed: Network Activity, Open. `via` is the
+/// address dialled (or the broker, for an intercepted one).
+pub(crate) fn allowed_connection(s: &SessionRef, protocol: &str, target: &str, via: &str) -> Value {
+    let k = kind(NETWORK, (4001, "Network Activity"), (1, "Open"));
+    let mut r = record(
+        &k,
+        s,
+        Status::Success,
+        format!("{protocol} {target} allowed via {via}"),
+    );
+    r.insert("dst_endpoint".into(), endpoint(target));
+    r.insert("app_name".into(), json!(protocol));
+    Value::Object(r)
+}
+
+/// The endpoint `target` names: an address or a host name with a port,
+/// or a Unix socket by its path.
+fn endpoint(target: &str) -> Value {
+    match host_port(target) {
+        Some((host, port)) if host.parse::<std::net::IpAddr>().is_ok() => {
+            json!({ "ip": host, "port": port })
+        }
+        Some((host, port)) => json!({ "hostname": host, "port": port }),
+        None => json!({ "name": target }),
+    }
+}
+
 /// `host:port` or `[v6]:port` split, when `target` has that form.
 fn host_port(target: &str) -> Option<(&str, u16)> {
     let (host, port) = target.rsplit_once(':')?;
@@ -266,15 +293,7 @@ pub(crate) fn refusal(
             Status::Failure(reason),
             format!("{action} {target} {verb}"),
         );
-        let endpoint = match host_port(target) {
-            Some((host, port)) if host.parse::<std::net::IpAddr>().is_ok() => {
-                json!({ "ip": host, "port": port })
-            }
-            Some((host, port)) => json!({ "hostname": host, "port": port }),
-            // A Unix socket, by its path.
-            None => json!({ "name": target }),
-        };
-        r.insert("dst_endpoint".into(), endpoint);
+        r.insert("dst_endpoint".into(), endpoint(target));
         if let Some(c) = c {
             r.insert("app_name".into(), json!(c.name));
         }

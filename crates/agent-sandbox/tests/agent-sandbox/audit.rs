@@ -4,7 +4,7 @@
 //! with `jsonschema`), each step's class and activity present, and no
 //! credential anywhere in the trail.
 
-use super::native::{Tree, native_available};
+use super::native::{Tree, native_available, origin};
 use agent_sandbox::FilenameRules;
 use sandbox_core::{SandboxCommand, SandboxEvent};
 use std::sync::{Arc, Mutex};
@@ -70,7 +70,11 @@ async fn every_step_of_a_session_is_an_ocsf_record_and_none_holds_a_credential()
     let t = Tree::new("audit");
     let lines: Arc<Mutex<Vec<String>>> = Arc::default();
     let sink = lines.clone();
+    let port = origin();
+    let mut ip = connect_proxy::IpPolicy::new();
+    ip.allow_cidr("127.0.0.1/32".parse().unwrap());
     let mut b = crate::builder();
+    b.ip_policy(ip).allow("localhost");
     b.home(t.p("home"))
         .temp_dir(t.p("sockets"))
         .name_guard_launcher(crate::launcher())
@@ -85,6 +89,16 @@ async fn every_step_of_a_session_is_an_ocsf_record_and_none_holds_a_credential()
     let m = b.build().unwrap();
     let mut h = m.launch(t.spec("audit-1")).await.unwrap();
     run(&m, &h, sh("echo x > .env; true")).await;
+    // Allowed: a CONNECT through the HTTP proxy, and SOCKS5.
+    run(
+        &m,
+        &h,
+        sh(&format!(
+            "curl -s -o /dev/null --max-time 5 -p http://localhost:{port}/; \
+             curl -s -o /dev/null --max-time 5 --proxy \"$ALL_PROXY\" http://localhost:{port}/; true"
+        )),
+    )
+    .await;
     run(
         &m,
         &h,
@@ -96,6 +110,20 @@ async fn every_step_of_a_session_is_an_ocsf_record_and_none_holds_a_credential()
     run(&m, &h, slow).await;
     run(&m, &h, sh("exit 3")).await;
     m.destroy(&mut h).await.unwrap();
+    // Allowed connections are recorded beside the command's events, as the
+    // proxies decide them: wait for the two to be written.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains("\"activity_name\":\"Open\""))
+        .count()
+        < 2
+        && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     let trail = lines.lock().unwrap().clone();
     let records: Vec<serde_json::Value> = trail
@@ -120,12 +148,13 @@ async fn every_step_of_a_session_is_an_ocsf_record_and_none_holds_a_credential()
         ((1007, 2, 2), "the command killed by its timeout"),
         ((1001, 1, 2), "the .env refused"),
         ((4001, 5, 2), "the CONNECT refused"),
+        ((4001, 1, 1), "a connection allowed"),
     ] {
         assert!(steps.contains(&want), "{what} {want:?}: {trail:#?}");
     }
     assert_eq!(
         steps.iter().filter(|s| s.0 == 1007 && s.1 == 1).count(),
-        4,
+        5,
         "{trail:#?}"
     );
     for r in &records {
@@ -134,6 +163,16 @@ async fn every_step_of_a_session_is_an_ocsf_record_and_none_holds_a_credential()
         assert!(r["time_dt"].as_str().unwrap().len() >= 27, "{r}");
     }
     assert!(records.iter().any(|r| r["exit_code"] == 3), "{trail:#?}");
+    // Both proxies' allowed connections, to the origin.
+    for protocol in ["http-connect", "socks5"] {
+        assert!(
+            records.iter().any(|r| r["class_uid"] == 4001
+                && r["activity_id"] == 1
+                && r["app_name"] == protocol
+                && r["dst_endpoint"]["port"] == port),
+            "{protocol}: {trail:#?}"
+        );
+    }
     assert!(
         records
             .iter()
