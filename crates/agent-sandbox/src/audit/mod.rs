@@ -12,7 +12,8 @@
 //! | a command started, ended (its exit status, or why it was killed) | Process Activity (1007), Launch / Terminate |
 //! | a file refusal (a name the rules forbid, a write to a protected path, a listing of a secret) | File System Activity (1001), Create / Update / Read, `status_id` 2 |
 //! | a connection the proxies allowed (to an address, or handed to the broker) | Network Activity (4001), Open, `status_id` 1 |
-//! | a network refusal (by the proxies' policy or the host supervisor), an allowed host whose upstream failed, a refused bind | Network Activity (4001), Refuse / Fail / Listen, `status_id` 2 |
+//! | a network refusal (by the proxies' policy or the host supervisor), an allowed host whose upstream failed, a refused bind, a brokered connection refused | Network Activity (4001), Refuse / Fail / Listen, `status_id` 2 |
+//! | a brokered request refused by a rule (answered 403) | HTTP Activity (4002), `status_id` 2, with the URL's host, port and path |
 //!
 //! Each record is written as the command's event stream receives the
 //! event it stands for, before the host reads it, so the trail and the
@@ -20,7 +21,8 @@
 //! (`metadata.correlation_uid`, `unmapped`); no record holds a credential,
 //! a phantom token or a header value. An allowed connection is recorded
 //! as the proxies decide it, beside the command's events. Not yet
-//! recorded: the broker's requests (HTTP Activity), each with its rule.
+//! recorded: the broker's allowed requests, and the rule that decided each
+//! request (a refusal's reason is in `status_detail`).
 
 mod ocsf;
 

@@ -276,7 +276,34 @@ pub(crate) fn refusal(
     raw: Option<&str>,
 ) -> Value {
     let reason = raw.unwrap_or("refused by the session's policy");
-    if action.starts_with("network") {
+    // The broker's refusal of a request (`host:port path`): HTTP
+    // Activity, answered 403; of a connection (`host:port`): Network
+    // Activity.
+    if action == cred_broker::BROKER_DENY
+        && let Some((authority, path)) = target.split_once(' ')
+    {
+        let k = kind(NETWORK, (4002, "HTTP Activity"), (0, "Unknown"));
+        let mut r = record(
+            &k,
+            s,
+            Status::Failure(reason),
+            format!("brokered request to {authority} {path} refused"),
+        );
+        let mut url = json!({ "path": path });
+        if let (Some((host, port)), Some(u)) = (host_port(authority), url.as_object_mut()) {
+            u.insert("hostname".into(), json!(host));
+            u.insert("port".into(), json!(port));
+            u.insert("scheme".into(), json!("https"));
+        }
+        r.insert("dst_endpoint".into(), endpoint(authority));
+        r.insert("http_request".into(), json!({ "url": url }));
+        r.insert("http_response".into(), json!({ "code": 403 }));
+        if let Some(c) = c {
+            r.insert("app_name".into(), json!(c.name));
+        }
+        return Value::Object(r);
+    }
+    if action.starts_with("network") || action == cred_broker::BROKER_DENY {
         let upstream = raw.is_some_and(|r| r.contains("upstream failed"));
         let activity = if action == "network-bind" {
             (7, "Listen")

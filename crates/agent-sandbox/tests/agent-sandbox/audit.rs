@@ -30,7 +30,7 @@ for line in sys.stdin:
 print("VALID" if bad == 0 else "FAILED", n)
 "#;
 
-fn validator_available() -> bool {
+pub(super) fn validator_available() -> bool {
     let ok = std::process::Command::new("python3")
         .args(["-c", "import jsonschema, ocsf_json_schema"])
         .status()
@@ -183,20 +183,25 @@ async fn every_step_of_a_session_is_an_ocsf_record_and_none_holds_a_credential()
     let all = trail.join("\n");
     assert!(!all.contains("ghp_must_not_pass_audit"), "{all}");
 
-    // Every line against the schema of its class.
+    assert_valid_ocsf(&trail);
+}
+
+/// Checks every line of `trail` against the schema of its class.
+pub(super) fn assert_valid_ocsf(trail: &[String]) {
     let mut py = std::process::Command::new("python3")
         .args(["-c", VALIDATE, agent_sandbox::audit::OCSF_VERSION])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::io::Write::write_all(py.stdin.as_mut().unwrap(), format!("{all}\n").as_bytes()).unwrap();
+    let mut text = trail.join("\n");
+    text.push('\n');
+    std::io::Write::write_all(py.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();
     drop(py.stdin.take());
     let out = py.wait_with_output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        said.trim_end()
-            .ends_with(&format!("VALID {}", records.len())),
+        said.trim_end().ends_with(&format!("VALID {}", trail.len())),
         "{said}"
     );
 }

@@ -51,7 +51,12 @@ async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
     ip.allow_cidr("127.0.0.1/32".parse().unwrap());
     let logs = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink = logs.clone();
+    let trail = Arc::new(Mutex::new(Vec::<String>::new()));
+    let audit = trail.clone();
     let m = crate::builder()
+        .audit(Arc::new(move |l: &str| {
+            audit.lock().unwrap().push(l.to_owned())
+        }))
         .home(p("home"))
         .temp_dir(p("sockets"))
         .filename_rules(FilenameRules::DropFilenameGlobDenies)
@@ -143,6 +148,42 @@ async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
     assert!(!all.contains(SECRET), "the secret leaked: {all}");
 
     m.destroy(&mut h).await.unwrap();
+    // The audit trail: the refused POST as HTTP Activity (403, its path),
+    // the connections handed to the broker, and neither the secret nor
+    // the phantom anywhere.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !trail
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l.contains("the broker"))
+        && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let lines = trail.lock().unwrap().clone();
+    let records: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        records.iter().any(|r| r["class_uid"] == 4002
+            && r["status_id"] == 2
+            && r["http_response"]["code"] == 403
+            && r["http_request"]["url"]["path"] == "/repos/c"),
+        "{lines:#?}"
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["class_uid"] == 4001 && r["activity_id"] == 1),
+        "{lines:#?}"
+    );
+    let all = lines.join("\n");
+    assert!(!all.contains(SECRET) && !all.contains(&phantom), "{all}");
+    if crate::audit::validator_available() {
+        crate::audit::assert_valid_ocsf(&lines);
+    }
     let _ = std::fs::remove_dir_all(&root);
 }
 

@@ -21,7 +21,7 @@
 
 #[cfg(unix)]
 mod acp;
-#[cfg(target_os = "linux")]
+#[cfg(unix)]
 mod audit;
 #[cfg(unix)]
 mod back_to_back;
