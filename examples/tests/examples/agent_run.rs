@@ -1879,3 +1879,39 @@ fn audit_writes_one_ocsf_record_per_step_to_its_file() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn an_allowed_host_the_network_fails_is_said_as_such_and_not_counted() {
+    if !native() {
+        return;
+    }
+    let d = scratch("upstream");
+    // A loopback port nothing listens on: the proxy's dial is refused.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let o = agent_run(
+        &d,
+        &[
+            "--allow",
+            "localhost",
+            "--allow-cidr",
+            "127.0.0.1/32",
+            "--",
+            "sh",
+            "-c",
+            &format!("curl -s -o /dev/null --max-time 10 http://localhost:{port}/; true"),
+        ],
+    );
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert!(
+        e.contains(&format!(
+            "agent-run: localhost:{port} was allowed, but the upstream failed"
+        )),
+        "{e}"
+    );
+    assert!(!e.contains("violation: network-outbound"), "{e}");
+    assert!(e.contains("agent-run: no violations"), "{e}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -108,7 +108,9 @@ its own inside the sandbox, with this one in raw mode until the end. On a host w
 sandbox it refuses to run the command; --backend none or --sandbox off runs it unconfined, \
 explicitly.";
 
-const AFTER_HELP: &str = "At exit a summary line on stderr counts the violations by action.
+const AFTER_HELP: &str = "At exit a summary line on stderr counts the violations by action. An \
+allowed host the network then failed (no such name, a timeout, refused) is said as such, and is \
+not counted as a violation.
 
 Example: agent-run --allow api.github.com --mount .:rw --protect .git/hooks -- cargo test";
 

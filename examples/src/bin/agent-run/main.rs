@@ -531,6 +531,25 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
             SandboxEvent::Stderr { data } => {
                 let _ = err.write_all(&data);
             }
+            SandboxEvent::Violation { violation }
+                if violation
+                    .raw
+                    .as_deref()
+                    .is_some_and(|r| r.contains(UPSTREAM_FAILED)) =>
+            {
+                // Allowed, then failed by the network: nothing was
+                // refused, so it is said as what it is and not counted.
+                let why = violation
+                    .raw
+                    .as_deref()
+                    .and_then(|r| r.split_once(UPSTREAM_FAILED))
+                    .map(|(_, why)| why.trim_start_matches(": ").to_owned())
+                    .unwrap_or_default();
+                say(format!(
+                    "agent-run: {} was allowed, but the upstream failed: {why}",
+                    violation.target
+                ));
+            }
             SandboxEvent::Violation { violation } => {
                 // Why, when the refusal says (the proxy's reason, such as
                 // "host is not in the allowlist").
@@ -594,6 +613,10 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
         .map_err(|e| e.to_string())?;
     Ok(code)
 }
+
+/// What the proxies' `raw` text says of an allowed target the network
+/// failed (no such name, a timeout, refused, unreachable).
+const UPSTREAM_FAILED: &str = "allowed, but the upstream failed";
 
 /// Writes `event` to the `--events` log, if there is one. When a write
 /// fails (the reader went away), says so once and writes no more; the
