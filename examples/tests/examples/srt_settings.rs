@@ -178,6 +178,53 @@ fn landlock() -> bool {
     )
 }
 
+/// The native mechanisms this host runs: bubblewrap, and Landlock where
+/// the kernel has it.
+fn mechanisms() -> Vec<&'static str> {
+    let mut m = vec!["bubblewrap"];
+    if landlock() {
+        m.push("landlock");
+    }
+    m
+}
+
+/// Makes a tree named by `tag` holding `files` (each parent made) and a
+/// home with the settings file, runs `script` through `agent-run
+/// --settings` under `mechanism` there, and requires exit status 0.
+/// Returns the tree (for the caller to look at and remove) and the
+/// command's stdout and stderr.
+fn run_in_tree(
+    tag: &str,
+    mechanism: &str,
+    settings: &str,
+    script: &str,
+    files: &[(&str, &str)],
+) -> (std::path::PathBuf, String, String) {
+    let d = std::env::temp_dir().join(format!("agent-run-srt-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("home")).unwrap();
+    for (path, text) in files {
+        let path = d.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let file = d.join("home/srt-settings.json");
+    std::fs::write(&file, settings).unwrap();
+    let o = Command::new(BIN)
+        .arg("--settings")
+        .arg(&file)
+        .args(["--mechanism", mechanism, "--", "sh", "-c", script])
+        .current_dir(&d)
+        .env("HOME", d.join("home"))
+        .env_remove("CC_SERVER_SANDBOX")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{mechanism}:\n{out}\n{err}");
+    (d, out, err)
+}
+
 /// The settings a migrating user has: `./out/**` writable (the directory
 /// itself) and `./certs/*.pem` unreadable, under each mechanism: the match
 /// that exists reads as nothing, a new match can be neither created
@@ -206,36 +253,19 @@ fn a_read_deny_glob_and_a_directory_glob_hold_under_each_mechanism() {
           && echo DIR-MOVED; \
         echo w > out/w.txt && echo OUT-WRITTEN; \
         echo x > top.txt 2>/dev/null || echo TOP-REFUSED; true";
-    let mut mechanisms = vec!["bubblewrap"];
-    if landlock() {
-        mechanisms.push("landlock");
-    }
-    for mechanism in mechanisms {
-        let d = std::env::temp_dir().join(format!(
-            "agent-run-srt-glob-{mechanism}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&d);
-        for sub in ["certs", "out", "home"] {
-            std::fs::create_dir_all(d.join(sub)).unwrap();
-        }
-        std::fs::write(d.join("certs/site.pem"), "PRIVATE KEY").unwrap();
-        std::fs::write(d.join("certs/UPPER.PEM"), "PRIVATE KEY").unwrap();
-        std::fs::write(d.join("certs/readme.txt"), "README-SHOWN").unwrap();
-        let file = d.join("home/srt-settings.json");
-        std::fs::write(&file, settings).unwrap();
-        let o = Command::new(BIN)
-            .arg("--settings")
-            .arg(&file)
-            .args(["--mechanism", mechanism, "--", "sh", "-c", script])
-            .current_dir(&d)
-            .env("HOME", d.join("home"))
-            .env_remove("CC_SERVER_SANDBOX")
-            .output()
-            .unwrap();
-        let out = String::from_utf8_lossy(&o.stdout);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(0), "{mechanism}:\n{out}\n{err}");
+    for mechanism in mechanisms() {
+        let (d, out, err) = run_in_tree(
+            &format!("glob-{mechanism}"),
+            mechanism,
+            settings,
+            script,
+            &[
+                ("certs/site.pem", "PRIVATE KEY"),
+                ("certs/UPPER.PEM", "PRIVATE KEY"),
+                ("certs/readme.txt", "README-SHOWN"),
+                ("out/.keep", ""),
+            ],
+        );
         for s in ["README-SHOWN", "OUT-WRITTEN", "TOP-REFUSED"] {
             assert!(out.contains(s), "{mechanism}: {s} missing:\n{out}\n{err}");
         }
@@ -286,36 +316,19 @@ fn a_read_deny_glob_with_double_star_holds_at_every_depth_under_each_mechanism()
         mkdir -p out/x/y && echo new > out/x/y/new.secret 2>/dev/null && echo NEW-CREATED; \
         echo x > out/plain.txt && mv out/plain.txt out/moved.secret 2>/dev/null && echo RENAMED; \
         echo w > out/w.txt && echo OUT-WRITTEN; true";
-    let mut mechanisms = vec!["bubblewrap"];
-    if landlock() {
-        mechanisms.push("landlock");
-    }
-    for mechanism in mechanisms {
-        let d = std::env::temp_dir().join(format!(
-            "agent-run-srt-deep-{mechanism}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&d);
-        for sub in ["deep/a/b", "out", "home"] {
-            std::fs::create_dir_all(d.join(sub)).unwrap();
-        }
-        std::fs::write(d.join("top.secret"), "HIDDEN").unwrap();
-        std::fs::write(d.join("deep/a/b/k.secret"), "HIDDEN").unwrap();
-        std::fs::write(d.join("deep/a/b/notes.txt"), "NOTES-SHOWN").unwrap();
-        let file = d.join("home/srt-settings.json");
-        std::fs::write(&file, settings).unwrap();
-        let o = Command::new(BIN)
-            .arg("--settings")
-            .arg(&file)
-            .args(["--mechanism", mechanism, "--", "sh", "-c", script])
-            .current_dir(&d)
-            .env("HOME", d.join("home"))
-            .env_remove("CC_SERVER_SANDBOX")
-            .output()
-            .unwrap();
-        let out = String::from_utf8_lossy(&o.stdout);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(0), "{mechanism}:\n{out}\n{err}");
+    for mechanism in mechanisms() {
+        let (d, out, err) = run_in_tree(
+            &format!("deep-{mechanism}"),
+            mechanism,
+            settings,
+            script,
+            &[
+                ("top.secret", "HIDDEN"),
+                ("deep/a/b/k.secret", "HIDDEN"),
+                ("deep/a/b/notes.txt", "NOTES-SHOWN"),
+                ("out/.keep", ""),
+            ],
+        );
         for s in ["NOTES-SHOWN", "OUT-WRITTEN"] {
             assert!(out.contains(s), "{mechanism}: {s} missing:\n{out}\n{err}");
         }

@@ -139,11 +139,9 @@ fn ip_of(t: &HostTarget) -> Option<(IpAddr, u16)> {
     }
 }
 
+/// `ADDRESS:PORT`, an IPv6 address in brackets.
 fn target_text(ip: IpAddr, port: u16) -> String {
-    match ip {
-        IpAddr::V4(a) => format!("{a}:{port}"),
-        IpAddr::V6(a) => format!("[{a}]:{port}"),
-    }
+    std::net::SocketAddr::new(ip, port).to_string()
 }
 
 impl Supervisor {
