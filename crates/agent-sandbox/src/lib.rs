@@ -314,10 +314,18 @@
 //! `destroy` and swept after a crash.
 //!
 //! What creating one costs is in [`WorkspaceLayering`] and the handle's
-//! `workspaceLayering` detail: today every backend copies the working
-//! tree ([`WorkspaceLayering::Copy`], a reflink where the file system has
-//! one) and borrows the checkout's object store read-only, so creation
-//! costs in proportion to the working tree (figures in `benches/README.md`).
+//! `workspaceLayering` detail. Under bubblewrap (with its commands in one
+//! warm sandbox, the default) the view is an overlay mounted in the
+//! sandbox's own mount namespace ([`WorkspaceLayering::Overlay`]): the
+//! checkout is its read-only lower layer, so creating one costs the same
+//! whatever the checkout's size, a fork costs what its parent changed, and
+//! the host never sees the view. Elsewhere (Landlock, which has no mount
+//! namespace; gVisor and QEMU, whose own kernels serve the mounts) or
+//! where this kernel cannot mount an overlay for the user, the working
+//! tree is copied ([`WorkspaceLayering::Copy`], a reflink where the file
+//! system has one), costing in proportion to the working tree. Figures in
+//! `benches/README.md`. The host's read denies of paths in the checkout
+//! ([`ManagerBuilder::read_deny`]) hold at the same paths in the view.
 //!
 //! ```no_run
 //! # async fn demo(m: agent_sandbox::SandboxManager) -> Result<(), agent_sandbox::Error> {

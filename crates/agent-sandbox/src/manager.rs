@@ -545,7 +545,8 @@ impl SandboxManager {
         self.refuse_duplicate(&spec.session_id)?;
         let temp = self.workspace_temp_dir()?;
         let (request, id) = (request.clone(), spec.session_id.clone());
-        let workspace = blocking(move || Workspace::create(&request, &id, &temp)).await?;
+        let layering = self.workspace_layering(&temp);
+        let workspace = blocking(move || Workspace::create(&request, &id, &temp, layering)).await?;
         self.launch_with(spec, Some(Arc::new(workspace))).await
     }
 
@@ -554,9 +555,11 @@ impl SandboxManager {
     /// changes) in a layer of its own, on the same branch name. Writes of
     /// either are never seen by the other or by another fork, and each
     /// collects on its own (`refs/sessions/<its session>/<branch>`).
-    /// The fork copies the parent's view (see [`crate::WorkspaceLayering`]);
-    /// a command of the parent's writing meanwhile may leave a file half
-    /// written in the fork.
+    /// An overlay fork copies what the parent changed (its layer) and
+    /// links the layers below, a copy fork the parent's whole view (see
+    /// [`crate::WorkspaceLayering`]); a command of the parent's writing
+    /// meanwhile may leave a file half written in the fork. A fork of a
+    /// fork is at most 32 deep.
     pub async fn launch_fork(
         &self,
         parent: &SandboxHandle,
@@ -607,6 +610,27 @@ impl SandboxManager {
             }
             .into()
         })
+    }
+
+    /// The overlay where the backend mounts one and this host can
+    /// (tried once per process), else the copy.
+    fn workspace_layering(&self, temp: &std::path::Path) -> crate::WorkspaceLayering {
+        #[cfg(target_os = "linux")]
+        if self.inner.backend.mounts_overlays(&self.inner.settings) {
+            match crate::workspace::overlay_available(temp) {
+                Ok(()) => return crate::WorkspaceLayering::Overlay,
+                Err(why) => {
+                    static SAID: std::sync::Once = std::sync::Once::new();
+                    SAID.call_once(|| {
+                        (self.inner.settings.log)(&format!(
+                            "workspaces are copies here (an overlay could not be mounted: {why})"
+                        ));
+                    });
+                }
+            }
+        }
+        let _ = temp;
+        crate::WorkspaceLayering::Copy
     }
 
     fn workspace_temp_dir(&self) -> Result<std::path::PathBuf, Error> {
@@ -668,10 +692,22 @@ impl SandboxManager {
             "limits".into(),
             self.inner.settings.cgroups.describe().into(),
         );
+        // What the host hides in the checkout stays hidden in the view.
+        let amended = workspace
+            .as_deref()
+            .and_then(|w| w.reads_in_view(&self.inner.settings.reads))
+            .map(|reads| crate::settings::Settings {
+                reads,
+                ..self.inner.settings.clone()
+            });
         let launched = self
             .inner
             .backend
-            .launch(&self.inner.settings, &spec)
+            .launch(
+                amended.as_ref().unwrap_or(&self.inner.settings),
+                &spec,
+                workspace.as_deref(),
+            )
             .await?;
         for (key, value) in launched.details {
             handle.details.insert(key.into(), value.into());

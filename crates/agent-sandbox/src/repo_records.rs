@@ -12,9 +12,12 @@ use std::sync::{Arc, Mutex};
 /// holds at most `bwrap_spec::REPO_SEARCH_MAX_DIRS` directories.
 const KEPT: usize = 8;
 
-/// The records, the latest first.
-#[derive(Default)]
-pub(crate) struct RepoRecords(Mutex<Vec<(Vec<String>, Arc<RepoSearchRecord>)>>);
+/// One set of roots and the latest search of them.
+type Record = (Vec<String>, Arc<RepoSearchRecord>);
+
+/// The records, the latest first (shared by the clones).
+#[derive(Clone, Default)]
+pub(crate) struct RepoRecords(Arc<Mutex<Vec<Record>>>);
 
 impl RepoRecords {
     /// The latest record of exactly these roots; an empty one when there

@@ -70,7 +70,45 @@ impl SessionDir {
 
 impl Drop for SessionDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        let _ = remove_tree(&self.path);
+    }
+}
+
+/// Removes `path` with everything below it. A directory its owner cannot
+/// read (the `work` directory an overlay mount leaves behind has mode 0)
+/// is made readable first, links not followed, then the removal is tried
+/// again.
+pub(crate) fn remove_tree(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_dir_all(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(first) => {
+            #[cfg(unix)]
+            {
+                drop(first);
+                let mut stack = vec![path.to_path_buf()];
+                let mut seen = 0usize;
+                while let Some(dir) = stack.pop() {
+                    seen += 1;
+                    if seen > 1_000_000 {
+                        break;
+                    }
+                    let Ok(meta) = std::fs::symlink_metadata(&dir) else {
+                        continue;
+                    };
+                    if !meta.is_dir() {
+                        continue;
+                    }
+                    let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+                    if let Ok(entries) = std::fs::read_dir(&dir) {
+                        stack.extend(entries.flatten().map(|e| e.path()));
+                    }
+                }
+                std::fs::remove_dir_all(path)
+            }
+            #[cfg(not(unix))]
+            Err(first)
+        }
     }
 }
 
@@ -135,7 +173,7 @@ pub(crate) fn remove_left_behind_in(base: &Path) -> Vec<PathBuf> {
             continue;
         }
         let path = entry.path();
-        if is_left_behind(&path) && std::fs::remove_dir_all(&path).is_ok() {
+        if is_left_behind(&path) && remove_tree(&path).is_ok() {
             removed.push(path);
         }
     }

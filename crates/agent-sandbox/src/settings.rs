@@ -62,7 +62,9 @@ pub enum CommandIsolation {
     FreshSandboxPerCommand,
 }
 
-/// What every backend of a manager shares.
+/// What every backend of a manager shares (a session in a workspace gets a
+/// copy with its reads amended: see [`crate::workspace`]).
+#[derive(Clone)]
 pub(crate) struct Settings {
     pub(crate) surface: Surface,
     /// How native sessions run their commands.

@@ -1652,7 +1652,7 @@ fn git(dir: &std::path::Path, args: &[&str]) -> String {
 }
 
 #[test]
-fn workspace_runs_the_command_in_a_copy_and_collects_its_branch_into_the_checkout() {
+fn workspace_runs_the_command_in_its_own_view_and_collects_its_branch_into_the_checkout() {
     if !native() || test_support::tool("git", "apt-get install git").is_none() {
         return;
     }
@@ -1689,7 +1689,8 @@ fn workspace_runs_the_command_in_a_copy_and_collects_its_branch_into_the_checkou
         out.contains("ELSEWHERE") && out.contains("COMMIT"),
         "{out}\n{e}"
     );
-    assert!(e.contains("(copy layering)"), "{e}");
+    // Under bubblewrap the view is an overlay in the sandbox's namespace.
+    assert!(e.contains("(overlay layering)"), "{e}");
     // The checkout: main where it was, the README untouched, the work as
     // a session ref alone.
     assert_eq!(git(&repo, &["rev-parse", "main"]), main_before);

@@ -87,16 +87,45 @@ pub(crate) fn process_overhead(session: &BackendSession) -> u32 {
 }
 
 impl Backend {
-    /// Launches a session for `spec` (already validated).
+    /// Whether this backend mounts a workspace's overlay itself (bubblewrap
+    /// with its commands in one warm sandbox, where the name guard's
+    /// launcher is the sandbox's init).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn mounts_overlays(&self, settings: &Settings) -> bool {
+        match self {
+            Backend::Bubblewrap(config) => {
+                config.name_guard.is_some()
+                    && settings.isolation == crate::CommandIsolation::SessionSandbox
+            }
+            _ => false,
+        }
+    }
+
+    /// Launches a session for `spec` (already validated), in `workspace`
+    /// when there is one (its mounts are in `spec` already; an overlay
+    /// view is mounted by the backends that can, and refused by the
+    /// others).
     pub(crate) async fn launch(
         &self,
         settings: &Settings,
         spec: &SandboxSpec,
+        workspace: Option<&crate::workspace::Workspace>,
     ) -> Result<Launched<BackendSession>, Error> {
+        #[cfg(target_os = "linux")]
+        let overlay = workspace.and_then(|w| w.overlay());
+        #[cfg(not(target_os = "linux"))]
+        let _ = workspace;
+        #[cfg(target_os = "linux")]
+        if overlay.is_some() && !matches!(self, Backend::Bubblewrap(_)) {
+            return Err(ErrorKind::NotSupported {
+                what: "an overlay workspace outside bubblewrap",
+            }
+            .into());
+        }
         match self {
             Backend::None => none::launch(settings).map(|l| l.map(|()| BackendSession::None)),
             #[cfg(target_os = "linux")]
-            Backend::Bubblewrap(config) => bubblewrap::launch(config, settings, spec)
+            Backend::Bubblewrap(config) => bubblewrap::launch(config, settings, spec, overlay)
                 .await
                 .map(|l| l.map(|s| BackendSession::Bubblewrap(Box::new(s)))),
             #[cfg(target_os = "linux")]

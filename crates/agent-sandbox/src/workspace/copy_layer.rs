@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// Most top-level entries given to one `cp`.
-const CP_BATCH: usize = 512;
+pub(crate) const CP_BATCH: usize = 512;
 
 /// Makes the workspace view at `view` (which must not exist) from
 /// `checkout`, on `branch`.
@@ -31,7 +31,7 @@ pub(crate) fn make(checkout: &Checkout, view: &Path, branch: &str) -> Result<(),
 /// Makes `to` (which must not exist) a copy of the view `from`, its git
 /// directory included: a fork.
 pub(crate) fn fork(from: &Path, to: &Path) -> Result<(), Error> {
-    cp(&[from.as_os_str().to_owned()], to, false)
+    cp(&[from.as_os_str().to_owned()], to, CopyHow::As)
 }
 
 fn copy_tree(root: &Path, view: &Path) -> Result<(), Error> {
@@ -46,19 +46,39 @@ fn copy_tree(root: &Path, view: &Path) -> Result<(), Error> {
         names.push(entry.path().into_os_string());
     }
     for batch in names.chunks(CP_BATCH) {
-        cp(batch, view, true)?;
+        cp(batch, view, CopyHow::IntoDir)?;
     }
     Ok(())
 }
 
-/// `cp -a --reflink=auto SOURCES... INTO` (`-t INTO` when `into_dir`).
-fn cp(sources: &[std::ffi::OsString], to: &Path, into_dir: bool) -> Result<(), Error> {
+/// How [`cp`] places what it copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CopyHow {
+    /// Each source into the directory `to` (`cp -a -t TO`).
+    IntoDir,
+    /// The one source as `to` (`cp -a --no-target-directory`).
+    As,
+    /// The one source as `to`, its files hard links (`cp -al`): for
+    /// layers that never change again.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(dead_code, reason = "only overlay forks (Linux) link their layers")
+    )]
+    LinkAs,
+}
+
+/// `cp -a --reflink=auto` (or `cp -al`) of `sources` to `to`, placed as
+/// `how` says.
+pub(crate) fn cp(sources: &[std::ffi::OsString], to: &Path, how: CopyHow) -> Result<(), Error> {
     if sources.is_empty() {
         return Ok(());
     }
     let mut c = Command::new("cp");
-    c.args(["-a", "--reflink=auto"]);
-    if into_dir {
+    match how {
+        CopyHow::LinkAs => c.args(["-a", "-l"]),
+        CopyHow::IntoDir | CopyHow::As => c.args(["-a", "--reflink=auto"]),
+    };
+    if how == CopyHow::IntoDir {
         c.arg("-t").arg(to).arg("--").args(sources);
     } else {
         c.arg("--no-target-directory")
@@ -73,7 +93,7 @@ fn cp(sources: &[std::ffi::OsString], to: &Path, into_dir: bool) -> Result<(), E
         return Err(ErrorKind::WorkspaceSetup {
             path: to.display().to_string(),
             reason: format!(
-                "copying the working tree failed: {}",
+                "copying failed: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             ),
         }

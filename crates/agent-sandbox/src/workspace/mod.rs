@@ -6,7 +6,10 @@
 //! (a directory of its own in the manager's temp dir, made and swept like
 //! the session directories) and hands the launch what to mount: the view
 //! writable, the checkout's object store read-only, the checkout itself
-//! protected. Backends only realise it.
+//! protected. Backends only realise it: bubblewrap mounts an overlay view
+//! (`overlay`, `overlay_mount`) before it starts, reading the view from its
+//! layers while it plans (`overlay_host`); the others get a copy
+//! (`copy_layer`).
 
 #![cfg_attr(
     not(unix),
@@ -26,8 +29,22 @@ mod copy_layer;
 mod host_git;
 #[cfg(unix)]
 mod layer_files;
+#[cfg(target_os = "linux")]
+mod overlay;
+#[cfg(target_os = "linux")]
+mod overlay_host;
+#[cfg(target_os = "linux")]
+mod overlay_mount;
+
+#[cfg(target_os = "linux")]
+pub(crate) use overlay::{OverlayView, available as overlay_available};
+#[cfg(target_os = "linux")]
+pub(crate) use overlay_host::OverlayHost;
+#[cfg(target_os = "linux")]
+pub(crate) use overlay_mount::MountPlan;
 
 use crate::session_dir::SessionDir;
+use crate::settings::ExtraReads;
 use crate::{Error, ErrorKind};
 use checkout::Checkout;
 use sandbox_core::{Access, SandboxBindMount, SandboxSpec};
@@ -83,7 +100,17 @@ impl WorkspaceRequest {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum WorkspaceLayering {
-    /// A copy of the working tree on the host (a reflink where the file
+    /// An overlay mount in the sandbox's own mount namespace (bubblewrap
+    /// on Linux): the checkout is the lower layer, read-only, and every
+    /// write of the session lands in the session's layer, so creating one
+    /// costs the same whatever the checkout's size, and a fork costs what
+    /// its parent changed. The host never sees the view; changes made to
+    /// the checkout's working tree while the session runs may show
+    /// through in files the session has not written.
+    Overlay,
+    /// A copy of the working tree on the host, where no overlay can be
+    /// mounted (Landlock, gVisor, QEMU; a kernel or temp dir without what
+    /// an overlay needs) (a reflink where the file
     /// system has one, else a full copy: creation costs in proportion to
     /// the working tree) with a small git directory of its own that
     /// borrows the checkout's object store read-only.
@@ -94,6 +121,7 @@ impl WorkspaceLayering {
     /// The name used in the handle's `workspaceLayering` detail.
     pub fn as_str(self) -> &'static str {
         match self {
+            WorkspaceLayering::Overlay => "overlay",
             WorkspaceLayering::Copy => "copy",
         }
     }
@@ -154,9 +182,14 @@ pub(crate) struct Workspace {
     layer: SessionDir,
     view: PathBuf,
     checkout: Checkout,
+    /// The checkout's path as the request named it.
+    named: PathBuf,
     branch: String,
     base: String,
     layering: WorkspaceLayering,
+    /// What the overlay is made of (the overlay layering).
+    #[cfg(target_os = "linux")]
+    overlay: Option<OverlayView>,
 }
 
 impl Workspace {
@@ -166,20 +199,57 @@ impl Workspace {
         request: &WorkspaceRequest,
         session_id: &str,
         temp_dir: &Path,
+        layering: WorkspaceLayering,
     ) -> Result<Workspace, Error> {
         check_session_id(session_id)?;
         let checkout = Checkout::open(&request.checkout)?;
         let layer = SessionDir::create_in(temp_dir)?;
-        let view = layer.path().join(view_name(&checkout.root));
+        let name = view_name(&checkout.root);
+        #[cfg(target_os = "linux")]
+        if layering == WorkspaceLayering::Overlay {
+            let o = overlay::make(&checkout, layer.path(), name.as_os_str(), &request.branch)?;
+            return Ok(Workspace {
+                layer,
+                view: o.view.clone(),
+                base: checkout.head.clone(),
+                checkout,
+                named: request.checkout.clone(),
+                branch: request.branch.clone(),
+                layering,
+                overlay: Some(o),
+            });
+        }
+        // Elsewhere every layering is the copy.
+        let _ = layering;
+        let view = layer.path().join(name);
         make_view(&checkout, &view, &request.branch)?;
         Ok(Workspace {
             layer,
             view,
             base: checkout.head.clone(),
             checkout,
+            named: request.checkout.clone(),
             branch: request.branch.clone(),
             layering: WorkspaceLayering::Copy,
+            #[cfg(target_os = "linux")]
+            overlay: None,
         })
+    }
+
+    /// The overlay the sandbox mounts for the view (the overlay layering).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn overlay(&self) -> Option<&OverlayView> {
+        self.overlay.as_ref()
+    }
+
+    /// The session's git directory on the host.
+    #[cfg(unix)]
+    fn layer_git(&self) -> PathBuf {
+        #[cfg(target_os = "linux")]
+        if let Some(o) = &self.overlay {
+            return o.git_dir();
+        }
+        self.view.join(".git")
     }
 
     /// A fork of this workspace for `session_id`: what is in it now, in a
@@ -187,15 +257,33 @@ impl Workspace {
     pub(crate) fn fork(&self, session_id: &str, temp_dir: &Path) -> Result<Workspace, Error> {
         check_session_id(session_id)?;
         let layer = SessionDir::create_in(temp_dir)?;
-        let view = layer.path().join(view_name(&self.checkout.root));
+        let name = view_name(&self.checkout.root);
+        #[cfg(target_os = "linux")]
+        if let Some(parent) = &self.overlay {
+            let o = overlay::fork(parent, layer.path(), name.as_os_str())?;
+            return Ok(Workspace {
+                layer,
+                view: o.view.clone(),
+                checkout: self.checkout.clone(),
+                named: self.named.clone(),
+                branch: self.branch.clone(),
+                base: self.base.clone(),
+                layering: self.layering,
+                overlay: Some(o),
+            });
+        }
+        let view = layer.path().join(name);
         fork_view(&self.view, &view)?;
         Ok(Workspace {
             layer,
             view,
             checkout: self.checkout.clone(),
+            named: self.named.clone(),
             branch: self.branch.clone(),
             base: self.base.clone(),
             layering: self.layering,
+            #[cfg(target_os = "linux")]
+            overlay: None,
         })
     }
 
@@ -218,6 +306,42 @@ impl Workspace {
             spec.guest_workdir = Some(view);
         }
         Ok(())
+    }
+
+    /// `reads` with each read deny (and each path read again inside one)
+    /// that names the checkout or lies in it named again in the view, so
+    /// that what the host hides in the checkout stays hidden in the
+    /// session's view of it; `None` when none does.
+    pub(crate) fn reads_in_view(&self, reads: &ExtraReads) -> Option<ExtraReads> {
+        let prefixes: Vec<String> = [&self.checkout.root, &self.named]
+            .iter()
+            .map(|p| p.display().to_string().trim_end_matches('/').to_owned())
+            .filter(|p| !p.is_empty())
+            .collect();
+        let view = self.view.display().to_string();
+        let in_view = |entry: &String| -> Option<String> {
+            prefixes.iter().find_map(|p| {
+                let rest = entry.strip_prefix(p.as_str())?;
+                (rest.is_empty() || rest.starts_with('/')).then(|| format!("{view}{rest}"))
+            })
+        };
+        let deny: Vec<String> = reads.deny.iter().filter_map(in_view).collect();
+        let again: Vec<String> = reads.again.iter().filter_map(in_view).collect();
+        if deny.is_empty() && again.is_empty() {
+            return None;
+        }
+        let mut out = reads.clone();
+        for d in deny {
+            if !out.deny.contains(&d) {
+                out.deny.push(d);
+            }
+        }
+        for a in again {
+            if !out.again.contains(&a) {
+                out.again.push(a);
+            }
+        }
+        Some(out)
     }
 
     /// The handle's details for the workspace.
@@ -246,7 +370,7 @@ impl Workspace {
     pub(crate) fn collect(&self, session_id: &str) -> Result<CollectOutcome, Error> {
         collect::collect(&collect::CollectJob {
             checkout: &self.checkout,
-            layer_git: &self.view.join(".git"),
+            layer_git: &self.layer_git(),
             scratch: &self.layer.path().join("collect"),
             session_id,
             branch: &self.branch,

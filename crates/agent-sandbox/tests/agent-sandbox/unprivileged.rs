@@ -1,4 +1,5 @@
-//! The command tests (`commands`, `acp`), the gVisor tests (`microvm`,
+//! The command tests (`commands`, `acp`), bubblewrap's overlay workspaces
+//! (made in a user namespace of the manager's own), the gVisor tests (`microvm`,
 //! with `runsc --rootless`) and the QEMU escape test (bubblewrap jails in
 //! user namespaces, no `/dev/kvm`) and a QEMU workspace once more as an
 //! unprivileged user: this test binary runs itself again under `setpriv` as
@@ -43,6 +44,8 @@ fn the_command_tests_pass_as_an_unprivileged_user() {
             "commands::",
             "acp::",
             "warm::a_repository_made",
+            "workspace::under_bubblewrap",
+            "workspace::a_forks",
             "--test-threads=2",
         ])
         .env(RERUN, "1")
@@ -54,10 +57,10 @@ fn the_command_tests_pass_as_an_unprivileged_user() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "as uid 65534:\n{stdout}\n{stderr}");
     let passed = tests_passed(&stdout);
-    // Every test of the two modules and the repository test ran (none
-    // filtered away by a rename).
+    // Every test of the two modules, the repository test and the two
+    // overlay workspace tests ran (none filtered away by a rename).
     assert!(
-        passed >= 15,
+        passed >= 17,
         "only {passed} tests ran as uid 65534:\n{stdout}"
     );
     assert!(stdout.contains(" 0 failed"), "{stdout}");

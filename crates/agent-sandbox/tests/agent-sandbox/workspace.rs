@@ -51,6 +51,11 @@ impl Fixture {
             &["worktree", "add", "-q", "-b", "t2", t2.to_str().unwrap()],
         );
         std::fs::write(main.join("lib.txt"), "one\nuncommitted\n").unwrap();
+        // Untracked files the host hides from reading (see `builder`).
+        std::fs::create_dir_all(main.join("notes")).unwrap();
+        std::fs::write(main.join("notes/secret.txt"), "TOPSECRET\n").unwrap();
+        std::fs::create_dir_all(main.join("deep/er")).unwrap();
+        std::fs::write(main.join("deep/er/id.pem"), "TOPSECRET\n").unwrap();
         f
     }
 
@@ -68,6 +73,15 @@ impl Fixture {
             .temp_dir(self.p("tmp"))
             .name_guard_launcher(crate::launcher())
             .base_env(vec![("PATH".into(), "/usr/bin:/bin".into())]);
+        b
+    }
+
+    /// [`Fixture::builder`] with the host hiding `notes/` and every
+    /// `*.pem` of the checkout from reading.
+    pub(super) fn builder_with_read_denies(&self) -> ManagerBuilder {
+        let mut b = self.builder();
+        b.read_deny(format!("{}/notes", self.main().display()))
+            .read_deny(format!("{}/**/*.pem", self.main().display()));
         b
     }
 }
@@ -182,6 +196,9 @@ test "$(git rev-parse --abbrev-ref HEAD)" = task && echo ON-TASK
 git status --short >/dev/null && echo STATUS
 git log --format=%s v1 | grep -q first && echo HISTORY
 echo work > work.txt && git add work.txt lib.txt && git commit -qm work && echo COMMIT
+cat notes/secret.txt 2>/dev/null | grep -q TOPSECRET && echo ATTACK-read-denied-dir
+cat deep/er/id.pem 2>/dev/null | grep -q TOPSECRET && echo ATTACK-read-denied-glob
+cat {main}/notes/secret.txt 2>/dev/null | grep -q TOPSECRET && echo ATTACK-read-denied-checkout
 git update-ref refs/heads/main HEAD && git tag -f v1 HEAD >/dev/null && git branch -f old HEAD && echo OWN-REFS
 git gc --prune=now -q && git log --format=%s -1 | grep -q work && echo OWN-GC
 O={o}
@@ -224,7 +241,15 @@ const MUST: [&str; 8] = [
 
 /// Launches a workspace session with `m`, runs the attacks, collects and
 /// checks the checkout.
-async fn attacks_fail_and_the_work_collects(m: &SandboxManager, f: &Fixture, id: &str) {
+/// What a backend's workspace session is expected to be.
+struct Expect {
+    layering: WorkspaceLayering,
+    /// Whether the manager hides `notes/` and `*.pem` of the checkout.
+    reads_denied: bool,
+}
+
+async fn attacks_fail_and_the_work_collects(m: &SandboxManager, f: &Fixture, id: &str, e: Expect) {
+    let layering = e.layering;
     let before = Before::take(f);
     let req = WorkspaceRequest::new(f.main(), "task").unwrap();
     let mut h = m
@@ -232,7 +257,11 @@ async fn attacks_fail_and_the_work_collects(m: &SandboxManager, f: &Fixture, id:
         .await
         .unwrap();
     let info = m.workspace(&h).unwrap();
-    assert_eq!(info.layering, WorkspaceLayering::Copy);
+    assert_eq!(info.layering, layering);
+    assert_eq!(
+        h.details["workspaceLayering"].as_str(),
+        Some(layering.as_str())
+    );
     assert_eq!(info.branch, "task");
     assert_eq!(
         h.details["workspace"].as_str().unwrap(),
@@ -248,6 +277,12 @@ async fn attacks_fail_and_the_work_collects(m: &SandboxManager, f: &Fixture, id:
             r.stderr
         );
     }
+    // What the host hides in the checkout is hidden in the view too.
+    assert!(
+        !e.reads_denied || !r.stdout.contains("ATTACK-read-denied"),
+        "a denied read got through: {}",
+        r.stdout
+    );
     // An attack may "succeed" in what the sandbox shows (under bubblewrap
     // the checkout's paths are directories of the sandbox's own root), so
     // what counts is the host's checkout, read from the host.
@@ -301,9 +336,18 @@ async fn under_bubblewrap_the_checkout_holds_and_the_work_collects() {
         return;
     }
     let f = Fixture::new("bwrap");
-    let mut b = f.builder();
+    let mut b = f.builder_with_read_denies();
     b.native_mechanism(NativeMechanism::Bubblewrap);
-    attacks_fail_and_the_work_collects(&b.build().unwrap(), &f, "ws-bwrap").await;
+    attacks_fail_and_the_work_collects(
+        &b.build().unwrap(),
+        &f,
+        "ws-bwrap",
+        Expect {
+            layering: WorkspaceLayering::Overlay,
+            reads_denied: true,
+        },
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -312,9 +356,20 @@ async fn under_landlock_the_checkout_holds_and_the_work_collects() {
         return;
     }
     let f = Fixture::new("landlock");
+    // Without read denies: under Landlock a file made later in a directory
+    // that holds a denied path cannot be read (the rules are fixed at launch).
     let mut b = f.builder();
     b.native_mechanism(NativeMechanism::Landlock);
-    attacks_fail_and_the_work_collects(&b.build().unwrap(), &f, "ws-landlock").await;
+    attacks_fail_and_the_work_collects(
+        &b.build().unwrap(),
+        &f,
+        "ws-landlock",
+        Expect {
+            layering: WorkspaceLayering::Copy,
+            reads_denied: false,
+        },
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -329,13 +384,22 @@ async fn under_gvisor_the_checkout_holds_and_the_work_collects() {
         return;
     }
     let f = Fixture::new("gvisor");
-    let mut b = f.builder();
+    let mut b = f.builder_with_read_denies();
     b.request(
         BackendRequest::Explicit(SandboxBackend::Microvm),
         Surface::Dispatch,
     )
     .filename_rules(FilenameRules::DropFilenameGlobDenies);
-    attacks_fail_and_the_work_collects(&b.build().unwrap(), &f, "ws-gvisor").await;
+    attacks_fail_and_the_work_collects(
+        &b.build().unwrap(),
+        &f,
+        "ws-gvisor",
+        Expect {
+            layering: WorkspaceLayering::Copy,
+            reads_denied: true,
+        },
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -345,13 +409,22 @@ async fn in_a_qemu_guest_the_checkout_holds_and_the_work_collects() {
         return;
     }
     let f = Fixture::new("qemu");
-    let mut b = f.builder();
+    let mut b = f.builder_with_read_denies();
     b.request(
         BackendRequest::Explicit(SandboxBackend::Microvm),
         Surface::Dispatch,
     )
     .microvm_runtime_qemu();
-    attacks_fail_and_the_work_collects(&b.build().unwrap(), &f, "ws-qemu").await;
+    attacks_fail_and_the_work_collects(
+        &b.build().unwrap(),
+        &f,
+        "ws-qemu",
+        Expect {
+            layering: WorkspaceLayering::Copy,
+            reads_denied: true,
+        },
+    )
+    .await;
 }
 
 /// A bubblewrap manager for the fixture, or `None` (with the install line
@@ -360,7 +433,7 @@ fn bwrap_manager(f: &Fixture) -> Option<SandboxManager> {
     if !git_available() || !super::native::native_available() {
         return None;
     }
-    let mut b = f.builder();
+    let mut b = f.builder_with_read_denies();
     b.native_mechanism(NativeMechanism::Bubblewrap);
     Some(b.build().unwrap())
 }

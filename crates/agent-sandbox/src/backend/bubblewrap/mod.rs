@@ -25,6 +25,7 @@ use crate::egress::{Egress, Listen, plain_env};
 use crate::running::{CommandIo, prepare, run_child};
 use crate::seam::{CommandTask, ExecRequest, Launched};
 use crate::settings::Settings;
+use crate::workspace::{MountPlan, OverlayHost, OverlayView};
 use bwrap_spec::{
     BridgePlan, BwrapBuilder, BwrapPlan, FilenameRules, GuardFds, NameGuardLauncher,
     PlaceholderFiles, Profile,
@@ -73,6 +74,14 @@ pub(crate) struct Session {
     egress: Option<Bridged>,
     /// The session's init, when commands run in one warm sandbox.
     warm: Option<WarmInit>,
+    /// The host as the plan reads it (the overlay's layers for its view).
+    host: crate::settings::SharedHostView,
+    /// The workspace's overlay, mounted when bubblewrap starts.
+    overlay_mount: Option<MountPlan>,
+    overlay: Option<OverlayView>,
+    /// The reads denied at launch (the manager's, with a workspace's
+    /// translated into its view), for the plan's rebuilds.
+    reads: crate::settings::ExtraReads,
     _placeholders: PlaceholderFiles,
     /// Those of repositories made in the session.
     added_placeholders: Mutex<Vec<PlaceholderFiles>>,
@@ -101,8 +110,18 @@ pub(crate) async fn launch(
     config: &Arc<Config>,
     settings: &Settings,
     spec: &SandboxSpec,
+    overlay: Option<&OverlayView>,
 ) -> Result<Launched<Session>, Error> {
-    let host = &*settings.host;
+    // An overlay view is empty on the host: a launch reads it from its
+    // layers, and the sandbox's bubblewrap starts with it mounted.
+    let (host_view, overlay_mount): (crate::settings::SharedHostView, _) = match overlay {
+        Some(o) => (
+            Arc::new(OverlayHost::new(settings.host.clone(), o)),
+            Some(MountPlan::new(o).map_err(|e| Error::io("preparing the workspace's overlay", e))?),
+        ),
+        None => (settings.host.clone(), None),
+    };
+    let host = &*host_view;
     if settings.surface == Surface::Terminal {
         // The fixed terminal profile: host network, no proxies.
         let mut builder = BwrapBuilder::new(spec, &settings.home);
@@ -122,7 +141,7 @@ pub(crate) async fn launch(
             builder.allow_unix_socket(s.clone());
         }
         let plan = builder.build(host)?;
-        let placeholders = PlaceholderFiles::create_on_host(plan.placeholders())?;
+        let placeholders = create_placeholders(overlay, plan.placeholders())?;
         let session = Session {
             config: config.clone(),
             plan: Mutex::new(Arc::new(plan)),
@@ -132,6 +151,10 @@ pub(crate) async fn launch(
             notes: RepoNotes::new()?,
             egress: None,
             warm: None,
+            host: host_view.clone(),
+            overlay_mount: overlay_mount.clone(),
+            overlay: overlay.cloned(),
+            reads: settings.reads.clone(),
             _placeholders: placeholders,
             added_placeholders: Mutex::new(Vec::new()),
         };
@@ -163,7 +186,16 @@ pub(crate) async fn launch(
     }
     let writable = writable_roots(spec);
     let repos = repos_in_writable_roots(settings, &spec.session_id, &writable);
-    let plan = match dispatch_builder(config, settings, spec, &repos.repos, &bridges).build(host) {
+    let plan = match dispatch_builder(
+        config,
+        settings,
+        &settings.reads,
+        spec,
+        &repos.repos,
+        &bridges,
+    )
+    .build(host)
+    {
         Ok(p) => p,
         Err(e) => {
             egress.shutdown().await;
@@ -171,7 +203,7 @@ pub(crate) async fn launch(
         }
     };
     log_dropped_filename_rules(settings, spec, &plan);
-    let placeholders = PlaceholderFiles::create_on_host(plan.placeholders())?;
+    let placeholders = create_placeholders(overlay, plan.placeholders())?;
     let guest = |port| std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let env = egress.env(
         settings,
@@ -193,6 +225,10 @@ pub(crate) async fn launch(
             bridges,
         }),
         warm: None,
+        host: host_view.clone(),
+        overlay_mount,
+        overlay: overlay.cloned(),
+        reads: settings.reads.clone(),
         _placeholders: placeholders,
         added_placeholders: Mutex::new(Vec::new()),
     };
@@ -204,11 +240,24 @@ pub(crate) async fn launch(
     })
 }
 
+/// Makes the placeholders of a plan's denies on the host (in the overlay's
+/// upper layer for those in its view).
+fn create_placeholders(
+    overlay: Option<&OverlayView>,
+    placeholders: &[bwrap_spec::Placeholder],
+) -> Result<PlaceholderFiles, Error> {
+    Ok(match overlay {
+        Some(o) => PlaceholderFiles::create_on_host(&o.placeholders_in_upper(placeholders))?,
+        None => PlaceholderFiles::create_on_host(placeholders)?,
+    })
+}
+
 /// The builder of a dispatch's plan, with the denies of `repos` (the git
 /// repositories in its writable roots).
 fn dispatch_builder(
     config: &Config,
     settings: &Settings,
+    reads: &crate::settings::ExtraReads,
     spec: &SandboxSpec,
     repos: &[String],
     bridges: &BridgePlan,
@@ -220,8 +269,8 @@ fn dispatch_builder(
         .filename_rules(config.filename_rules)
         .argv_delivery(bwrap_spec::ArgvDelivery::ArgsFd)
         .bridges(bridges.clone())
-        .read_deny(settings.reads.deny.iter().cloned())
-        .read_reopen(settings.reads.again.iter().cloned());
+        .read_deny(reads.deny.iter().cloned())
+        .read_reopen(reads.again.iter().cloned());
     for s in &settings.unix_sockets {
         builder.allow_unix_socket(s.clone());
     }
@@ -258,6 +307,19 @@ async fn warm_up(
     details: &mut Vec<(&'static str, String)>,
 ) -> Result<Session, Error> {
     let plan = session.plan();
+    if session.overlay_mount.is_some()
+        && (settings.isolation != CommandIsolation::SessionSandbox
+            || plan.bound_launcher().is_none())
+    {
+        // Each fresh sandbox would mount the one upper layer again.
+        if let Some(b) = &session.egress {
+            b.egress.shutdown().await;
+        }
+        return Err(crate::ErrorKind::NotSupported {
+            what: "an overlay workspace without one warm sandbox for the session",
+        }
+        .into());
+    }
     let launcher = match (settings.isolation, plan.bound_launcher()) {
         (CommandIsolation::SessionSandbox, Some(l)) => l.clone(),
         (CommandIsolation::SessionSandbox, None) => {
@@ -395,11 +457,12 @@ impl Session {
         let new = dispatch_builder(
             &self.config,
             settings,
+            &self.reads,
             &self.spec,
             &found.all,
             &bridged.bridges,
         )
-        .build(&*settings.host)
+        .build(&*self.host)
         .map_err(|e| plan_refusal(e, self.config.launcher_set))?;
         let placeholders: Vec<bwrap_spec::Placeholder> = new
             .placeholders()
@@ -407,7 +470,7 @@ impl Session {
             .filter(|p| !old.placeholders().iter().any(|o| o.path == p.path))
             .cloned()
             .collect();
-        let made = PlaceholderFiles::create_on_host(&placeholders)?;
+        let made = create_placeholders(self.overlay.as_ref(), &placeholders)?;
         if let Some(warm) = &self.warm {
             if new.is_guarded() {
                 let rules: Vec<GuardUpdate> = new
@@ -465,6 +528,9 @@ impl Session {
     ) -> Result<(tokio::process::Command, Option<std::fs::File>), Error> {
         let mut c = tokio::process::Command::new(&self.config.bwrap);
         prepare(&mut c, request);
+        if let Some(plan) = &self.overlay_mount {
+            plan.mount_before_exec(c.as_std_mut());
+        }
         let file = args_file::options_for(&mut c, options, &self.config.temp_dir)?;
         c.args(argv);
         Ok((c, file))
