@@ -174,12 +174,26 @@ fn mark_opaque(dir: &Path) -> Result<(), Error> {
     })
 }
 
-/// Whether an overlay workspace can be mounted here: tried once per
-/// process (a child mounts a tiny overlay in a namespace of its own, in a
-/// scratch directory of `temp_dir`); `Err` says why not.
+/// Whether an overlay workspace can be mounted with its layers in
+/// `temp_dir`: tried once per process and temp dir (a child mounts a tiny
+/// overlay in a namespace of its own, in a scratch directory of
+/// `temp_dir`); `Err` says why not.
 pub(crate) fn available(temp_dir: &Path) -> Result<(), String> {
-    static TRIED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    TRIED.get_or_init(|| try_mount(temp_dir)).clone()
+    type Tried = std::sync::Mutex<Vec<(PathBuf, Result<(), String>)>>;
+    static TRIED: std::sync::OnceLock<Tried> = std::sync::OnceLock::new();
+    let tried = TRIED.get_or_init(Default::default);
+    if let Ok(t) = tried.lock()
+        && let Some((_, r)) = t.iter().find(|(d, _)| d == temp_dir)
+    {
+        return r.clone();
+    }
+    let r = try_mount(temp_dir);
+    if let Ok(mut t) = tried.lock()
+        && t.len() < 64
+    {
+        t.push((temp_dir.to_path_buf(), r.clone()));
+    }
+    r
 }
 
 fn try_mount(temp_dir: &Path) -> Result<(), String> {

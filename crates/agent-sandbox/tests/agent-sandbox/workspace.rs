@@ -525,7 +525,9 @@ async fn a_forks_writes_are_its_own_and_it_collects_on_its_own() {
         .await
         .unwrap();
     commit(&m, &parent, "a.txt", "shared").await;
-    run(&m, &parent, "echo scratch > scratch.txt").await;
+    // A file of the checkout's removed in the parent (an overlay's
+    // whiteout) is gone in its forks too, and stays in the checkout.
+    run(&m, &parent, "echo scratch > scratch.txt; rm README").await;
     let mut one = m
         .launch_fork(&parent, SandboxSpec::new("fork-one", "w"))
         .await
@@ -539,8 +541,14 @@ async fn a_forks_writes_are_its_own_and_it_collects_on_its_own() {
         m.workspace(&parent).unwrap().path
     );
     // The fork starts from what the parent had, uncommitted work too.
-    let r = run(&m, &one, "cat scratch.txt a.txt").await;
-    assert_eq!(r.stdout, "scratch\nshared\n", "{}", r.stderr);
+    let r = run(
+        &m,
+        &one,
+        "cat scratch.txt a.txt; test -e README || echo NO-README",
+    )
+    .await;
+    assert_eq!(r.stdout, "scratch\nshared\nNO-README\n", "{}", r.stderr);
+    assert!(main.join("README").is_file());
     commit(&m, &one, "one.txt", "one").await;
     commit(&m, &two, "two.txt", "two").await;
     commit(&m, &parent, "p.txt", "parent").await;
