@@ -74,6 +74,7 @@ struct Keys {
     terminal: Option<bool>,
     events: Option<String>,
     audit: Option<String>,
+    log_format: Option<String>,
     #[serde(default)]
     allow_unix_socket: Vec<String>,
     #[serde(default)]
@@ -130,6 +131,7 @@ pub fn settings_args(text: &str) -> Result<Vec<String>, String> {
     one(o, "backend", k.backend);
     one(o, "events", k.events);
     one(o, "audit", k.audit);
+    one(o, "log-format", k.log_format);
     all(o, "allow-unix-socket", k.allow_unix_socket);
     all(
         o,

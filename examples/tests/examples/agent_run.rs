@@ -1916,3 +1916,74 @@ fn an_allowed_host_the_network_fails_is_said_as_such_and_not_counted() {
     assert!(e.contains("agent-run: no violations"), "{e}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn log_format_json_writes_every_line_as_json_with_the_sessions_spans() {
+    if !native() {
+        return;
+    }
+    let d = scratch("log-json");
+    let o = agent_run(
+        &d,
+        &[
+            "--log-format",
+            "json",
+            "--mount",
+            ".:rw",
+            "--",
+            "sh",
+            "-c",
+            "echo out; touch .env; exit 3",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    // The command's own output passes through untouched.
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "out\n");
+    let e = err(&o);
+    // Every line but the command's own stderr (`touch: ...`) is JSON.
+    let (json, others): (Vec<&str>, Vec<&str>) = e.lines().partition(|l| l.starts_with('{'));
+    assert!(others.iter().all(|l| l.starts_with("touch:")), "{others:?}");
+    let lines: Vec<serde_json::Value> = json
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("not a JSON line: {l}")))
+        .collect();
+    let text = |l: &serde_json::Value, k: &str| l[k].as_str().unwrap_or_default().to_owned();
+    for l in &lines {
+        let time = text(l, "time");
+        assert!(time.len() == 27 && time.ends_with('Z'), "{l}");
+        assert!(
+            ["INFO", "WARN", "ERROR"].contains(&text(l, "level").as_str()),
+            "{l}"
+        );
+    }
+    // The manager's probe line, agent-run's own lines, the refusal as a
+    // warning, and the manager's refusal event in the command's span
+    // with the session's id.
+    assert!(
+        lines.iter().any(|l| text(l, "target") == "agent_sandbox"
+            && text(l, "message").starts_with("agent sandbox ON")),
+        "{e}"
+    );
+    assert!(
+        lines.iter().any(|l| text(l, "target") == "agent_run"
+            && text(l, "message").starts_with("backend native")),
+        "{e}"
+    );
+    let v = lines
+        .iter()
+        .find(|l| text(l, "message").starts_with("violation: file-write-create"))
+        .unwrap_or_else(|| panic!("no violation line: {e}"));
+    assert_eq!(text(v, "level"), "WARN");
+    let refused = lines
+        .iter()
+        .find(|l| text(l, "target").starts_with("agent_sandbox") && text(l, "message") == "refused")
+        .unwrap_or_else(|| panic!("no refusal event: {e}"));
+    let spans = refused["spans"].as_array().unwrap();
+    assert!(
+        spans.iter().any(|s| s["name"] == "agent_sandbox.command"
+            && text(s, "session_id").starts_with("agent-run-")
+            && text(s, "program") == "sh"),
+        "{refused}"
+    );
+    assert!(!d.join(".env").exists());
+}

@@ -38,6 +38,7 @@ pub(crate) struct Options {
     pub(crate) terminal: bool,
     pub(crate) events: Option<EventsTo>,
     pub(crate) audit: Option<std::path::PathBuf>,
+    pub(crate) log_format: crate::log_format::LogFormat,
     /// Each granted socket, and whether it was granted as root-equivalent.
     pub(crate) unix_sockets: Vec<(String, bool)>,
     pub(crate) broker_hosts: Vec<String>,
@@ -285,6 +286,13 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     audit: Option<std::path::PathBuf>,
 
+    /// How this program's lines and the manager's go to stderr: text (one
+    /// line each) or json (one JSON object per line from a tracing
+    /// subscriber: time, level, target, message, fields, and the spans with
+    /// the session id and backend).
+    #[arg(long, value_name = "text|json", default_value = "text")]
+    log_format: crate::log_format::LogFormat,
+
     /// Let the command connect to the Unix socket PATH (absolute; that
     /// socket alone is bound in, and SSH_AUTH_SOCK passes when it names it);
     /// repeat for more.
@@ -440,6 +448,7 @@ fn options(c: Cli) -> Result<Options, String> {
         terminal: c.terminal,
         events: c.events,
         audit: c.audit,
+        log_format: c.log_format,
         unix_sockets,
         broker_hosts: c.broker,
         broker_rules: c.broker_rules,

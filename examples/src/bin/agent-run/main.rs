@@ -46,6 +46,7 @@
 //! way to run it unconfined.
 
 mod cli;
+mod log_format;
 
 use cli::Options;
 
@@ -64,6 +65,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
+use tracing::Level;
 
 /// The first argument that makes this program the name guard's launcher.
 const GUARD_MARKER: &str = "--as-name-guard-exec";
@@ -206,12 +208,13 @@ fn main() -> ExitCode {
         Ok(o) => o,
         Err(e) => return ExitCode::from(e.report()),
     };
+    log_format::init(opts.log_format);
     // Before the runtime opens descriptors of its own: `json:FD` must name
     // one this program was started with.
     let events = match opts.events.as_ref().map(EventsTo::open).transpose() {
         Ok(log) => log,
         Err(e) => {
-            eprintln!("agent-run: {e}");
+            log_format::error(&format!("agent-run: {e}"));
             return ExitCode::from(1);
         }
     };
@@ -221,14 +224,14 @@ fn main() -> ExitCode {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("agent-run: {e}");
+            log_format::error(&format!("agent-run: {e}"));
             return ExitCode::from(1);
         }
     };
     match runtime.block_on(run(opts, events)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("agent-run: {e}");
+            log_format::error(&format!("agent-run: {e}"));
             ExitCode::from(1)
         }
     }
@@ -314,7 +317,13 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
                 .filter(|(k, _)| o.broker_credential_env.as_deref().is_none_or(|n| k != n))
                 .collect(),
         )
-        .log(Arc::new(|line: &str| eprintln!("agent-run: {line}")));
+        // In the json format the manager's lines reach stderr as the
+        // `tracing` events the manager makes of them.
+        .log(Arc::new(|line: &str| {
+            if !log_format::is_json() {
+                eprintln!("agent-run: {line}");
+            }
+        }));
     if let Some(path) = &o.audit {
         let sink = agent_sandbox::audit::audit_to_file(path)
             .map_err(|e| format!("--audit {}: {e}", path.display()))?;
@@ -388,7 +397,10 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
             o.command[0]
         ));
     }
-    eprintln!("agent-run: backend {} ({})", sel.backend, sel.label);
+    log_format::info(&format!(
+        "agent-run: backend {} ({})",
+        sel.backend, sel.label
+    ));
 
     let mut spec = SandboxSpec::new(format!("agent-run-{}", std::process::id()), "agent-run");
     spec.mode = o.mode;
@@ -454,12 +466,12 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
                 .await
                 .map_err(|e| format!("--workspace: {e}"))?;
             if let Some(info) = manager.workspace(&h) {
-                eprintln!(
+                log_format::info(&format!(
                     "agent-run: workspace {} on branch {} ({} layering)",
                     info.path.display(),
                     info.branch,
                     info.layering.as_str()
-                );
+                ));
             }
             h
         }
@@ -521,7 +533,8 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
     // While the terminal is raw a line feed does not return the carriage:
     // our lines end in both then.
     let eol = if raw.is_some() { "\r\n" } else { "\n" };
-    let say = |line: String| eprint!("{line}{eol}");
+    let say = |line: String| log_format::say(Level::INFO, &line, eol);
+    let warn = |line: String| log_format::say(Level::WARN, &line, eol);
     while let Some(ev) = events.next_event().await {
         write_event(&mut log, &ev);
         match ev {
@@ -545,7 +558,7 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
                     .and_then(|r| r.split_once(UPSTREAM_FAILED))
                     .map(|(_, why)| why.trim_start_matches(": ").to_owned())
                     .unwrap_or_default();
-                say(format!(
+                warn(format!(
                     "agent-run: {} was allowed, but the upstream failed: {why}",
                     violation.target
                 ));
@@ -559,7 +572,7 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
                     .and_then(|r| r.split_once(": "))
                     .map(|(_, why)| format!(" ({why})"))
                     .unwrap_or_default();
-                say(format!(
+                warn(format!(
                     "violation: {} {}{why}",
                     violation.action, violation.target
                 ));
@@ -570,14 +583,14 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
                 reason: Some(KillReason::Oom),
                 ..
             } => {
-                say("agent-run: the command ran out of memory (--memory) and was killed".into());
+                warn("agent-run: the command ran out of memory (--memory) and was killed".into());
                 code = 137;
             }
             SandboxEvent::Killed {
                 reason: Some(KillReason::Timeout),
                 ..
             } => {
-                say("agent-run: the command ran out of time and was killed".into());
+                warn("agent-run: the command ran out of time and was killed".into());
                 code = 124;
             }
             SandboxEvent::Killed { signal, .. } => {
@@ -594,14 +607,19 @@ async fn run(o: Options, log: Option<EventLog>) -> Result<u8, String> {
         // fails the run, the checkout unchanged.
         match manager.collect(&handle).await {
             Ok(CollectOutcome::Updated(c)) => {
-                eprintln!("agent-run: collected {} at {}", c.reference, c.new);
+                log_format::info(&format!(
+                    "agent-run: collected {} at {}",
+                    c.reference, c.new
+                ));
             }
             Ok(CollectOutcome::NothingNew { reference }) => {
-                eprintln!("agent-run: nothing new to collect into {reference}");
+                log_format::info(&format!(
+                    "agent-run: nothing new to collect into {reference}"
+                ));
             }
             Ok(_) => {}
             Err(e) => {
-                eprintln!("agent-run: {e}");
+                log_format::error(&format!("agent-run: {e}"));
                 if code == 0 {
                     code = 1;
                 }
@@ -625,7 +643,9 @@ fn write_event(log: &mut Option<EventLog>, event: &SandboxEvent) {
     if let Some(l) = log
         && let Err(e) = l.write(event)
     {
-        eprintln!("agent-run: --events: {e}; no more events are written");
+        log_format::error(&format!(
+            "agent-run: --events: {e}; no more events are written"
+        ));
         *log = None;
     }
 }
