@@ -182,3 +182,35 @@ fn socket_block(nr: u32, a: SocketArgs) -> [SockFilter; 17] {
         /* 16 */ ins(RET_K, 0, 0, RET_ALLOW),
     ]
 }
+
+/// `SECCOMP_RET_TRACE`: the call stops for the tracer first (and fails
+/// with `ENOSYS` when there is none).
+const RET_TRACE: u32 = 0x7ff0_0000;
+/// `AT_NO_AUTOMOUNT`: a flag of `statx` and `newfstatat` some user-space
+/// kernels refuse.
+pub(crate) const AT_NO_AUTOMOUNT: u32 = 0x800;
+
+/// A program that stops `statx` (flags: its third argument) and
+/// `newfstatat` (its fourth) for the tracer when they carry
+/// [`AT_NO_AUTOMOUNT`], and allows everything else (a call through another
+/// ABI too: the program narrows nothing). The tracer takes the flag out: a
+/// kernel that refuses it (gVisor's release 20221219 answers `EINVAL`, so
+/// `ls` and `stat` fail on every path) then answers the call.
+pub(crate) fn statx_trace(abi: &Abi, statx_nr: u32, newfstatat_nr: u32) -> Vec<SockFilter> {
+    vec![
+        // 0-1: another ABI: allowed (10).
+        ins(LD_W_ABS, 0, 0, OFF_ARCH),
+        ins(JEQ_K, 0, 8, abi.audit_arch),
+        // 2-5: statx, its flags: traced (9) or allowed (10).
+        ins(LD_W_ABS, 0, 0, OFF_NR),
+        ins(JEQ_K, 0, 2, statx_nr),
+        ins(LD_W_ABS, 0, 0, off_arg(2)),
+        ins(JSET_K, 3, 4, AT_NO_AUTOMOUNT),
+        // 6-8: newfstatat, its flags.
+        ins(JEQ_K, 0, 3, newfstatat_nr),
+        ins(LD_W_ABS, 0, 0, off_arg(3)),
+        ins(JSET_K, 0, 1, AT_NO_AUTOMOUNT),
+        ins(RET_K, 0, 0, RET_TRACE),
+        ins(RET_K, 0, 0, RET_ALLOW),
+    ]
+}

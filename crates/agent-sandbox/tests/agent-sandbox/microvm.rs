@@ -777,3 +777,51 @@ async fn exit_code(running: &mut sandbox_core::RunningCommand) -> Option<i32> {
     }
     exit
 }
+
+#[tokio::test]
+async fn everyday_file_tools_work_on_any_path_behind_gvisor() {
+    if !gvisor_available() {
+        return;
+    }
+    let t = Tree::new("gv-tools");
+    std::fs::create_dir_all(t.p("ws/src")).unwrap();
+    std::fs::write(t.p("ws/src/lib.rs"), "fn main() {}\n").unwrap();
+    let m = manager(&t, None);
+    let mut h = m.launch(t.spec("gv-tools")).await.unwrap();
+    let ws = t.p("ws");
+    // This runsc refuses statx and newfstatat with AT_NO_AUTOMOUNT, which
+    // coreutils passes: each tool on an absolute path, a relative one and
+    // the system's, in a pipeline and a subshell (traced processes).
+    let r = run(
+        &m,
+        &h,
+        &format!(
+            "ls /usr >/dev/null && echo LS-ABS; ls -la {ws}/src | grep -q lib.rs && echo LS-LA; \
+             (cd {ws} && ls src >/dev/null && echo LS-REL); stat -c %s {ws}/src/lib.rs; \
+             find {ws} -name lib.rs | grep -q lib.rs && echo FIND; \
+             cp -a {ws}/src {ws}/copy && cmp {ws}/src/lib.rs {ws}/copy/lib.rs && echo CP-A; \
+             sh -c 'stat -c %F /etc' ; exit 7"
+        ),
+    )
+    .await;
+    for word in [
+        "LS-ABS",
+        "LS-LA",
+        "LS-REL",
+        "13\n",
+        "FIND",
+        "CP-A",
+        "directory",
+    ] {
+        assert!(
+            r.stdout.contains(word),
+            "{word}: {}\n{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+    assert!(!r.stderr.contains("Invalid argument"), "{}", r.stderr);
+    // The command's own exit status comes through the tracer.
+    assert_eq!(r.exit, Some(7), "{}", r.stderr);
+    m.destroy(&mut h).await.unwrap();
+}

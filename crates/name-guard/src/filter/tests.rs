@@ -360,3 +360,22 @@ fn on_the_host_a_send_that_connects_by_itself_is_refused() {
         );
     }
 }
+
+#[test]
+fn the_statx_trace_stops_only_stats_that_carry_no_automount() {
+    const TRACE: u32 = 0x7ff0_0000;
+    for (abi, statx, fstatat) in [(&X86_64, 332, 262), (&AARCH64, 291, 79)] {
+        let p = statx_trace(abi, statx, fstatat);
+        let call = |arch, nr, args: &[u64]| run(&p, &Data::new(arch, nr, args));
+        let a = abi.audit_arch;
+        assert_eq!(call(a, statx, &[0, 0, 0x800 | 0x100, 0x7ff]), TRACE);
+        assert_eq!(call(a, statx, &[0, 0, 0x100, 0x7ff]), RET_ALLOW);
+        assert_eq!(call(a, fstatat, &[0, 0, 0, 0x800]), TRACE);
+        assert_eq!(call(a, fstatat, &[0, 0, 0x800, 0x100]), RET_ALLOW);
+        assert_eq!(call(a, statx + 1, &[0, 0, 0x800, 0x800]), RET_ALLOW);
+        assert_eq!(
+            call(AUDIT_ARCH_I386, statx, &[0, 0, 0x800, 0x800]),
+            RET_ALLOW
+        );
+    }
+}

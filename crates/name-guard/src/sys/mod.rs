@@ -18,6 +18,8 @@ mod fs;
 mod notify;
 mod process;
 mod spawn;
+#[cfg(target_os = "linux")]
+pub(crate) mod trace;
 
 pub(crate) use fs::{
     bind_raw, connect_raw, dup_cloexec, file_id, getdents, ipv6_only, is_fifo_at, is_nonblocking,

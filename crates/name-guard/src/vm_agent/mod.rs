@@ -27,6 +27,7 @@
 //! guest's kernel per command (`cgroup.rs`).
 
 mod cgroup;
+mod statx_tracer;
 mod streams;
 mod terminal_leader;
 
@@ -75,6 +76,12 @@ pub fn run_if_asked(args: &[std::ffi::OsString]) -> Option<i32> {
         && leader.as_bytes() == terminal_leader::LEADER_FLAG.as_bytes()
     {
         return Some(terminal_leader::leader_main(command));
+    }
+    if let [flag, tracer, command @ ..] = args
+        && flag.as_bytes() == VM_AGENT_FLAG.as_bytes()
+        && tracer.as_bytes() == statx_tracer::TRACER_FLAG.as_bytes()
+    {
+        return Some(statx_tracer::tracer_main(command));
     }
     let (flag, root) = match args {
         [flag] => (flag, Root::Initramfs),
@@ -134,6 +141,9 @@ fn sandbox_main() -> i32 {
     }
     mount_terminals_if_missing();
     TERMINAL_SIGNALS.store(true, Ordering::SeqCst);
+    if statx_tracer::statx_refuses_no_automount() {
+        STATX_TRACER.store(true, Ordering::SeqCst);
+    }
     // The leader is this program again: its path, and the arguments before
     // the agent's flag (a multi-call launcher's marker).
     let exe = std::env::current_exe().ok();
@@ -521,6 +531,10 @@ fn write_stdin(state: &Shared, id: u64, data: &[u8]) {
 /// its path and its leading arguments.
 static LEADER: std::sync::OnceLock<(Vec<u8>, Vec<Vec<u8>>)> = std::sync::OnceLock::new();
 
+/// Whether commands without a terminal run below the statx tracer (a
+/// gVisor that refuses `AT_NO_AUTOMOUNT`: see [`statx_tracer`]).
+static STATX_TRACER: AtomicBool = AtomicBool::new(false);
+
 /// Whether the agent sends a terminal's signals itself: gVisor's line
 /// discipline (release 20221219) echoes an interrupt character typed on a
 /// terminal but sends no signal.
@@ -645,7 +659,24 @@ fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
         }
         _ => None,
     };
-    let argv = leader.as_ref().map_or(&e.argv, |(a, _)| a);
+    // Under a gVisor that refuses AT_NO_AUTOMOUNT a command without a
+    // terminal runs below the statx tracer.
+    let traced = match (e.stdio, LEADER.get()) {
+        (VmStdio::Pipes, Some((exe, leading))) if STATX_TRACER.load(Ordering::SeqCst) => {
+            let mut argv = vec![exe.clone()];
+            argv.extend(leading.iter().cloned());
+            argv.push(VM_AGENT_FLAG.as_bytes().to_vec());
+            argv.push(statx_tracer::TRACER_FLAG.as_bytes().to_vec());
+            argv.extend(e.argv.iter().cloned());
+            Some(argv)
+        }
+        _ => None,
+    };
+    let argv = leader
+        .as_ref()
+        .map(|(a, _)| a)
+        .or(traced.as_ref())
+        .unwrap_or(&e.argv);
     let Some(mut c) = crate::request_command::command(argv, &e.env, &e.cwd) else {
         return;
     };
