@@ -531,7 +531,7 @@ fn write_stdin(state: &Shared, id: u64, data: &[u8]) {
 /// its path and its leading arguments.
 static LEADER: std::sync::OnceLock<(Vec<u8>, Vec<Vec<u8>>)> = std::sync::OnceLock::new();
 
-/// Whether commands without a terminal run below the statx tracer (a
+/// Whether commands run below the statx tracer (a
 /// gVisor that refuses `AT_NO_AUTOMOUNT`: see [`statx_tracer`]).
 static STATX_TRACER: AtomicBool = AtomicBool::new(false);
 
@@ -651,6 +651,13 @@ fn start(out: &Arc<Mutex<std::fs::File>>, state: &Shared, e: &VmExec) {
             argv.extend(leading.iter().cloned());
             argv.push(VM_AGENT_FLAG.as_bytes().to_vec());
             argv.push(terminal_leader::LEADER_FLAG.as_bytes().to_vec());
+            if STATX_TRACER.load(Ordering::SeqCst) {
+                // The leader's command is the tracer, running the command.
+                argv.push(exe.clone());
+                argv.extend(leading.iter().cloned());
+                argv.push(VM_AGENT_FLAG.as_bytes().to_vec());
+                argv.push(statx_tracer::TRACER_FLAG.as_bytes().to_vec());
+            }
             argv.extend(e.argv.iter().cloned());
             match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
                 Ok(p) => Some((argv, p)),

@@ -1,4 +1,5 @@
-//! Under gVisor a command without a terminal runs below a tracer when
+//! Under gVisor a command (on a terminal: below its leader) runs below a
+//! tracer when
 //! this gVisor refuses `statx` and `newfstatat` with `AT_NO_AUTOMOUNT`
 //! (release 20221219 answers `EINVAL`, and coreutils passes the flag: `ls`,
 //! `stat` and the like fail on every path but `.`). The tracer starts the
