@@ -547,6 +547,13 @@ impl SandboxManager {
         let (request, id) = (request.clone(), spec.session_id.clone());
         let layering = self.workspace_layering(&temp);
         let workspace = blocking(move || Workspace::create(&request, &id, &temp, layering)).await?;
+        #[cfg(target_os = "linux")]
+        if let Some(why) = workspace.fallback() {
+            (self.inner.settings.log)(&format!(
+                "session {}: the workspace is a copy: its checkout cannot be an overlay's layer ({why})",
+                spec.session_id
+            ));
+        }
         self.launch_with(spec, Some(Arc::new(workspace))).await
     }
 

@@ -190,6 +190,9 @@ pub(crate) struct Workspace {
     /// What the overlay is made of (the overlay layering).
     #[cfg(target_os = "linux")]
     overlay: Option<OverlayView>,
+    /// Why an overlay asked for became a copy.
+    #[cfg(target_os = "linux")]
+    fallback: Option<String>,
 }
 
 impl Workspace {
@@ -206,18 +209,33 @@ impl Workspace {
         let layer = SessionDir::create_in(temp_dir)?;
         let name = view_name(&checkout.root);
         #[cfg(target_os = "linux")]
+        let mut layer = layer;
+        #[cfg(target_os = "linux")]
+        let mut fallback = None;
+        #[cfg(target_os = "linux")]
         if layering == WorkspaceLayering::Overlay {
             let o = overlay::make(&checkout, layer.path(), name.as_os_str(), &request.branch)?;
-            return Ok(Workspace {
-                layer,
-                view: o.view.clone(),
-                base: checkout.head.clone(),
-                checkout,
-                named: request.checkout.clone(),
-                branch: request.branch.clone(),
-                layering,
-                overlay: Some(o),
-            });
+            match overlay::try_view(&o) {
+                Ok(()) => {
+                    return Ok(Workspace {
+                        layer,
+                        view: o.view.clone(),
+                        base: checkout.head.clone(),
+                        checkout,
+                        named: request.checkout.clone(),
+                        branch: request.branch.clone(),
+                        layering,
+                        overlay: Some(o),
+                        fallback: None,
+                    });
+                }
+                // This checkout cannot be a layer: a copy, in a fresh
+                // layer, and the reason kept for the log.
+                Err(why) => {
+                    fallback = Some(why);
+                    layer = SessionDir::create_in(temp_dir)?;
+                }
+            }
         }
         // Elsewhere every layering is the copy.
         let _ = layering;
@@ -233,7 +251,16 @@ impl Workspace {
             layering: WorkspaceLayering::Copy,
             #[cfg(target_os = "linux")]
             overlay: None,
+            #[cfg(target_os = "linux")]
+            fallback,
         })
+    }
+
+    /// Why the overlay asked for could not be used for this checkout (the
+    /// workspace is a copy then), for the log.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn fallback(&self) -> Option<&str> {
+        self.fallback.as_deref()
     }
 
     /// The overlay the sandbox mounts for the view (the overlay layering).
@@ -270,6 +297,7 @@ impl Workspace {
                 base: self.base.clone(),
                 layering: self.layering,
                 overlay: Some(o),
+                fallback: None,
             });
         }
         let view = layer.path().join(name);
@@ -284,6 +312,8 @@ impl Workspace {
             layering: self.layering,
             #[cfg(target_os = "linux")]
             overlay: None,
+            #[cfg(target_os = "linux")]
+            fallback: None,
         })
     }
 

@@ -203,7 +203,14 @@ fn try_mount(temp_dir: &Path) -> Result<(), String> {
     let o = skeleton(dir.path(), OsStr::new("v"), vec![lower]).map_err(|e| e.to_string())?;
     std::fs::create_dir(o.upper.join("d")).map_err(|e| e.to_string())?;
     mark_opaque(&o.upper.join("d")).map_err(|e| e.to_string())?;
-    let plan = super::overlay_mount::MountPlan::new(&o).map_err(|e| e.to_string())?;
+    try_view(&o)
+}
+
+/// Mounts `o` once in a namespace of its own that ends at once: whether
+/// the sandbox will be able to (a checkout on a file system overlayfs
+/// cannot take as a layer fails here); `Err` says why not.
+pub(crate) fn try_view(o: &OverlayView) -> Result<(), String> {
+    let plan = super::overlay_mount::MountPlan::new(o).map_err(|e| e.to_string())?;
     let mut c = std::process::Command::new("/bin/true");
     c.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -213,5 +220,25 @@ fn try_mount(temp_dir: &Path) -> Result<(), String> {
         Ok(s) if s.success() => Ok(()),
         Ok(s) => Err(format!("the trial mount's child ended with {s}")),
         Err(e) => Err(format!("mounting an overlay failed: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_that_cannot_be_mounted_is_said_so() {
+        let root = std::env::temp_dir().join(format!("overlay-try-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let o = skeleton(&root, OsStr::new("v"), vec![root.join("no-such-lower")]).unwrap();
+        let why = try_view(&o).unwrap_err();
+        assert!(why.contains("mounting an overlay failed"), "{why}");
+        std::fs::create_dir(root.join("no-such-lower")).unwrap();
+        if available(&root).is_ok() {
+            assert_eq!(try_view(&o), Ok(()));
+        }
+        crate::session_dir::remove_tree(&root).unwrap();
     }
 }
