@@ -110,6 +110,12 @@ impl Egress {
                 crate::audit::SessionAudit::new(sink.clone(), &spec.session_id, backend),
                 service.subscribe_decisions(),
             );
+            if let Some(b) = &broker {
+                crate::audit::record_brokered_requests(
+                    crate::audit::SessionAudit::new(sink.clone(), &spec.session_id, backend),
+                    b.broker.subscribe_requests(),
+                );
+            }
         }
         Ok(Egress {
             broker,

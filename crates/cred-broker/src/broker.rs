@@ -90,6 +90,8 @@ pub struct Broker {
     pub(crate) idle_timeout: Duration,
     pub(crate) upstream_timeout: Duration,
     pub(crate) violations: broadcast::Sender<SandboxViolation>,
+    /// Each request forwarded upstream, for an audit trail.
+    pub(crate) requests: broadcast::Sender<crate::BrokeredRequest>,
     /// Asked by each connection for refusal shapes and for bodies they
     /// read themselves (see [`RequestClassifier`]); built once.
     pub(crate) classifiers: Arc<[Arc<dyn RequestClassifier>]>,
@@ -158,6 +160,21 @@ impl Broker {
     /// when there is no request), the reason in `raw`; never a secret.
     pub fn subscribe_violations(&self) -> broadcast::Receiver<SandboxViolation> {
         self.violations.subscribe()
+    }
+
+    /// The requests forwarded upstream from now on, one each: target,
+    /// method, path without its query, the rule that allowed it and
+    /// whether the credential was added; never a secret. A subscriber too
+    /// slow for the violation capacity misses the oldest.
+    pub fn subscribe_requests(&self) -> broadcast::Receiver<crate::BrokeredRequest> {
+        self.requests.subscribe()
+    }
+
+    /// Tells the subscribers of one forwarded request.
+    pub(crate) fn forwarded(&self, r: crate::BrokeredRequest) {
+        if self.requests.receiver_count() > 0 {
+            let _ = self.requests.send(r);
+        }
     }
 
     /// Reports one refusal.
@@ -425,6 +442,7 @@ impl BrokerBuilder {
         let leaf_key = tls::signing_key(&provider, self.ca.leaf_key_pkcs8_der())?;
         let client_config = tls::client_config(&provider, trust)?;
         let (violations, _) = broadcast::channel(self.violation_capacity);
+        let (requests, _) = broadcast::channel(self.violation_capacity);
         let mut classifiers: Vec<Arc<dyn RequestClassifier>> = Vec::new();
         #[cfg(feature = "git")]
         classifiers.push(Arc::new(match &push_rule {
@@ -448,6 +466,7 @@ impl BrokerBuilder {
             idle_timeout: self.idle_timeout,
             upstream_timeout: self.upstream_timeout,
             violations,
+            requests,
             classifiers: classifiers.into(),
             #[cfg(feature = "git")]
             push_rule,

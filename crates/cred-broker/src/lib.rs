@@ -71,7 +71,10 @@
 //!   are 403 on the same connection (a denied rule, a `Host` mismatch, a
 //!   revoked or expired lease) or 400 and close (malformed framing), and
 //!   each is a [`sandbox_core::SandboxViolation`] (action [`BROKER_DENY`],
-//!   target `host:port path`) on [`Broker::subscribe_violations`].
+//!   target `host:port path`) on [`Broker::subscribe_violations`]. Each
+//!   request forwarded is a [`BrokeredRequest`] (target, method, path
+//!   without its query, the rule that allowed it, the response's status;
+//!   never a secret) on [`Broker::subscribe_requests`], for an audit trail.
 //!
 //!   The proxy crate's `Intercept` hook is adapted by the host program:
 //!   `claims` picks the brokered hosts, `take` calls [`Broker::serve`]
@@ -269,6 +272,7 @@
 
 mod answer;
 mod broker;
+mod brokered;
 mod ca;
 mod chunked;
 mod classify;
@@ -304,6 +308,7 @@ pub use broker::{
     BROKER_DENY, Broker, BrokerBuilder, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_UPSTREAM_TIMEOUT, DEFAULT_VIOLATION_CAPACITY, UpstreamRoots,
 };
+pub use brokered::BrokeredRequest;
 // TLS and the session CA.
 pub use ca::{
     CLOCK_SKEW, DEFAULT_CA_LIFETIME, DEFAULT_LEAF_CACHE, DEFAULT_LEAF_LIFETIME, Leaf, SessionCa,

@@ -14,15 +14,16 @@
 //! | a connection the proxies allowed (to an address, or handed to the broker) | Network Activity (4001), Open, `status_id` 1 |
 //! | a network refusal (by the proxies' policy or the host supervisor), an allowed host whose upstream failed, a refused bind, a brokered connection refused | Network Activity (4001), Refuse / Fail / Listen, `status_id` 2 |
 //! | a brokered request refused by a rule (answered 403) | HTTP Activity (4002), `status_id` 2, with the URL's host, port and path |
+//! | a brokered request forwarded | HTTP Activity (4002), its method's activity (Get, Post, ...), `status_id` 1, with the method, the URL's host, port and path (never its query), the rule that allowed it and whether the credential was added (`unmapped.rule`, `unmapped.credential_injected`) |
 //!
 //! Each record is written as the command's event stream receives the
 //! event it stands for, before the host reads it, so the trail and the
 //! events never disagree. Session id and backend are on every record
 //! (`metadata.correlation_uid`, `unmapped`); no record holds a credential,
 //! a phantom token or a header value. An allowed connection is recorded
-//! as the proxies decide it, beside the command's events. Not yet
-//! recorded: the broker's allowed requests, and the rule that decided each
-//! request (a refusal's reason is in `status_detail`).
+//! as the proxies decide it, and a forwarded request as the broker sends
+//! it, beside the command's events. A refusal's reason (the rule's
+//! decision among them) is in `status_detail`.
 
 mod ocsf;
 
@@ -121,6 +122,23 @@ pub(crate) fn record_allowed_connections(
                 &d.target,
                 &via,
             ));
+        }
+    });
+}
+
+/// Records each request the broker forwards, until the broker is gone.
+pub(crate) fn record_brokered_requests(
+    audit: SessionAudit,
+    mut requests: tokio::sync::broadcast::Receiver<cred_broker::BrokeredRequest>,
+) {
+    tokio::spawn(async move {
+        loop {
+            match requests.recv().await {
+                Ok(r) => audit.write(&ocsf::brokered_request(&audit.session, &r)),
+                // A writer 1,024 requests behind loses the oldest.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            }
         }
     });
 }

@@ -242,6 +242,57 @@ pub(crate) fn allowed_connection(s: &SessionRef, protocol: &str, target: &str, v
     Value::Object(r)
 }
 
+/// A request the broker forwarded: HTTP Activity, its method's activity,
+/// with the URL (host, port, path without its query), the rule that
+/// allowed it and whether the credential was added (never its value).
+pub(crate) fn brokered_request(s: &SessionRef, r: &cred_broker::BrokeredRequest) -> Value {
+    let activity = match r.method.as_str() {
+        "CONNECT" => (1, "Connect"),
+        "DELETE" => (2, "Delete"),
+        "GET" => (3, "Get"),
+        "HEAD" => (4, "Head"),
+        "OPTIONS" => (5, "Options"),
+        "POST" => (6, "Post"),
+        "PUT" => (7, "Put"),
+        "TRACE" => (8, "Trace"),
+        "PATCH" => (9, "Patch"),
+        _ => (99, "Other"),
+    };
+    let k = kind(NETWORK, (4002, "HTTP Activity"), activity);
+    let mut r_ = record(
+        &k,
+        s,
+        Status::Success,
+        format!(
+            "brokered {} {} {} allowed{}",
+            r.method,
+            r.target,
+            r.path,
+            match &r.rule {
+                Some(rule) => format!(" by rule {rule}"),
+                None => String::new(),
+            }
+        ),
+    );
+    let mut url = json!({ "path": r.path, "scheme": "https" });
+    if let (Some((host, port)), Some(u)) = (host_port(&r.target), url.as_object_mut()) {
+        u.insert("hostname".into(), json!(host));
+        u.insert("port".into(), json!(port));
+    }
+    r_.insert("dst_endpoint".into(), endpoint(&r.target));
+    r_.insert(
+        "http_request".into(),
+        json!({ "http_method": r.method, "url": url }),
+    );
+    r_.insert("http_response".into(), json!({ "code": r.status }));
+    // Beside the session id and backend every record has there.
+    if let Some(Value::Object(u)) = r_.get_mut("unmapped") {
+        u.insert("rule".into(), json!(r.rule));
+        u.insert("credential_injected".into(), json!(r.credential_injected));
+    }
+    Value::Object(r_)
+}
+
 /// The endpoint `target` names: an address or a host name with a port,
 /// or a Unix socket by its path.
 fn endpoint(target: &str) -> Value {

@@ -156,7 +156,9 @@ async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
         .lock()
         .unwrap()
         .iter()
-        .any(|l| l.contains("the broker"))
+        .filter(|l| l.contains("the broker") || l.contains("brokered GET"))
+        .count()
+        < 3
         && std::time::Instant::now() < deadline
     {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -179,6 +181,21 @@ async fn curl_in_the_sandbox_gets_the_real_token_injected_and_writes_refused() {
             .any(|r| r["class_uid"] == 4001 && r["activity_id"] == 1),
         "{lines:#?}"
     );
+    // Both reads as HTTP Activity, Get, allowed by the read-only rule with
+    // the credential added.
+    for path in ["/repos/a", "/repos/b"] {
+        assert!(
+            records.iter().any(|r| r["class_uid"] == 4002
+                && r["activity_id"] == 3
+                && r["status_id"] == 1
+                && r["http_request"]["http_method"] == "GET"
+                && r["http_request"]["url"]["path"] == path
+                && r["http_response"]["code"] == 200
+                && r["unmapped"]["rule"] == "read-only"
+                && r["unmapped"]["credential_injected"] == true),
+            "{path}: {lines:#?}"
+        );
+    }
     let all = lines.join("\n");
     assert!(!all.contains(SECRET) && !all.contains(&phantom), "{all}");
     if crate::audit::validator_available() {

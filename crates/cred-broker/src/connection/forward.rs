@@ -27,7 +27,8 @@ where
     /// upstream: its `Host` agrees with the target, and the rule engine
     /// allows it (a held body is judged by its classifier, so the engine
     /// sees the head alone).
-    fn check(&self, input: &ClassifyInput<'_>) -> Result<(), Error> {
+    /// Returns the name of the rule that allowed it, when a named one did.
+    fn check(&self, input: &ClassifyInput<'_>) -> Result<Option<String>, Error> {
         let head = input.head;
         if !self.spelled.agrees(head.host()) {
             return Err(RulesErrorKind::TargetMismatch {
@@ -48,7 +49,7 @@ where
             }
             .into());
         }
-        Ok(())
+        Ok(decision.rule().map(str::to_owned))
     }
 
     /// Every check, then the request written upstream. A held body also
@@ -64,7 +65,7 @@ where
             Outgoing::Buffered => ClassifyInput::with_body(head, request.body()),
             Outgoing::Held(_) => ClassifyInput::head(head),
         };
-        self.check(&input)?;
+        let rule = self.check(&input)?;
         let target = self.spelled.target();
         let Some(grant) = self
             .broker
@@ -131,7 +132,7 @@ where
         .await;
         drop(out);
         sent.map_err(|e| self.upstream_error(e))?;
-        Ok(Prepared::Sent)
+        Ok(Prepared::Sent { rule })
     }
 
     /// Starts reading a body its classifier reads itself, once the head is
@@ -143,7 +144,7 @@ where
         &mut self,
         head: &RequestHead,
     ) -> Result<Box<dyn BodyReader>, ()> {
-        let started = self.check(&ClassifyInput::head(head)).and_then(|()| {
+        let started = self.check(&ClassifyInput::head(head)).and_then(|_| {
             match body_classifier(&self.broker.classifiers, head) {
                 Some(c) => c.start_body(head),
                 None => Err(self.upstream_error("no classifier reads this body")),

@@ -126,8 +126,9 @@ enum Outgoing {
 
 /// What [`Conn::prepare`] did.
 enum Prepared {
-    /// The request went upstream.
-    Sent,
+    /// The request went upstream, allowed by the named rule (if a named
+    /// rule decided).
+    Sent { rule: Option<String> },
     /// The classifier that read the body answered instead: the answer for
     /// the client, and the refusal for the violation.
     Answered { answer: Answer, why: Error },
@@ -292,8 +293,8 @@ where
                 .header("connection")
                 .map(String::from_utf8_lossy)
                 .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")));
-        match self.prepare(request, body).await {
-            Ok(Prepared::Sent) => {}
+        let rule = match self.prepare(request, body).await {
+            Ok(Prepared::Sent { rule }) => rule,
             Ok(Prepared::Answered { answer, why }) => {
                 self.broker.report(label(self.target()), &why);
                 self.send(&answer, client_close).await;
@@ -316,11 +317,20 @@ where
                     }
                 };
             }
-        }
+        };
         let relayed = self.relay_response(head.method()).await;
-        self.upstream_clean = matches!(relayed, Ok(true)) && self.ubuf.is_empty();
+        self.upstream_clean = matches!(relayed, Ok((true, _))) && self.ubuf.is_empty();
+        if let Ok((_, status)) = &relayed {
+            self.broker.forwarded(crate::BrokeredRequest::new(
+                self.target().to_string(),
+                head.method(),
+                head.path(),
+                rule.as_deref(),
+                *status,
+            ));
+        }
         match relayed {
-            Ok(true) if !client_close => Ok(Next::KeepAlive),
+            Ok((true, _)) if !client_close => Ok(Next::KeepAlive),
             Ok(_) => Ok(Next::Close),
             Err(relay::RelayError { error, started }) => {
                 self.broker.report(label(self.target()), &error);

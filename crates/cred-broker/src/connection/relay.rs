@@ -31,9 +31,9 @@ where
         }
     }
 
-    /// Streams one response (after any interim 1xx) to the client; true
-    /// when both sides may keep the connection.
-    pub(super) async fn relay_response(&mut self, method: &str) -> Result<bool, RelayError> {
+    /// Streams one response (after any interim 1xx) to the client: whether
+    /// both sides may keep the connection, and the response's status.
+    pub(super) async fn relay_response(&mut self, method: &str) -> Result<(bool, u16), RelayError> {
         let mut started = false;
         let fail = |error: Error, started: bool| RelayError { error, started };
         loop {
@@ -101,7 +101,7 @@ where
                 .flush()
                 .await
                 .map_err(|e| fail(client_error(e), true))?;
-            return Ok(head.keep_alive);
+            return Ok((head.keep_alive, head.status));
         }
     }
 }
