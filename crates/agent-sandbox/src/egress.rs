@@ -97,9 +97,14 @@ impl Egress {
             config.require_credentials(c.clone());
         }
         let config = config.build()?;
+        // The proxies' tasks run in this span: a host's subscriber sees
+        // their decisions (and the broker's) with the session's id.
+        let span = tracing::info_span!("agent_sandbox.egress", session_id = %spec.session_id);
         let proxies = match listen {
-            Listen::Unbound => Proxies::Unbound(ProxyService::start(config)),
-            Listen::Loopback => Proxies::Loopback(ProxyPair::start(config).await?),
+            Listen::Unbound => Proxies::Unbound(span.in_scope(|| ProxyService::start(config))),
+            Listen::Loopback => Proxies::Loopback(
+                tracing::Instrument::instrument(ProxyPair::start(config), span).await?,
+            ),
         };
         if let Some((sink, backend)) = &settings.audit {
             let service = match &proxies {

@@ -383,8 +383,16 @@
 //! `agent_sandbox.resume`, each below whatever span the host is in; events
 //! for each log line (info), each refusal (`refused`, warn, with `action`
 //! and `target`: a host or a path, never the raw line), and the command's
-//! end (`exit_code`, or the kill's `reason` and `signal`). No field holds
-//! a credential, a phantom or an argument of the command; a failed call's
+//! end (`exit_code`, or the kill's `reason` and `signal`). The session's
+//! proxies run in `agent_sandbox.egress` (`session_id`), with an event for
+//! each decision (target `connect_proxy`: `connection allowed` and
+//! `connection handed to the broker` at info, `connection refused` and
+//! `allowed, but the upstream failed` at warn, with `protocol`,
+//! `destination` and `via` or `reason`) and the broker's (target
+//! `cred_broker`: `brokered request forwarded` at info with `method`,
+//! `path` without its query, `rule` and `status`; `brokered request
+//! refused` at warn with the rule engine's `decision`). No field holds a
+//! credential, a phantom or an argument of the command; a failed call's
 //! span records its error's text.
 //!
 //! # An audit trail
@@ -392,7 +400,8 @@
 //! [`ManagerBuilder::audit`] takes a sink for OCSF records ([`audit`]
 //! says which classes, in [`audit::OCSF_VERSION`]): one JSON object per
 //! line for each session launched and destroyed, each command started and
-//! ended, and each refusal, with the session id and backend on every one
+//! ended, each refusal, each connection the proxies allow and each request
+//! the broker forwards, with the session id and backend on every one
 //! and the time to the microsecond. [`audit::audit_to_file`] appends them
 //! to a file; `agent-run --audit FILE` does that.
 //!

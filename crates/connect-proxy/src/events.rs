@@ -108,6 +108,41 @@ impl<T: Clone> Subscription<T> {
     }
 }
 
+/// The decision as a `tracing` event (target `connect_proxy`): info for
+/// an allowed or intercepted connection, warn for a refusal or a failed
+/// upstream. It runs in the span the service was started in.
+fn trace(protocol: Protocol, destination: &str, outcome: &Outcome) {
+    match outcome {
+        Outcome::Connected(via) => tracing::info!(
+            target: "connect_proxy",
+            %protocol,
+            destination,
+            %via,
+            "connection allowed"
+        ),
+        Outcome::Intercepted => tracing::info!(
+            target: "connect_proxy",
+            %protocol,
+            destination,
+            "connection handed to the broker"
+        ),
+        Outcome::Refused(d) if d.is_upstream_failure() => tracing::warn!(
+            target: "connect_proxy",
+            %protocol,
+            destination,
+            reason = %d,
+            "allowed, but the upstream failed"
+        ),
+        Outcome::Refused(d) => tracing::warn!(
+            target: "connect_proxy",
+            %protocol,
+            destination,
+            reason = %d,
+            "connection refused"
+        ),
+    }
+}
+
 /// The senders both proxies share.
 #[derive(Clone, Debug)]
 pub(crate) struct Events {
@@ -136,10 +171,14 @@ impl Events {
             Outcome::Refused(d) if d.is_violation() || d.is_upstream_failure()
         );
         let watched = self.decisions.receiver_count() > 0;
-        if !event && !watched {
+        let traced = tracing::enabled!(target: "connect_proxy", tracing::Level::INFO);
+        if !event && !watched && !traced {
             return;
         }
         let target = target.to_string();
+        if traced {
+            trace(protocol, &target, &outcome);
+        }
         if let Outcome::Refused(d) = &outcome
             && event
         {

@@ -48,6 +48,8 @@ pub struct ProxyService {
     permits: Arc<Semaphore>,
     stop: watch::Sender<bool>,
     tasks: std::sync::Mutex<Vec<JoinHandle<()>>>,
+    /// The span current when the service started: its tasks run in it.
+    span: tracing::Span,
 }
 
 impl std::fmt::Debug for ProxyService {
@@ -93,6 +95,7 @@ impl ProxyService {
             permits,
             stop,
             tasks: std::sync::Mutex::new(Vec::new()),
+            span: tracing::Span::current(),
         }
     }
 
@@ -130,21 +133,17 @@ impl ProxyService {
             self.permits.clone(),
             self.stop.subscribe(),
         );
+        use tracing::Instrument;
+        // The tasks run in the span the service was started in, so that a
+        // host's subscriber sees their events with its fields.
+        let span = self.span.clone();
         let task = match kind {
-            ProxyKind::Http => tokio::spawn(accept_loop(
-                acceptor,
-                shared,
-                permits,
-                stop,
-                http_proxy::serve,
-            )),
-            ProxyKind::Socks5 => tokio::spawn(accept_loop(
-                acceptor,
-                shared,
-                permits,
-                stop,
-                socks_proxy::serve,
-            )),
+            ProxyKind::Http => tokio::spawn(
+                accept_loop(acceptor, shared, permits, stop, http_proxy::serve).instrument(span),
+            ),
+            ProxyKind::Socks5 => tokio::spawn(
+                accept_loop(acceptor, shared, permits, stop, socks_proxy::serve).instrument(span),
+            ),
         };
         let handle = task.abort_handle();
         if let Ok(mut tasks) = self.tasks.lock() {
@@ -436,10 +435,10 @@ async fn accept_loop<F, Fut>(
                     // stage (callgrind: 106,000 bytes copied per connection
                     // when it was held inline).
                     let task = Box::pin(serve(stream, shared.clone()));
-                    conns.spawn(async move {
+                    conns.spawn(tracing::Instrument::in_current_span(async move {
                         task.await;
                         drop(permit);
-                    });
+                    }));
                 }
                 // Over the connection cap: close at once.
                 Err(_) => drop(stream),

@@ -170,8 +170,25 @@ impl Broker {
         self.requests.subscribe()
     }
 
-    /// Tells the subscribers of one forwarded request.
+    /// Whether anything reads forwarded requests (a subscriber, or a
+    /// `tracing` subscriber for target `cred_broker`): else none is made.
+    pub(crate) fn wants_requests(&self) -> bool {
+        self.requests.receiver_count() > 0
+            || tracing::enabled!(target: "cred_broker", tracing::Level::INFO)
+    }
+
+    /// Tells the subscribers (and a `tracing` subscriber, target
+    /// `cred_broker`) of one forwarded request.
     pub(crate) fn forwarded(&self, r: crate::BrokeredRequest) {
+        tracing::info!(
+            target: "cred_broker",
+            destination = %r.target,
+            method = %r.method,
+            path = %r.path,
+            rule = r.rule.as_deref(),
+            status = r.status,
+            "brokered request forwarded"
+        );
         if self.requests.receiver_count() > 0 {
             let _ = self.requests.send(r);
         }

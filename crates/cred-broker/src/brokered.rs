@@ -33,7 +33,7 @@ impl BrokeredRequest {
         rule: Option<&str>,
         status: u16,
     ) -> BrokeredRequest {
-        let path = path.split(['?', '#']).next().unwrap_or_default();
+        let path = path_only(path);
         BrokeredRequest {
             target,
             method: cut(method),
@@ -43,6 +43,11 @@ impl BrokeredRequest {
             status,
         }
     }
+}
+
+/// `path` without its query and fragment (a query may carry a token).
+pub(crate) fn path_only(path: &str) -> &str {
+    path.split(['?', '#']).next().unwrap_or_default()
 }
 
 /// `s` cut to [`MAX_FIELD`] bytes at a character boundary.

@@ -18,14 +18,14 @@ const SECRET: &str = "ghp_tracesecret0123456789abcdefABCDEF0123";
 
 /// A span or an event as the subscriber saw it.
 #[derive(Debug, Clone)]
-struct Seen {
+pub(super) struct Seen {
     /// The span's name, or the event's message.
-    name: String,
-    fields: BTreeMap<String, String>,
+    pub(super) name: String,
+    pub(super) fields: BTreeMap<String, String>,
     /// The enclosing span's name.
     parent: Option<String>,
     /// The session id of the span, or of the span the event is in.
-    session: Option<String>,
+    pub(super) session: Option<String>,
     is_span: bool,
 }
 
@@ -49,7 +49,7 @@ struct SessionOf(String);
 /// The test binary's global subscriber, collecting every span and event
 /// (one set for a thread alone misses what another test's thread met
 /// first).
-fn collector() -> Arc<Mutex<Vec<Seen>>> {
+pub(super) fn collector() -> Arc<Mutex<Vec<Seen>>> {
     static SEEN: std::sync::OnceLock<Arc<Mutex<Vec<Seen>>>> = std::sync::OnceLock::new();
     SEEN.get_or_init(|| {
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -140,7 +140,10 @@ async fn a_hosts_subscriber_sees_the_sessions_spans_and_events_and_no_secret() {
         spec.guest_workdir = Some(ws.clone());
         let mut h = m.launch(spec).await.unwrap();
         let mut c = SandboxCommand::new("/bin/sh");
-        c.arg("-c").arg("echo hi; echo x > .env; exit 3");
+        c.arg("-c").arg(
+            "echo hi; echo x > .env; \
+             curl -s -m 10 -o /dev/null http://denied.example.invalid/; exit 3",
+        );
         let out = m.exec(&h, c).await.unwrap().output().await;
         assert_eq!(out.status.code(), Some(3));
         assert!(
@@ -208,7 +211,23 @@ async fn a_hosts_subscriber_sees_the_sessions_spans_and_events_and_no_secret() {
         "{seen:#?}"
     );
     // One event per refusal.
-    assert_eq!(refused.len(), 1, "{refused:#?}");
+    assert_eq!(
+        refused
+            .iter()
+            .filter(|e| e.fields["action"] == "file-write-create")
+            .count(),
+        1,
+        "{refused:#?}"
+    );
+    // The proxies' decision, in the session's egress span.
+    let proxied = event("connection refused");
+    assert!(
+        proxied
+            .iter()
+            .any(|e| e.fields["destination"] == "denied.example.invalid:80"
+                && e.parent.as_deref() == Some("agent_sandbox.egress")),
+        "{seen:#?}"
+    );
     let exited = event("the command exited");
     assert_eq!(exited.len(), 1, "{seen:#?}");
     assert_eq!(exited[0].fields["exit_code"], "3");

@@ -42,6 +42,14 @@ where
             .engine
             .decide_for(input, Some(&self.target().host));
         if decision.verdict() != Verdict::Allow {
+            tracing::warn!(
+                target: "cred_broker",
+                destination = %self.target(),
+                method = head.method(),
+                path = crate::brokered::path_only(head.path()),
+                decision = %decision,
+                "brokered request refused"
+            );
             return Err(RulesErrorKind::RuleDenied {
                 method: truncate(head.method()),
                 path: truncate(head.path()),

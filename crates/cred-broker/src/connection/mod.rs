@@ -320,7 +320,9 @@ where
         };
         let relayed = self.relay_response(head.method()).await;
         self.upstream_clean = matches!(relayed, Ok((true, _))) && self.ubuf.is_empty();
-        if let Ok((_, status)) = &relayed {
+        if let Ok((_, status)) = &relayed
+            && self.broker.wants_requests()
+        {
             self.broker.forwarded(crate::BrokeredRequest::new(
                 self.target().to_string(),
                 head.method(),
