@@ -10,6 +10,7 @@
 
 #[cfg(unix)]
 mod agent_run;
+mod architecture;
 #[cfg(unix)]
 mod broker_proxy;
 #[cfg(unix)]
