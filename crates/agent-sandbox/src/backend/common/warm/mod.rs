@@ -26,6 +26,9 @@
 //! pipes close [`OUTPUT_GRACE`] after the exit). A command with limits has
 //! a cgroup of its own, and whatever it left in it ends with it.
 
+mod frames;
+mod remote_child;
+
 use super::name_guard_reports::ReportReader;
 use crate::control::ControlState;
 use crate::process::{ChildStdio, CommandProcess};
@@ -34,6 +37,8 @@ use crate::seam::{CommandTask, ExecRequest};
 use crate::settings::Settings;
 use crate::violations::{GuardPipe, Violations};
 use crate::{Error, ErrorKind};
+use frames::{read_replies, write_frames};
+use remote_child::{RemoteChild, pipe};
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use sandbox_core::SandboxEvent;
 use sandbox_core::session_wire::{self, FrameReader, MAX_REPLY_LEN, Reply, Request};
@@ -341,178 +346,6 @@ pub(crate) async fn start_init(
         init_control,
         guard_updates,
     })
-}
-
-/// Sends each frame with its descriptors, in order.
-async fn write_frames(
-    stream: Arc<tokio::net::UnixStream>,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
-    channel: Arc<Channel>,
-) {
-    while let Some((frame, fds)) = rx.recv().await {
-        let mut sent = 0;
-        let mut fds = Some(fds);
-        while sent < frame.len() {
-            let rest = frame.get(sent..).unwrap_or_default();
-            let r = stream
-                .async_io(tokio::io::Interest::WRITABLE, || {
-                    send_with_fds(&stream, rest, fds.as_deref().unwrap_or_default())
-                })
-                .await;
-            match r {
-                Ok(n) => {
-                    // The descriptors went with the first bytes; ours close.
-                    fds = None;
-                    sent += n;
-                }
-                Err(e) => {
-                    channel.end(format!("writing to its init: {e}"));
-                    return;
-                }
-            }
-        }
-    }
-}
-
-/// One `sendmsg` of `bytes` with `fds` as `SCM_RIGHTS`.
-fn send_with_fds(
-    stream: &tokio::net::UnixStream,
-    bytes: &[u8],
-    fds: &[OwnedFd],
-) -> std::io::Result<usize> {
-    let borrowed: Vec<_> = fds.iter().map(AsFd::as_fd).collect();
-    let mut space = vec![
-        std::mem::MaybeUninit::uninit();
-        rustix::cmsg_space!(ScmRights(borrowed.len().max(1)))
-    ];
-    let mut cmsg = rustix::net::SendAncillaryBuffer::new(&mut space);
-    if !borrowed.is_empty() && !cmsg.push(rustix::net::SendAncillaryMessage::ScmRights(&borrowed)) {
-        return Err(std::io::Error::other(
-            "too many descriptors for one message",
-        ));
-    }
-    let iov = [std::io::IoSlice::new(bytes)];
-    rustix::net::sendmsg(stream, &iov, &mut cmsg, rustix::net::SendFlags::NOSIGNAL)
-        .map_err(Into::into)
-}
-
-/// Reads the init's replies and hands each to its command.
-async fn read_replies(stream: Arc<tokio::net::UnixStream>, channel: Arc<Channel>) {
-    let mut frames = FrameReader::new(MAX_REPLY_LEN);
-    let mut buf = [0u8; 4096];
-    loop {
-        if stream.readable().await.is_err() {
-            break;
-        }
-        let n = match stream.try_read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-            Err(_) => break,
-        };
-        frames.push(buf.get(..n).unwrap_or_default());
-        loop {
-            let reply = match frames.next_body() {
-                Ok(Some(body)) => Reply::decode(&body),
-                Ok(None) => break,
-                Err(e) => Err(e),
-            };
-            let reply = match reply {
-                Ok(r) => r,
-                Err(e) => {
-                    // Not our init's bytes: nothing it says is believed.
-                    channel.end(format!("its init sent an unreadable reply: {e}"));
-                    return;
-                }
-            };
-            let (id, last) = match reply {
-                Reply::Started { id, .. } => (id, false),
-                Reply::Failed { id, .. } | Reply::Ended { id, .. } => (id, true),
-            };
-            if let Ok(mut w) = channel.waiters.lock() {
-                let to = if last {
-                    w.remove(&id)
-                } else {
-                    w.get(&id).cloned()
-                };
-                if let Some(to) = to {
-                    let _ = to.send(reply);
-                }
-            }
-        }
-    }
-    channel.end("its init's socket closed".into());
-}
-
-/// A command the init runs.
-struct RemoteChild {
-    id: u64,
-    replies: mpsc::UnboundedReceiver<Reply>,
-    channel: Arc<Channel>,
-    /// The session's end, for a command the init does not end (a stopped
-    /// or stuck init): the second kill ends the whole sandbox.
-    end_session: Arc<Mutex<Option<oneshot::Sender<()>>>>,
-    stdio: ChildStdio,
-}
-
-impl CommandProcess for RemoteChild {
-    fn host_pid(&self) -> Option<u32> {
-        None
-    }
-
-    fn take_stdio(&mut self) -> ChildStdio {
-        (
-            self.stdio.0.take(),
-            self.stdio.1.take(),
-            self.stdio.2.take(),
-        )
-    }
-
-    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
-        use std::os::unix::process::ExitStatusExt;
-        loop {
-            match self.replies.recv().await {
-                Some(Reply::Started { .. }) => {}
-                Some(Reply::Failed { errno, .. }) => {
-                    return Err(std::io::Error::from_raw_os_error(errno));
-                }
-                Some(Reply::Ended { wait_status, .. }) => {
-                    return Ok(std::process::ExitStatus::from_raw(wait_status));
-                }
-                None => {
-                    let why = self.channel.ended().unwrap_or_default();
-                    return Err(std::io::Error::other(format!(
-                        "the session's sandbox ended: {why}"
-                    )));
-                }
-            }
-        }
-    }
-
-    fn start_kill(&mut self) -> std::io::Result<()> {
-        self.channel.signal(self.id, libc::SIGKILL);
-        Ok(())
-    }
-
-    fn force_kill(&mut self) -> std::io::Result<()> {
-        // The init did not end it within the grace: the session's sandbox
-        // ends, every process in it with it.
-        let end = self.end_session.lock().ok().and_then(|mut k| k.take());
-        if let Some(end) = end {
-            let _ = end.send(());
-        }
-        Ok(())
-    }
-
-    fn output_grace(&self) -> Option<Duration> {
-        Some(OUTPUT_GRACE)
-    }
-}
-
-/// A pipe: (our end, the command's end).
-fn pipe() -> Result<(OwnedFd, OwnedFd), Error> {
-    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-        .map_err(|e| Error::io("creating a command's pipes", e.into()))
 }
 
 impl WarmInit {
