@@ -1,10 +1,22 @@
 //! The host probe (R-PROBE): which backends this host can offer, computed
 //! once at start-up and reused.
 
-use crate::host::{HostView, Os, find_on_path};
+mod cache;
+mod linux;
+mod microvm;
+
+pub use crate::gvisor_version::gvisor_release;
+pub use cache::{AMBIENT_PROBE_TIMEOUT, ProbeCache, probe_ambient};
+pub use linux::{kernel_runs_name_guard, kernel_version};
+pub use microvm::{
+    MicrovmProbe, MicrovmRuntimeKind, RUNSC_BINARY, RUNSC_INSTALL_HINT, gvisor_note,
+};
+
+use crate::host::{HostView, Os};
 use crate::{SandboxBackend, SandboxSwitch};
+use linux::probe_linux;
+use microvm::probe_microvm;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 /// What kind of host the probe found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -128,12 +140,6 @@ pub const LINUX_FALLBACK_TOOLS: [RequiredTool; 1] = [RequiredTool {
     package: "socat",
 }];
 
-/// The gVisor runtime's executable, looked up on `PATH` unless a path is
-/// configured ([`ProbeOptions::runsc`]).
-pub const RUNSC_BINARY: &str = "runsc";
-/// The install hint for the gVisor runtime.
-pub const RUNSC_INSTALL_HINT: &str = "sudo apt-get install runsc";
-
 /// What the probe looks for beyond the native sandbox.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProbeOptions {
@@ -141,62 +147,6 @@ pub struct ProbeOptions {
     /// `runsc` on `PATH`.
     pub runsc: Option<PathBuf>,
 }
-
-/// The kernel-boundary runtime behind the `microvm` backend (R-MICROVM-1).
-/// Only [`MicrovmRuntimeKind::QemuKvm`] is a hardware VM; gVisor is a
-/// user-space kernel and QEMU TCG an emulated machine: each a kernel
-/// boundary, neither hardware virtualization.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum MicrovmRuntimeKind {
-    /// gVisor (`runsc`): the command's system calls are served by a kernel
-    /// written in Go that runs as host processes.
-    Gvisor,
-    /// QEMU on KVM: a hardware VM.
-    QemuKvm,
-    /// QEMU with emulation (TCG): a VM with a kernel of its own, slow, and
-    /// not hardware virtualization.
-    QemuTcg,
-}
-
-impl MicrovmRuntimeKind {
-    /// The name a host program asks for it by: `gvisor`, `qemu-kvm`,
-    /// `qemu-tcg`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MicrovmRuntimeKind::Gvisor => "gvisor",
-            MicrovmRuntimeKind::QemuKvm => "qemu-kvm",
-            MicrovmRuntimeKind::QemuTcg => "qemu-tcg",
-        }
-    }
-
-    /// Parses [`MicrovmRuntimeKind::as_str`]'s names (exact).
-    pub fn from_name(name: &str) -> Option<MicrovmRuntimeKind> {
-        [
-            MicrovmRuntimeKind::Gvisor,
-            MicrovmRuntimeKind::QemuKvm,
-            MicrovmRuntimeKind::QemuTcg,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == name)
-    }
-
-    /// Whether the runtime is a VM on hardware virtualization.
-    pub fn is_hardware_vm(self) -> bool {
-        matches!(self, MicrovmRuntimeKind::QemuKvm)
-    }
-
-    /// What the runtime is, for notes and labels.
-    pub fn describe(self) -> &'static str {
-        match self {
-            MicrovmRuntimeKind::Gvisor => "user-space kernel (kernel boundary, not a hardware VM)",
-            MicrovmRuntimeKind::QemuKvm => "hardware VM (kernel boundary)",
-            MicrovmRuntimeKind::QemuTcg => "emulated VM (kernel boundary, not a hardware VM, slow)",
-        }
-    }
-}
-
-pub use crate::gvisor_version::gvisor_release;
 
 /// How this host can enforce creation-time filename rules (new `.env`,
 /// `*.key`, `*.pem` files inside writable mounts, R-DISPATCH-3).
@@ -217,53 +167,6 @@ impl FilenameRuleSupport {
     /// Whether some mechanism enforces them.
     pub fn is_enforceable(&self) -> bool {
         !matches!(self, FilenameRuleSupport::Unavailable(_))
-    }
-}
-
-/// The `(major, minor)` of a Linux release string (`uname -r`, such as
-/// `6.1.0-18-amd64` or `5.14.0-284.el9.x86_64`): decimal digits, a dot,
-/// decimal digits, then anything. `None` for anything else (a sign, a
-/// missing minor, a number over `u32`).
-pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
-    fn number(s: &str) -> Option<(u32, &str)> {
-        let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-        if end == 0 {
-            return None;
-        }
-        Some((s[..end].parse().ok()?, &s[end..]))
-    }
-    let (major, rest) = number(release.trim())?;
-    let (minor, _) = number(rest.strip_prefix('.')?)?;
-    Some((major, minor))
-}
-
-/// Whether a Linux release string names a kernel that can run the name
-/// guard: at least [`NAME_GUARD_MIN_KERNEL`]. The one place this is
-/// decided; the probe and the `name-guard` crate both ask it. A release
-/// [`kernel_version`] cannot read is `false`.
-pub fn kernel_runs_name_guard(release: &str) -> bool {
-    kernel_version(release).is_some_and(|v| v >= NAME_GUARD_MIN_KERNEL)
-}
-
-/// Whether a Linux release can run the name guard on this build's
-/// architecture.
-fn name_guard_support(release: &str) -> FilenameRuleSupport {
-    if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
-        return FilenameRuleSupport::Unavailable(
-            "the name guard has system call tables for x86-64 and aarch64 only".to_string(),
-        );
-    }
-    if kernel_runs_name_guard(release) {
-        return FilenameRuleSupport::NameGuard;
-    }
-    let (maj, min) = NAME_GUARD_MIN_KERNEL;
-    match kernel_version(release) {
-        Some((a, b)) => FilenameRuleSupport::Unavailable(format!(
-            "kernel {a}.{b} is older than {maj}.{min} (seccomp user notification with descriptor injection and killable waits)"
-        )),
-        None => FilenameRuleSupport::Unavailable(
-            "kernel release unknown (need Linux 5.19 or later)".to_string(),
-        ),
     }
 }
 
@@ -288,40 +191,6 @@ pub struct NativeProbe {
     pub hint: Option<String>,
     /// How creation-time filename rules can be enforced here.
     pub filename_rules: FilenameRuleSupport,
-}
-
-/// What the probe found about microVMs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MicrovmProbe {
-    /// Whether a kernel-boundary runtime started a trial sandbox here.
-    pub available: bool,
-    /// The runtime's executable, when one was found.
-    pub runtime: Option<PathBuf>,
-    /// The runtime's kind, when one was found.
-    pub kind: Option<MicrovmRuntimeKind>,
-    /// The runtime's release (gVisor: `20221219`), when known.
-    pub version: Option<String>,
-    /// The line that names the runtime when available: `microvm: gVisor
-    /// runsc 20221219: user-space kernel (kernel boundary, not a hardware
-    /// VM)`.
-    pub note: Option<String>,
-    /// Why not, when not available.
-    pub reason: Option<String>,
-}
-
-impl MicrovmProbe {
-    /// Whether the runtime found is a hardware VM (false when none is).
-    pub fn is_hardware_vm(&self) -> bool {
-        self.available && self.kind.is_some_and(MicrovmRuntimeKind::is_hardware_vm)
-    }
-}
-
-/// The note of an available gVisor runtime of release `version`.
-pub fn gvisor_note(version: &str) -> String {
-    format!(
-        "microvm: gVisor runsc {version}: {}",
-        MicrovmRuntimeKind::Gvisor.describe()
-    )
 }
 
 /// The probe's result: computed once, reused for every run.
@@ -405,119 +274,6 @@ impl ProbeReport {
     }
 }
 
-/// The Linux and WSL2 probe. Selection order: bubblewrap where it runs
-/// (one trial launch), else Landlock with the name guard, else nothing,
-/// with the hint. Only `bwrap` is required for bubblewrap; `socat` is
-/// looked up for the bridges' fallback.
-fn probe_linux<H: HostView + ?Sized>(
-    host: &H,
-    path_var: Option<&std::ffi::OsString>,
-) -> NativeProbe {
-    let release = host
-        .read_small_file(Path::new("/proc/sys/kernel/osrelease"))
-        .unwrap_or_default();
-    let filename_rules = name_guard_support(&release);
-    let mut tools = Vec::new();
-    let mut missing = Vec::new();
-    for tool in LINUX_REQUIRED_TOOLS {
-        match find_on_path(host, path_var, tool.binary) {
-            Some(found) => tools.push((tool.binary.to_string(), found)),
-            None => missing.push(tool.package.to_string()),
-        }
-    }
-    for tool in LINUX_FALLBACK_TOOLS {
-        if let Some(found) = find_on_path(host, path_var, tool.binary) {
-            tools.push((tool.binary.to_string(), found));
-        }
-    }
-    // Installed is not enough: one trial launch shows whether this host
-    // lets bubblewrap make its namespaces.
-    // `None`: not installed; `Some(why)`: installed, and the trial failed.
-    let bubblewrap_failed = match tools.iter().find(|(name, _)| name == "bwrap") {
-        Some((_, bwrap)) => host.try_bubblewrap(bwrap).err().map(Some),
-        None => Some(None),
-    };
-    let Some(bubblewrap_failed) = bubblewrap_failed else {
-        let note = match &filename_rules {
-            FilenameRuleSupport::NameGuard => format!("{NOTE_BUBBLEWRAP}; {NOTE_NAME_GUARD}"),
-            FilenameRuleSupport::Unavailable(why) => format!(
-                "{NOTE_BUBBLEWRAP}; filename rules not enforceable ({why}): launches with writable mounts are refused"
-            ),
-            FilenameRuleSupport::Seatbelt => NOTE_BUBBLEWRAP.to_string(),
-        };
-        return NativeProbe {
-            available: true,
-            mechanism: Some(NativeMechanism::Bubblewrap),
-            tools,
-            note: Some(note),
-            requires_install: false,
-            missing_packages: Vec::new(),
-            hint: None,
-            filename_rules,
-        };
-    };
-    let landlock = match (&filename_rules, host.try_landlock()) {
-        (FilenameRuleSupport::NameGuard, Ok(())) => Ok(()),
-        (FilenameRuleSupport::NameGuard, Err(why)) => Err(why),
-        (FilenameRuleSupport::Unavailable(why), _) => {
-            Err(format!("the name guard cannot run ({why})"))
-        }
-        (FilenameRuleSupport::Seatbelt, _) => Err("not Linux".to_owned()),
-    };
-    let requires_install = !missing.is_empty();
-    match (bubblewrap_failed, landlock) {
-        (None, Ok(())) => NativeProbe {
-            available: true,
-            mechanism: Some(NativeMechanism::Landlock),
-            tools,
-            note: Some(format!(
-                "{NOTE_LANDLOCK}; bubblewrap is not installed; {NOTE_NAME_GUARD}; {HINT_INSTALL_BUBBLEWRAP}"
-            )),
-            requires_install,
-            missing_packages: missing,
-            hint: Some(HINT_INSTALL_BUBBLEWRAP.to_string()),
-            filename_rules,
-        },
-        (Some(why), Ok(())) => NativeProbe {
-            available: true,
-            mechanism: Some(NativeMechanism::Landlock),
-            tools,
-            note: Some(format!(
-                "{NOTE_LANDLOCK}; bubblewrap cannot make its namespaces here ({why}); {NOTE_NAME_GUARD}"
-            )),
-            requires_install: false,
-            missing_packages: Vec::new(),
-            hint: None,
-            filename_rules,
-        },
-        (None, Err(no_landlock)) => NativeProbe {
-            available: false,
-            mechanism: None,
-            tools,
-            note: None,
-            requires_install,
-            hint: Some(format!(
-                "install the missing packages: sudo apt-get install {}; nor can Landlock confine here ({no_landlock})",
-                missing.join(" ")
-            )),
-            missing_packages: missing,
-            filename_rules,
-        },
-        (Some(why), Err(no_landlock)) => NativeProbe {
-            available: false,
-            mechanism: None,
-            tools,
-            note: None,
-            requires_install: false,
-            missing_packages: Vec::new(),
-            hint: Some(format!(
-                "bwrap is installed but cannot make its namespaces on this host ({why}); user namespaces may be disabled or restricted here; nor can Landlock confine here ({no_landlock})"
-            )),
-            filename_rules,
-        },
-    }
-}
-
 fn unavailable(hint: String) -> NativeProbe {
     NativeProbe {
         available: false,
@@ -553,137 +309,5 @@ fn detect_platform<H: HostView + ?Sized>(host: &H) -> Platform {
                 Platform::Linux
             }
         }
-    }
-}
-
-fn probe_microvm<H: HostView + ?Sized>(
-    host: &H,
-    platform: Platform,
-    path_var: Option<&std::ffi::OsString>,
-    options: &ProbeOptions,
-) -> MicrovmProbe {
-    let not = |runtime: Option<PathBuf>, reason: String| MicrovmProbe {
-        available: false,
-        kind: runtime.as_ref().map(|_| MicrovmRuntimeKind::Gvisor),
-        runtime,
-        version: None,
-        note: None,
-        reason: Some(reason),
-    };
-    if !matches!(platform, Platform::Linux | Platform::Wsl2) {
-        return not(
-            None,
-            format!(
-                "no kernel-boundary runtime is offered on {} (gVisor runs on Linux)",
-                platform.as_str()
-            ),
-        );
-    }
-    // A configured path is the only one tried; otherwise PATH.
-    let runsc = match &options.runsc {
-        Some(path) if path.is_absolute() && host.is_executable_file(path) => path.clone(),
-        Some(path) => {
-            return not(
-                None,
-                format!(
-                    "the configured runsc {} is not an executable file at an absolute path",
-                    path.display()
-                ),
-            );
-        }
-        None => match find_on_path(host, path_var, RUNSC_BINARY) {
-            Some(found) => found,
-            None => {
-                return not(
-                    None,
-                    format!(
-                        "no kernel-boundary runtime: runsc (gVisor) is not on PATH; install it: {RUNSC_INSTALL_HINT}"
-                    ),
-                );
-            }
-        },
-    };
-    // Found is not enough: one tiny sandbox shows it runs here.
-    match host.try_gvisor(&runsc) {
-        Ok(version) => MicrovmProbe {
-            available: true,
-            runtime: Some(runsc),
-            kind: Some(MicrovmRuntimeKind::Gvisor),
-            note: Some(gvisor_note(&version)),
-            version: Some(version),
-            reason: None,
-        },
-        Err(why) => {
-            let shown = runsc.display().to_string();
-            not(
-                Some(runsc),
-                format!("{shown} is installed but a trial sandbox failed: {why}"),
-            )
-        }
-    }
-}
-
-/// A probe result computed once and reused.
-///
-/// ```
-/// use sandbox_core::{FakeHost, Os, ProbeCache};
-/// let cache = ProbeCache::new();
-/// let host = FakeHost::new(Os::Windows);
-/// let first = cache.get_or_probe(&host) as *const _;
-/// let second = cache.get_or_probe(&host) as *const _;
-/// assert_eq!(first, second);
-/// ```
-#[derive(Debug, Default)]
-pub struct ProbeCache {
-    cell: OnceLock<ProbeReport>,
-}
-
-impl ProbeCache {
-    /// An empty cache.
-    pub const fn new() -> ProbeCache {
-        ProbeCache {
-            cell: OnceLock::new(),
-        }
-    }
-
-    /// The cached report, probing `host` the first time only.
-    pub fn get_or_probe<H: HostView + ?Sized>(&self, host: &H) -> &ProbeReport {
-        self.cell.get_or_init(|| ProbeReport::probe(host))
-    }
-}
-
-/// How long the real host's probe may take in all.
-pub const AMBIENT_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// The real host's probe, computed at the first call and reused by every
-/// later one in this process. It reads ambient authority (PATH and the file
-/// system), as its name says. The whole probe runs on a helper thread
-/// bounded by [`AMBIENT_PROBE_TIMEOUT`]; a probe that does not finish in
-/// time reports no native sandbox (fail closed, never a hang).
-pub fn probe_ambient() -> &'static ProbeReport {
-    static CACHE: OnceLock<ProbeReport> = OnceLock::new();
-    CACHE.get_or_init(|| {
-        crate::host::run_with_timeout(AMBIENT_PROBE_TIMEOUT, || {
-            ProbeReport::probe(&crate::AmbientHost::from_ambient_untimed())
-        })
-        .unwrap_or_else(timed_out_report)
-    })
-}
-
-fn timed_out_report() -> ProbeReport {
-    ProbeReport {
-        platform: Platform::Other,
-        native: unavailable(format!(
-            "the host probe did not finish within {} s; no sandbox is offered",
-            AMBIENT_PROBE_TIMEOUT.as_secs()
-        )),
-        microvm: MicrovmProbe {
-            available: false,
-            runtime: None,
-            kind: None,
-            version: None,
-            note: None,
-            reason: Some("the host probe timed out".into()),
-        },
     }
 }
