@@ -22,30 +22,21 @@
 //! records in turn for the search after it. See the `stamp` module for
 //! when a directory's stamp is trusted.
 
+mod list;
 mod stamp;
+mod walk;
 
 use stamp::{Recorder, Stamp};
 use std::collections::HashMap;
-use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
+use walk::{How, walk};
 
 /// How deep below a root the search goes.
 pub const REPO_SEARCH_MAX_DEPTH: usize = 4;
 /// How many directories the search visits in total before it stops.
 pub const REPO_SEARCH_MAX_DIRS: usize = 5_000;
-
-/// Directories that are never searched (large and never repositories of
-/// their own that a host would run git in).
-const SKIP: &[&str] = &["node_modules", "target", ".cache", ".venv", "__pycache__"];
-
-/// A depth with fewer directories than this is read on the calling thread:
-/// a thread's start costs about as much as reading a few directories.
-const SHARE_FROM: usize = 64;
-/// At most this many threads read one depth.
-const MAX_READERS: usize = 4;
 
 /// Walks each root on the host file system (breadth first, symlinks not
 /// followed, at most [`REPO_SEARCH_MAX_DEPTH`] levels and
@@ -134,36 +125,6 @@ struct Seen {
     listing: Arc<Listing>,
 }
 
-/// How a walk reads each directory.
-#[derive(Clone, Copy)]
-enum How<'a> {
-    /// Read every directory.
-    Plain,
-    /// Reuse an earlier walk's reading of every unchanged directory, read
-    /// the others, and record both for a later walk.
-    Record(&'a Recorder, &'a RepoSearchRecord),
-}
-
-/// What a walk found and did.
-struct WalkOut {
-    search: RepoSearch,
-    record: RepoSearchRecord,
-    /// Directories opened and read (the others were reused).
-    #[cfg_attr(
-        not(all(test, target_os = "linux")),
-        allow(dead_code, reason = "counted for the tests, which run on Linux")
-    )]
-    read: usize,
-}
-
-/// One directory, read or reused.
-#[derive(Debug, Default)]
-struct Visited {
-    listing: Arc<Listing>,
-    read: bool,
-    stamp: Option<Stamp>,
-}
-
 /// What [`search_git_repos_on_host`] found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RepoSearch {
@@ -195,256 +156,11 @@ struct Listing {
     subdirs: Vec<PathBuf>,
 }
 
-fn walk(roots: &[String], max_depth: usize, max_dirs: usize, how: How<'_>) -> WalkOut {
-    let mut record = RepoSearchRecord::default();
-    let mut read = 0usize;
-    let mut found: Vec<String> = Vec::new();
-    let mut budget = max_dirs;
-    let mut level: Vec<PathBuf> = roots.iter().map(PathBuf::from).collect();
-    let mut end = RepoSearchEnd::Complete;
-    for depth in 0..=max_depth {
-        if level.is_empty() {
-            break;
-        }
-        if level.len() > budget {
-            end = RepoSearchEnd::DirectoryLimit {
-                unread: level.len() - budget,
-            };
-            level.truncate(budget);
-        }
-        budget -= level.len();
-        let descend = depth < max_depth;
-        let visits = read_level(&level, depth == 0, descend, how);
-        let mut next = Vec::new();
-        for (dir, visit) in level.iter().zip(visits) {
-            let Visited {
-                listing,
-                read: was_read,
-                stamp,
-            } = visit;
-            read += usize::from(was_read);
-            if let Some(stamp) = stamp {
-                let seen = Seen {
-                    stamp,
-                    descend,
-                    listing: Arc::clone(&listing),
-                };
-                record.seen.insert(dir.clone(), seen);
-            }
-            if listing.has_git {
-                let s = dir.to_string_lossy().into_owned();
-                if !found.contains(&s) {
-                    found.push(s);
-                }
-            }
-            next.extend(listing.subdirs.iter().cloned());
-        }
-        if end != RepoSearchEnd::Complete {
-            break;
-        }
-        level = next;
-    }
-    WalkOut {
-        search: RepoSearch { repos: found, end },
-        record,
-        read,
-    }
-}
-
-/// One directory: its earlier reading when it is unchanged since, else a
-/// reading now.
-fn visit(dir: &Path, root: bool, descend: bool, scratch: &mut Scratch, how: How<'_>) -> Visited {
-    let recorder = match how {
-        How::Plain => None,
-        How::Record(recorder, earlier) => {
-            if let Some(seen) = earlier.seen.get(dir)
-                && seen.descend == descend
-                && stamp::unchanged(dir, root, &seen.stamp)
-            {
-                // Still trusted: any later change moves the change time.
-                return Visited {
-                    listing: Arc::clone(&seen.listing),
-                    read: false,
-                    stamp: Some(seen.stamp),
-                };
-            }
-            Some(recorder)
-        }
-    };
-    let (listing, stamp) = list(dir, root, descend, scratch, recorder);
-    Visited {
-        listing: Arc::new(listing),
-        read: true,
-        stamp,
-    }
-}
-
-/// Reads every directory of one depth; the listings come back in the
-/// order of `dirs`.
-fn read_level(dirs: &[PathBuf], roots: bool, descend: bool, how: How<'_>) -> Vec<Visited> {
-    let readers = if dirs.len() < SHARE_FROM {
-        1
-    } else {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(MAX_READERS)
-    };
-    if readers <= 1 {
-        let mut scratch = Scratch::new();
-        return dirs
-            .iter()
-            .map(|d| visit(d, roots, descend, &mut scratch, how))
-            .collect();
-    }
-    let next = AtomicUsize::new(0);
-    let mut parts: Vec<Vec<(usize, Visited)>> = std::thread::scope(|scope| {
-        let read = || {
-            let mut out = Vec::new();
-            let mut scratch = Scratch::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(dir) = dirs.get(i) else { break };
-                out.push((i, visit(dir, roots, descend, &mut scratch, how)));
-            }
-            out
-        };
-        let helpers: Vec<_> = (1..readers).map(|_| scope.spawn(read)).collect();
-        let mut parts = vec![read()];
-        for h in helpers {
-            // A reader that panicked read nothing more; what it had read
-            // is lost with it and those directories count as unreadable.
-            if let Ok(part) = h.join() {
-                parts.push(part);
-            }
-        }
-        parts
-    });
-    let mut slots: Vec<Option<Visited>> = (0..dirs.len()).map(|_| None).collect();
-    for (i, visited) in parts.iter_mut().flat_map(std::mem::take) {
-        if let Some(slot) = slots.get_mut(i) {
-            *slot = Some(visited);
-        }
-    }
-    slots.into_iter().map(Option::unwrap_or_default).collect()
-}
-
-/// Whether the walk goes into a subdirectory of this name.
-fn searched(name: &OsStr) -> bool {
-    !SKIP.iter().any(|s| name == *s)
-}
-
-/// Room for one `getdents64` call: most directories fit in one.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-const DIRENT_BUFFER: usize = 32 * 1024;
-
-/// A reader's buffer for directory entries, reused for every directory it
-/// reads.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-struct Scratch(Vec<u8>);
-
-#[cfg(any(target_os = "linux", target_os = "android"))]
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch(Vec::with_capacity(DIRENT_BUFFER))
-    }
-}
-
-/// Lists one directory; an unreadable one lists as empty. A root may be
-/// reached through a symlink; a directory below one is opened only if it
-/// is not one (it could have been swapped for a symlink since its parent
-/// was read). With a recorder, the directory's stamp is taken (before its
-/// entries are read) when a later search may trust it.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn list(
-    dir: &Path,
-    root: bool,
-    descend: bool,
-    scratch: &mut Scratch,
-    recorder: Option<&Recorder>,
-) -> (Listing, Option<Stamp>) {
-    use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
-    use std::os::unix::ffi::OsStrExt;
-
-    let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    if !root {
-        flags |= OFlags::NOFOLLOW;
-    }
-    let mut listing = Listing::default();
-    let Ok(fd) = rustix::fs::open(dir, flags, Mode::empty()) else {
-        return (listing, None);
-    };
-    let stamp = recorder.and_then(|r| stamp::trusted(&fd, r));
-    let mut entries = RawDir::new(&fd, scratch.0.spare_capacity_mut());
-    while let Some(Ok(entry)) = entries.next() {
-        let name = OsStr::from_bytes(entry.file_name().to_bytes());
-        if name == "." || name == ".." {
-            continue;
-        }
-        if name == ".git" {
-            listing.has_git = true;
-            continue;
-        }
-        if !descend || !searched(name) {
-            continue;
-        }
-        let is_dir = match entry.file_type() {
-            FileType::Directory => true,
-            // The file system did not say (`DT_UNKNOWN`): ask the inode.
-            FileType::Unknown => {
-                rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
-                    .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
-            }
-            _ => false,
-        };
-        if is_dir {
-            listing.subdirs.push(dir.join(name));
-        }
-    }
-    listing.subdirs.sort_unstable();
-    (listing, stamp)
-}
-
-/// No reusable buffer where `std::fs::read_dir` does the reading.
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-struct Scratch;
-
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch
-    }
-}
-
-/// Lists one directory; an unreadable one lists as empty. No stamps are
-/// taken here.
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn list(
-    dir: &Path,
-    _root: bool,
-    descend: bool,
-    _scratch: &mut Scratch,
-    _recorder: Option<&Recorder>,
-) -> (Listing, Option<Stamp>) {
-    let mut listing = Listing::default();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return (listing, None);
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if name == ".git" {
-            listing.has_git = true;
-            continue;
-        }
-        if descend && searched(&name) && entry.file_type().is_ok_and(|ft| ft.is_dir()) {
-            listing.subdirs.push(entry.path());
-        }
-    }
-    listing.subdirs.sort_unstable();
-    (listing, None)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::list::searched;
+    #[cfg(target_os = "linux")]
+    use super::walk::WalkOut;
     use super::*;
     use std::collections::VecDeque;
     use std::fs;
