@@ -23,8 +23,6 @@ pub(super) fn check_arg(a: &OsStr) -> Result<(), Error> {
     Ok(())
 }
 
-/// A descriptor number: decimal digits only (no sign, no space), at most
-/// six, and not a standard stream (the guarded command keeps those).
 /// A `--tool-dir` value: one path component (no `/`, not `.` or `..`,
 /// no NUL), 1 to [`NameGuardInvocation::MAX_TOOL_DIR_LEN`] bytes.
 pub(super) fn check_tool_dir(v: &OsStr) -> Result<(), Error> {
@@ -44,6 +42,8 @@ pub(super) fn check_tool_dir(v: &OsStr) -> Result<(), Error> {
     Ok(())
 }
 
+/// A descriptor number: decimal digits only (no sign, no space), at most
+/// six, and not a standard stream (the guarded command keeps those).
 pub(super) fn parse_fd(v: &OsStr) -> Option<i32> {
     let b = v.as_encoded_bytes();
     if b.is_empty() || b.len() > 6 || !b.iter().all(u8::is_ascii_digit) {
