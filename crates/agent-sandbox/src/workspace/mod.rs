@@ -37,11 +37,13 @@ mod overlay_host;
 mod overlay_mount;
 
 #[cfg(target_os = "linux")]
-pub(crate) use overlay::{OverlayView, available as overlay_available};
+pub(crate) use overlay::OverlayView;
 #[cfg(target_os = "linux")]
 pub(crate) use overlay_host::OverlayHost;
 #[cfg(target_os = "linux")]
 pub(crate) use overlay_mount::MountPlan;
+#[cfg(target_os = "linux")]
+pub(crate) use overlay_mount::available as overlay_available;
 
 use crate::session_dir::SessionDir;
 use crate::settings::ExtraReads;
@@ -215,7 +217,7 @@ impl Workspace {
         #[cfg(target_os = "linux")]
         if layering == WorkspaceLayering::Overlay {
             let o = overlay::make(&checkout, layer.path(), name.as_os_str(), &request.branch)?;
-            match overlay::try_view(&o) {
+            match overlay_mount::try_view(&o) {
                 Ok(()) => {
                     return Ok(Workspace {
                         layer,

@@ -12,11 +12,13 @@
 //! forked child of a threaded parent and so makes system calls only, on
 //! strings made before the fork.
 
-use super::overlay::OverlayView;
+use super::overlay::{OverlayView, mark_opaque, skeleton};
 use rustix::fd::AsFd;
 use std::ffi::CString;
+use std::ffi::OsStr;
 use std::io;
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 
 /// Everything the child needs, made before the fork.
 #[derive(Clone, Debug)]
@@ -153,4 +155,73 @@ fn write_proc(path: &std::ffi::CStr, bytes: &[u8]) -> io::Result<()> {
         return Err(io::Error::from_raw_os_error(libc::EIO));
     }
     Ok(())
+}
+
+/// Whether an overlay workspace can be mounted with its layers in
+/// `temp_dir`: tried once per process and temp dir (a child mounts a tiny
+/// overlay in a namespace of its own, in a scratch directory of
+/// `temp_dir`); `Err` says why not.
+pub(crate) fn available(temp_dir: &Path) -> Result<(), String> {
+    type Tried = std::sync::Mutex<Vec<(PathBuf, Result<(), String>)>>;
+    static TRIED: std::sync::OnceLock<Tried> = std::sync::OnceLock::new();
+    let tried = TRIED.get_or_init(Default::default);
+    if let Ok(t) = tried.lock()
+        && let Some((_, r)) = t.iter().find(|(d, _)| d == temp_dir)
+    {
+        return r.clone();
+    }
+    let r = try_mount(temp_dir);
+    if let Ok(mut t) = tried.lock()
+        && t.len() < 64
+    {
+        t.push((temp_dir.to_path_buf(), r.clone()));
+    }
+    r
+}
+
+fn try_mount(temp_dir: &Path) -> Result<(), String> {
+    let dir = crate::session_dir::SessionDir::create_in(temp_dir).map_err(|e| e.to_string())?;
+    let lower = dir.path().join("lower");
+    std::fs::create_dir(&lower).map_err(|e| e.to_string())?;
+    let o = skeleton(dir.path(), OsStr::new("v"), vec![lower]).map_err(|e| e.to_string())?;
+    std::fs::create_dir(o.upper.join("d")).map_err(|e| e.to_string())?;
+    mark_opaque(&o.upper.join("d")).map_err(|e| e.to_string())?;
+    try_view(&o)
+}
+
+/// Mounts `o` once in a namespace of its own that ends at once: whether
+/// the sandbox will be able to (a checkout on a file system overlayfs
+/// cannot take as a layer fails here); `Err` says why not.
+pub(crate) fn try_view(o: &OverlayView) -> Result<(), String> {
+    let plan = MountPlan::new(o).map_err(|e| e.to_string())?;
+    let mut c = std::process::Command::new("/bin/true");
+    c.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    plan.mount_before_exec(&mut c);
+    match c.status() {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!("the trial mount's child ended with {s}")),
+        Err(e) => Err(format!("mounting an overlay failed: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_that_cannot_be_mounted_is_said_so() {
+        let root = std::env::temp_dir().join(format!("overlay-try-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let o = skeleton(&root, OsStr::new("v"), vec![root.join("no-such-lower")]).unwrap();
+        let why = try_view(&o).unwrap_err();
+        assert!(why.contains("mounting an overlay failed"), "{why}");
+        std::fs::create_dir(root.join("no-such-lower")).unwrap();
+        if available(&root).is_ok() {
+            assert_eq!(try_view(&o), Ok(()));
+        }
+        crate::session_dir::remove_tree(&root).unwrap();
+    }
 }
