@@ -181,19 +181,7 @@ pub(crate) fn clear_stat_flag(
 ) -> Result<bool, i32> {
     // SAFETY: an all-zero `user_regs_struct` is a valid value (integers).
     let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
-    let mut iov = libc::iovec {
-        iov_base: (&mut regs as *mut libc::user_regs_struct).cast(),
-        iov_len: std::mem::size_of::<libc::user_regs_struct>(),
-    };
-    // SAFETY: `iov` describes `regs`, which the call fills.
-    check(unsafe {
-        libc::ptrace(
-            libc::PTRACE_GETREGSET,
-            pid,
-            libc::NT_PRSTATUS as libc::c_long,
-            &mut iov,
-        )
-    } as libc::c_int)?;
+    regset(libc::PTRACE_GETREGSET, pid, &mut regs)?;
     let index = if regs.regs[8] == statx_nr {
         2
     } else if regs.regs[8] == newfstatat_nr {
@@ -202,20 +190,25 @@ pub(crate) fn clear_stat_flag(
         return Ok(false);
     };
     regs.regs[index] &= !bit;
+    regset(libc::PTRACE_SETREGSET, pid, &mut regs)?;
+    Ok(true)
+}
+
+/// `PTRACE_GETREGSET` or `PTRACE_SETREGSET` of `pid`'s general registers
+/// into or from `regs`.
+#[cfg(target_arch = "aarch64")]
+fn regset(request: libc::c_uint, pid: i32, regs: &mut libc::user_regs_struct) -> Result<(), i32> {
     let mut iov = libc::iovec {
-        iov_base: (&mut regs as *mut libc::user_regs_struct).cast(),
+        iov_base: (regs as *mut libc::user_regs_struct).cast(),
         iov_len: std::mem::size_of::<libc::user_regs_struct>(),
     };
-    // SAFETY: `iov` describes the tracee's registers, changed in one.
-    check(unsafe {
-        libc::ptrace(
-            libc::PTRACE_SETREGSET,
-            pid,
-            libc::NT_PRSTATUS as libc::c_long,
-            &mut iov,
-        )
-    } as libc::c_int)?;
-    Ok(true)
+    // SAFETY: `iov` describes `regs`, which lives for the call and has the
+    // size the kernel reads or writes.
+    check(
+        unsafe { libc::ptrace(request, pid, libc::NT_PRSTATUS as libc::c_long, &mut iov) }
+            as libc::c_int,
+    )?;
+    Ok(())
 }
 
 /// Elsewhere no call is changed.
