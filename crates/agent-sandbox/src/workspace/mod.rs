@@ -108,7 +108,12 @@ pub enum WorkspaceLayering {
     /// costs the same whatever the checkout's size, and a fork costs what
     /// its parent changed. The host never sees the view; changes made to
     /// the checkout's working tree while the session runs may show
-    /// through in files the session has not written.
+    /// through in files the session has not written. A directory of the
+    /// checkout's is renamed by copying it (the overlay answers `EXDEV`,
+    /// as `userxattr` mounts do, and `mv` copies then removes): slower
+    /// for a large one, and each name in it is made anew, so the filename
+    /// rules judge them (moving a directory holding an `id.pem` is refused
+    /// there).
     Overlay,
     /// A copy of the working tree on the host, where no overlay can be
     /// mounted (Landlock, gVisor, QEMU; a kernel or temp dir without what
